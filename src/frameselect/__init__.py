@@ -1,0 +1,49 @@
+"""frameselect: video frame selection as a standalone, comparable part.
+
+>>> import frameselect
+>>> "uniform" in frameselect.selectors.names()
+True
+
+Importing the package imports no torch; heavy parts load their frameworks
+only when they are created.
+"""
+
+from frameselect._version import __version__
+from frameselect.errors import FrameselectError, UnknownNameError
+from frameselect.registry import REGISTRIES, Registry, answerers, datasets, encoders, evaluators, get_registry, routers, selectors
+from frameselect.types import Answer, CandidatePool, Features, FrameSource, Query, Sample, SampleRecord, Selection, Span
+
+
+def evaluate(*args, **kwargs):  # type: ignore[no-untyped-def]
+    """See :func:`frameselect.pipeline.evaluate`."""
+    from frameselect.pipeline import evaluate as _evaluate
+
+    return _evaluate(*args, **kwargs)
+
+
+evaluate.__doc__ = "Run a selector on a dataset, score it and store it; see frameselect.pipeline.evaluate."
+
+__all__ = [
+    "__version__",
+    "Answer",
+    "CandidatePool",
+    "Features",
+    "FrameSource",
+    "FrameselectError",
+    "Query",
+    "REGISTRIES",
+    "Registry",
+    "Sample",
+    "SampleRecord",
+    "Selection",
+    "Span",
+    "UnknownNameError",
+    "answerers",
+    "datasets",
+    "encoders",
+    "evaluate",
+    "evaluators",
+    "get_registry",
+    "routers",
+    "selectors",
+]

@@ -1,0 +1,13 @@
+"""Import every module of a package so built-in parts register themselves."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Iterable
+
+
+def import_submodules(package: str, path: Iterable[str]) -> None:
+    for info in sorted(pkgutil.iter_modules(list(path)), key=lambda m: m.name):
+        if not info.name.startswith("_"):
+            importlib.import_module(f"{package}.{info.name}")

@@ -1,0 +1,49 @@
+"""The ``frameselect`` command line. It parses arguments and calls the Python API.
+
+Sub-commands live in :mod:`frameselect.commands`, one module each, every
+module exposing ``add_parser(subparsers)``; they are found automatically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from collections.abc import Sequence
+
+import frameselect.commands as commands_pkg
+from frameselect._version import __version__
+from frameselect.errors import FrameselectError
+
+__all__ = ["main", "build_parser"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="frameselect", description="Video frame selection: run, compare and replay selectors.")
+    parser.add_argument("--version", action="version", version=f"frameselect {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for info in sorted(pkgutil.iter_modules(commands_pkg.__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{commands_pkg.__name__}.{info.name}")
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except FrameselectError as exc:
+        print(f"frameselect: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("frameselect: interrupted; stored samples are kept, run the same command to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,41 @@
+"""Helpers shared by the CLI sub-commands."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any
+
+__all__ = ["parse_params", "add_store_arg", "default_store_path"]
+
+
+def default_store_path() -> str:
+    return os.environ.get("FRAMESELECT_STORE", "frameselect.sqlite")
+
+
+def add_store_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--store", default=default_store_path(), help="SQLite results file (default: %(default)s, or $FRAMESELECT_STORE)")
+
+
+def parse_value(text: str) -> Any:
+    """``--param`` values: JSON where it parses (numbers, true/false, lists), else a string."""
+    lowered = text.strip()
+    if lowered.lower() in ("true", "false"):
+        return lowered.lower() == "true"
+    if lowered.lower() in ("none", "null"):
+        return None
+    try:
+        return json.loads(lowered)
+    except ValueError:
+        return text
+
+
+def parse_params(items: list[str] | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items or []:
+        if "=" not in item:
+            raise SystemExit(f"frameselect: error: --param takes name=value, got {item!r}")
+        name, value = item.split("=", 1)
+        out[name.strip()] = parse_value(value)
+    return out

@@ -1,0 +1,67 @@
+"""``frameselect run``: evaluate one or more selectors on a dataset and store the results."""
+
+from __future__ import annotations
+
+import argparse
+
+from frameselect.commands._common import add_store_arg, parse_params
+from frameselect.report import markdown_table
+
+
+def run(args: argparse.Namespace) -> int:
+    from frameselect.pipeline import evaluate
+
+    params = parse_params(args.param)
+    rows = []
+    counter_rows = []
+    breakdown_rows = []
+    for name in args.selector:
+        result = evaluate(
+            selector=name,
+            evaluators=args.evaluator or ["evidence_recall", "frame_precision"],
+            dataset=args.dataset,
+            k=args.k,
+            encoder=args.encoder,
+            answerer=args.answerer,
+            store=args.store,
+            pool=args.pool,
+            seed=args.seed,
+            cache_dir=args.cache_dir,
+            selector_params=params if len(args.selector) == 1 else None,
+            progress=None if not args.no_progress else False,
+            limit=args.limit,
+        )
+        label = str(result.config["label"])
+        rows.append((label, result.table))
+        counter_rows.append((label, {k: float(v) for k, v in result.counters.as_dict().items()}))
+        for group, values in result.breakdown.get("kind", {}).items():
+            breakdown_rows.append((f"{label} · {group}", values))
+        for rec in result.failed:
+            print(f"failed: {label} {rec.sample_id}: {rec.error}")
+        print(f"run {result.run_id[:12]} ({label}) stored in {args.store}")
+    print()
+    print(markdown_table(rows, first="selector"))
+    if breakdown_rows:
+        print()
+        print(markdown_table(breakdown_rows, first="selector · kind"))
+    print()
+    print(markdown_table(counter_rows, first="counters"))
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("run", help="run selectors on a dataset and store the results")
+    p.add_argument("--selector", "-s", action="append", required=True, help="registered selector name (repeatable)")
+    p.add_argument("--dataset", "-d", default="tiny", help="registered dataset name (default: %(default)s)")
+    p.add_argument("--k", "-k", type=int, default=8, help="frame budget (default: %(default)s)")
+    p.add_argument("--encoder", "-e", default="color_histogram", help="encoder for selectors that need features (default: %(default)s)")
+    p.add_argument("--evaluator", action="append", help="evaluator name (repeatable; default: evidence_recall, frame_precision)")
+    p.add_argument("--answerer", "-a", default=None, help="answering backend, for answer-level evaluators")
+    p.add_argument("--pool", default="fps=1.0", help="candidate pool policy: fps=R, uniform=N or all (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--param", "-p", action="append", help="selector hyper-parameter name=value (one selector only)")
+    p.add_argument("--cache-dir", default=None, help="feature cache folder (default: ~/.cache/frameselect/features or $FRAMESELECT_CACHE)")
+    p.add_argument("--limit", type=int, default=None, help="only the first N samples")
+    p.add_argument("--no-progress", action="store_true")
+    add_store_arg(p)
+    p.set_defaults(func=run)

@@ -1,0 +1,57 @@
+"""The dataset interface: an iterable of :class:`~frameselect.types.Sample`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any, ClassVar
+
+from frameselect.fingerprint import fingerprint
+from frameselect.types import Sample
+
+__all__ = ["Dataset", "InMemoryDataset"]
+
+
+class Dataset:
+    """Base class. ``id`` identifies the content (part of the run fingerprint)."""
+
+    registered_name: ClassVar[str] = ""
+
+    @property
+    def name(self) -> str:
+        return type(self).registered_name or type(self).__name__
+
+    def samples(self) -> Sequence[Sample]:
+        raise NotImplementedError
+
+    def __iter__(self) -> Iterator[Sample]:
+        return iter(self.samples())
+
+    def __len__(self) -> int:
+        return len(self.samples())
+
+    def params(self) -> dict[str, Any]:
+        return {}
+
+    @property
+    def id(self) -> str:
+        """A fingerprint of the samples (ids, videos, queries, answers, evidence)."""
+        return f"{self.name}:{fingerprint(list(self.samples()), with_version=False)}"
+
+
+class InMemoryDataset(Dataset):
+    """A dataset from a list of samples (tests, notebooks)."""
+
+    def __init__(self, samples: Sequence[Sample], name: str = "in_memory") -> None:
+        self._samples = list(samples)
+        self._name = name
+        ids = [s.id for s in self._samples]
+        if len(set(ids)) != len(ids):
+            dupes = sorted({i for i in ids if ids.count(i) > 1})
+            raise ValueError(f"dataset {name!r} has duplicate sample ids: {dupes[:5]}")
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def samples(self) -> Sequence[Sample]:
+        return self._samples

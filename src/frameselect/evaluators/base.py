@@ -1,0 +1,56 @@
+"""The evaluator interface.
+
+An evaluator scores one sample (``score``) and aggregates the per-sample
+records of a run (``aggregate``). Selection-level metrics need no answer;
+answer-level ones set ``needs_answer``. Each metric is also a plain function.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from frameselect.types import Answer, CandidatePool, Sample, SampleRecord, Selection
+
+__all__ = ["Evaluator", "FunctionEvaluator", "mean_of"]
+
+
+def mean_of(records: Sequence[SampleRecord], key: str) -> float:
+    values = [float(r.metrics[key]) for r in records if r.status == "ok" and key in r.metrics and not math.isnan(float(r.metrics[key]))]
+    return sum(values) / len(values) if values else math.nan
+
+
+class Evaluator:
+    """Base class. ``metrics`` lists the keys this evaluator writes into a record."""
+
+    registered_name: ClassVar[str] = ""
+    needs_answer: ClassVar[bool] = False
+    higher_is_better: ClassVar[bool] = True
+
+    @property
+    def name(self) -> str:
+        return type(self).registered_name or type(self).__name__
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        return (self.name,)
+
+    def params(self) -> dict[str, Any]:
+        return {}
+
+    def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None) -> Mapping[str, float]:
+        raise NotImplementedError
+
+    def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, float]:
+        """Benchmark-level values; the mean over samples unless overridden."""
+        return {m: mean_of(records, m) for m in self.metrics}
+
+
+class FunctionEvaluator(Evaluator):
+    """Wraps a plain ``fn(sample, pool, selection) -> float`` as an evaluator."""
+
+    fn: ClassVar[Any] = None
+
+    def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None) -> Mapping[str, float]:
+        return {self.name: float(type(self).fn(sample, pool, selection))}

@@ -1,0 +1,464 @@
+"""``evaluate``: one call from a dataset to stored, comparable results.
+
+The flow of one sample::
+
+    Sample -> candidates() -> CandidatePool -> featurize() -> Features
+           -> [router: k_i, policy_i] -> Selector.select() -> Selection
+           -> answerer (if an evaluator needs answers) -> evaluators -> record -> Store
+
+Parts may be given as registered names or as instances. A run's fingerprint
+covers every part's configuration, the dataset, the budget, the pool policy
+and the seed; re-running the same configuration against the same store
+resumes it: samples already stored are skipped, failed ones are retried.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from frameselect.registry import get_registry
+from frameselect.answerers.base import Answerer, AnswerRequest
+from frameselect.cache import Cache, RunCounters, default_cache_dir
+from frameselect.datasets.base import Dataset, InMemoryDataset
+from frameselect.encoders.base import Encoder
+from frameselect.errors import FrameselectError, SelectionError
+from frameselect.evaluators.base import Evaluator
+from frameselect.fingerprint import fingerprint, part_config
+from frameselect.selectors.base import Selector
+from frameselect.store import Store
+from frameselect.types import Answer, CandidatePool, Features, Sample, SampleRecord, Selection
+from frameselect.video.decode import VideoInfo, candidates, content_hash, decode_counter, parse_policy, probe
+
+__all__ = ["evaluate", "RunResult", "featurize", "resolve", "build_pool", "Progress", "PIXEL_WIDTH"]
+
+#: width of the downscaled frames handed to pixel-based selectors
+PIXEL_WIDTH = 128
+
+
+def resolve(kind: str, part: Any, **params: Any) -> Any:
+    """A part from a registered name (with params) or an instance (returned as is)."""
+    if isinstance(part, str):
+        return get_registry(kind).create(part, **params)
+    if params:
+        raise TypeError(f"parameters {sorted(params)} given for a {kind[:-1]} instance; pass them to its constructor")
+    return part
+
+
+def _part_id(kind: str, part: Any) -> Any:
+    if part is None:
+        return None
+    if hasattr(part, "id") and kind in ("encoders", "answerers", "datasets"):
+        return {"name": getattr(part, "name", getattr(part, "registered_name", type(part).__name__)), "id": part.id}
+    return part_config(kind, part)
+
+
+class Progress:
+    """A minimal progress bar on stderr (shown only on a terminal or when forced)."""
+
+    def __init__(self, total: int, label: str, enabled: bool | None = None) -> None:
+        self.total, self.label, self.n = total, label, 0
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self.start = time.monotonic()
+
+    def update(self, n: int = 1) -> None:
+        self.n += n
+        if not self.enabled:
+            return
+        frac = self.n / self.total if self.total else 1.0
+        bar = "#" * int(frac * 30)
+        elapsed = time.monotonic() - self.start
+        eta = elapsed / self.n * (self.total - self.n) if self.n else 0.0
+        sys.stderr.write(f"\r{self.label} [{bar:<30}] {self.n}/{self.total} {elapsed:5.0f}s eta {eta:4.0f}s")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+@dataclass
+class RunResult:
+    """What :func:`evaluate` returns: the run's id, records, table and counters."""
+
+    run_id: str
+    config: Mapping[str, Any]
+    records: list[SampleRecord]
+    table: dict[str, float]
+    counters: RunCounters
+    store_path: str | None = None
+    breakdown: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> list[SampleRecord]:
+        return [r for r in self.records if r.status != "ok"]
+
+    def to_markdown(self) -> str:
+        from frameselect.report import markdown_table
+
+        return markdown_table([(str(self.config.get("label") or self.run_id[:12]), self.table)])
+
+
+@dataclass
+class _Context:
+    cache: Cache
+    counters: RunCounters
+    probes: dict[str, VideoInfo] = field(default_factory=dict)
+
+
+def build_pool(sample: Sample, policy: str, ctx: _Context) -> CandidatePool:
+    """The sample's candidate pool; the video's probe comes from the cache when present."""
+    video_hash = content_hash(sample.video)
+    info = ctx.probes.get(video_hash) or ctx.cache.load_probe(video_hash)
+    if info is None:
+        info = probe(sample.video)
+        ctx.cache.save_probe(video_hash, info)
+    elif info.path != sample.video:
+        info = dataclasses.replace(info, path=sample.video)
+    ctx.probes[video_hash] = info
+    return candidates(sample.video, policy, video_id=video_hash, info=info)
+
+
+def _encode_pool(pool: CandidatePool, encoder: Encoder, ctx: _Context) -> np.ndarray:
+    key = Cache.embedding_key(pool.video_id, pool.policy, encoder.id)
+    cached = ctx.cache.load_array("frames", key)
+    if cached is not None and cached.shape[0] == len(pool):
+        ctx.counters.cache_hits += 1
+        return cached
+    ctx.counters.cache_misses += 1
+    if pool.source is None:
+        raise FrameselectError(f"pool of {pool.video_id} has no frames to encode")
+    chunks: list[np.ndarray] = []
+    batch: list[np.ndarray] = []
+    iterator = pool.source.iter(range(len(pool))) if hasattr(pool.source, "iter") else zip(range(len(pool)), pool.source.get(range(len(pool))))
+    for _i, frame in iterator:
+        batch.append(frame)
+        if len(batch) == encoder.batch_size:
+            chunks.append(np.asarray(encoder.encode_frames(np.stack(batch)), dtype=np.float32))
+            ctx.counters.encoder_calls += 1
+            ctx.counters.frames_encoded += len(batch)
+            batch = []
+    if batch:
+        chunks.append(np.asarray(encoder.encode_frames(np.stack(batch)), dtype=np.float32))
+        ctx.counters.encoder_calls += 1
+        ctx.counters.frames_encoded += len(batch)
+    emb = np.concatenate(chunks, axis=0)
+    ctx.cache.save_array("frames", key, emb)
+    return emb
+
+
+def _encode_text(text: str, encoder: Encoder, ctx: _Context) -> np.ndarray:
+    key = Cache.text_key(encoder.id, text)
+    cached = ctx.cache.load_array("text", key)
+    if cached is not None:
+        return cached
+    vec = np.asarray(encoder.encode_text([text]), dtype=np.float32)[0]
+    ctx.cache.save_array("text", key, vec)
+    return vec
+
+
+def _pixels(pool: CandidatePool, ctx: _Context) -> np.ndarray:
+    info = ctx.probes.get(pool.video_id)
+    w0, h0 = (info.width, info.height) if info else (PIXEL_WIDTH, PIXEL_WIDTH)
+    width = PIXEL_WIDTH
+    height = max(2, int(round(h0 * width / max(w0, 1) / 2)) * 2)
+    key = Cache.pixels_key(pool.video_id, pool.policy, width, height)
+    cached = ctx.cache.load_array("pixels", key)
+    if cached is not None and cached.shape[0] == len(pool):
+        ctx.counters.cache_hits += 1
+        return cached
+    ctx.counters.cache_misses += 1
+    source = pool.source
+    if source is None or not hasattr(source, "iter"):
+        raise FrameselectError(f"pool of {pool.video_id} has no decodable frames for a pixel-based selector")
+    out = np.empty((len(pool), height, width, 3), dtype=np.uint8)
+    for i, frame in source.iter(range(len(pool)), size=(width, height)):
+        out[i] = frame
+    ctx.cache.save_array("pixels", key, out)
+    return out
+
+
+def featurize(pool: CandidatePool, sample: Sample, needs: Iterable[str], encoder: Encoder | None, ctx: _Context) -> Features:
+    """Compute (or load from the cache) exactly the features a selector needs."""
+    needs = set(needs)
+    embeddings = text = scores = pixels = None
+    if needs & {"embeddings", "text", "relevance"}:
+        if encoder is None:
+            raise SelectionError("this selector needs frame embeddings: pass an encoder (e.g. encoder='color_histogram')")
+        embeddings = _encode_pool(pool, encoder, ctx)
+        if needs & {"text", "relevance"}:
+            if not encoder.has_text:
+                raise SelectionError(f"this selector needs query relevance, but encoder {encoder.id} cannot embed text; use a text-capable encoder")
+            text = _encode_text(sample.query.text, encoder, ctx)
+            scores = encoder.relevance(embeddings, text)
+    if "pixels" in needs:
+        pixels = _pixels(pool, ctx)
+    return Features(embeddings=embeddings, text=text, scores=scores, pixels=pixels, encoder_id=encoder.id if encoder else "")
+
+
+def _score(evaluators: Sequence[Evaluator], sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None) -> dict[str, float]:
+    metrics: dict[str, float] = {}
+    for ev in evaluators:
+        if ev.needs_answer and answer is None:
+            continue
+        metrics.update({k: float(v) for k, v in ev.score(sample, pool, selection, answer).items()})
+    if answer is not None:
+        metrics.setdefault("answer_latency_s", answer.latency_s)
+        metrics.setdefault("answer_tokens", float(answer.prompt_tokens + answer.completion_tokens))
+    metrics.setdefault("selection_latency_s", selection.latency_s)
+    return metrics
+
+
+def _failure(sample: Sample, exc: BaseException, k: int, policy: str) -> SampleRecord:
+    if isinstance(exc, FrameselectError):
+        message = f"{type(exc).__name__}: {exc}"
+    else:
+        tb = traceback.extract_tb(exc.__traceback__)
+        where = f" at {tb[-1].filename.rsplit(os.sep, 1)[-1]}:{tb[-1].lineno}" if tb else ""
+        message = f"{type(exc).__name__}: {exc}{where}"
+    return SampleRecord(sample_id=sample.id, metrics={}, status="failed", error=message, k=k, policy=policy, metadata=dict(sample.metadata))
+
+
+def aggregate(records: Sequence[SampleRecord], evaluators: Sequence[Evaluator]) -> dict[str, float]:
+    """Benchmark-level values of each evaluator over the ``ok`` records."""
+    ok = [r for r in records if r.status == "ok"]
+    table: dict[str, float] = {}
+    for ev in evaluators:
+        table.update(ev.aggregate(ok))
+    for key in ("selection_latency_s", "answer_latency_s"):
+        vals = [r.metrics[key] for r in ok if key in r.metrics]
+        if vals:
+            table[key] = float(np.mean(vals))
+    table["n"] = float(len(ok))
+    table["failed"] = float(len(records) - len(ok))
+    return table
+
+
+def breakdown(records: Sequence[SampleRecord], evaluators: Sequence[Evaluator], by: str) -> dict[str, dict[str, float]]:
+    """``aggregate`` per value of a metadata field (question kind, duration group, ...)."""
+    groups: dict[str, list[SampleRecord]] = {}
+    for r in records:
+        if by in r.metadata:
+            groups.setdefault(str(r.metadata[by]), []).append(r)
+    return {g: aggregate(rs, evaluators) for g, rs in sorted(groups.items())}
+
+
+def evaluate(
+    selector: str | Selector = "uniform",
+    evaluators: Sequence[str | Evaluator] = ("evidence_recall", "frame_precision"),
+    dataset: str | Dataset | Sequence[Sample] = "tiny",
+    k: int = 8,
+    *,
+    encoder: str | Encoder | None = None,
+    answerer: str | Answerer | None = None,
+    store: str | os.PathLike[str] | Store | None = None,
+    pool: str = "fps=1.0",
+    seed: int = 0,
+    cache_dir: str | os.PathLike[str] | None = None,
+    selector_params: Mapping[str, Any] | None = None,
+    router: Any = None,
+    bank: Sequence[str | Selector] | None = None,
+    label: str = "",
+    by: str | None = "kind",
+    progress: bool | None = None,
+    limit: int | None = None,
+    on_record: Callable[[SampleRecord], None] | None = None,
+) -> RunResult:
+    """Run ``selector`` on ``dataset`` at budget ``k``, score it, store it.
+
+    Returns the per-sample records (including those stored by earlier,
+    interrupted invocations of the same run) and the aggregated table.
+    A sample that fails (corrupt video, backend timeout, ...) is recorded as
+    failed with its reason; the run goes on.
+    """
+    from frameselect.routing.base import RouteSet
+
+    sel = resolve("selectors", selector, **dict(selector_params or {}))
+    evs: list[Evaluator] = [resolve("evaluators", e) for e in evaluators]
+    if isinstance(dataset, str):
+        ds: Dataset = resolve("datasets", dataset)
+    elif isinstance(dataset, Dataset):
+        ds = dataset
+    else:
+        ds = InMemoryDataset(list(dataset))
+    enc = resolve("encoders", encoder) if encoder is not None else None
+    ans = resolve("answerers", answerer) if answerer is not None else None
+    if any(e.needs_answer for e in evs) and ans is None:
+        raise ValueError(f"evaluators {[e.name for e in evs if e.needs_answer]} need answers: pass answerer=...")
+    policy = str(parse_policy(pool))
+    bank_parts = [resolve("selectors", b) for b in bank] if bank else None
+    rt = resolve("routers", router) if router is not None else None
+
+    samples = list(ds)
+    if limit is not None:
+        samples = samples[:limit]
+    config: dict[str, Any] = {
+        "selector": part_config("selectors", sel),
+        "evaluators": [part_config("evaluators", e) for e in evs],
+        "dataset": ds.id,
+        "k": k,
+        "encoder": _part_id("encoders", enc),
+        "answerer": _part_id("answerers", ans),
+        "pool": policy,
+        "seed": seed,
+        "limit": limit,
+    }
+    if rt is not None:
+        config["router"] = part_config("routers", rt)
+        config["bank"] = [part_config("selectors", b) for b in (bank_parts or [sel])]
+    run_id = fingerprint(config)
+    config["label"] = label or _default_label(sel, k, rt)
+
+    own_store = not isinstance(store, Store)
+    st = Store(store) if isinstance(store, (str, os.PathLike)) else (store if isinstance(store, Store) else Store(":memory:"))
+    cache = Cache(Path(cache_dir) if cache_dir is not None else default_cache_dir() / "features")
+    counters = RunCounters()
+    ctx = _Context(cache=cache, counters=counters)
+    decoded_before = decode_counter.frames_decoded
+    try:
+        st.open_run(run_id, config, kind="routed" if rt is not None else "run", label=config["label"])
+        done = st.done_sample_ids(run_id)
+        routes: RouteSet | None = None
+        if rt is not None:
+            routes = _route(rt, samples, k, bank_parts or [sel], enc, policy, ctx)
+        todo = [s for s in samples if s.id not in done]
+        counters.samples_skipped = len(samples) - len(todo)
+        bar = Progress(len(todo), f"{config['label']}", progress)
+        for sample in todo:
+            sample_k, sample_sel = k, sel
+            if routes is not None:
+                sample_k, sample_sel = routes.budget(sample.id), routes.selector(sample.id)
+            record, selection, video_id = _run_sample(sample, sample_sel, sample_k, enc, ans, evs, policy, seed, ctx, st)
+            if routes is not None:
+                record = dataclasses.replace(record, metadata={**record.metadata, "route_policy": routes.policy_name(sample.id)})
+            st.write_sample(run_id, record, selection, video_id=video_id, policy=policy)
+            if record.status == "ok":
+                counters.samples_done += 1
+            else:
+                counters.samples_failed += 1
+            if on_record is not None:
+                on_record(record)
+            bar.update()
+        bar.close()
+        counters.frames_decoded = decode_counter.frames_decoded - decoded_before
+        st.set_counters(run_id, counters.as_dict())
+        stored = st.records(run_id)
+        wanted = {s.id for s in samples}
+        records = [r for r in stored if r.sample_id in wanted]
+        table = aggregate(records, evs)
+        bd = {by: breakdown(records, evs, by)} if by else {}
+        return RunResult(run_id=run_id, config=config, records=records, table=table, counters=counters, store_path=None if st.path.name == ":memory:" else str(st.path), breakdown=bd)
+    finally:
+        if own_store:
+            st.close()
+
+
+def _default_label(sel: Selector, k: int, router: Any) -> str:
+    if router is not None:
+        return f"{getattr(router, 'name', type(router).__name__)}@B={k}"
+    return f"{sel.name}@k={k}"
+
+
+def _route(router: Any, samples: Sequence[Sample], mean_budget: int, bank: Sequence[Selector], encoder: Encoder | None, policy: str, ctx: _Context) -> Any:
+    """Budget routing sees all samples (and, if it asks, their relevance) before selection."""
+    features: dict[str, Features] = {}
+    if getattr(router, "needs", frozenset()):
+        for s in samples:
+            try:
+                pool = build_pool(s, policy, ctx)
+                features[s.id] = featurize(pool, s, router.needs, encoder, ctx)
+            except FrameselectError:
+                continue
+    return router.allocate(samples, features, mean_budget, bank)
+
+
+def _run_sample(
+    sample: Sample,
+    sel: Selector,
+    k: int,
+    enc: Encoder | None,
+    ans: Answerer | None,
+    evs: Sequence[Evaluator],
+    policy: str,
+    seed: int,
+    ctx: _Context,
+    store: Store,
+) -> tuple[SampleRecord, Selection | None, str]:
+    video_id = ""
+    try:
+        pool = build_pool(sample, policy, ctx)
+        video_id = pool.video_id
+        features = featurize(pool, sample, sel.needs, enc, ctx)
+        sample_seed = seed if seed is None else (seed * 1_000_003 + _stable_int(sample.id)) % (2**32)
+        selection = sel.select(pool, sample.query, k, features, seed=sample_seed)
+        ctx.counters.selector_calls += 1
+        answer = None
+        if ans is not None and any(e.needs_answer for e in evs):
+            answer = answer_one(ans, AnswerRequest(sample, pool, selection), store, ctx.counters)
+            if answer.error is not None:
+                raise _AnswerFailed(answer.error)
+        metrics = _score(evs, sample, pool, selection, answer)
+        record = SampleRecord(
+            sample_id=sample.id, metrics=metrics, answer=None if answer is None else answer.text,
+            selection=selection.indices, timestamps=tuple(selection.timestamps(pool)), k=k, policy=policy, metadata=dict(sample.metadata),
+        )
+        return record, selection, video_id
+    except (FrameselectError, _AnswerFailed, OSError, ValueError, RuntimeError, AssertionError, LookupError) as exc:
+        return _failure(sample, exc, k, policy), None, video_id
+
+
+class _AnswerFailed(Exception):
+    """The answering backend returned an error for this sample."""
+
+
+def _stable_int(text: str) -> int:
+    import zlib
+
+    return zlib.crc32(text.encode())
+
+
+def answer_cache_key(answerer: Answerer, request: AnswerRequest) -> str:
+    """Hash of everything that determines an answer: backend id, prompt, options, frames.
+
+    Frames enter by identity (video content hash, pool policy and the selected
+    pool indices), which determines their content exactly.
+    """
+    return fingerprint(
+        {
+            "answerer": answerer.id,
+            "query": request.sample.query,
+            "video": request.pool.video_id,
+            "policy": request.pool.policy,
+            "indices": list(request.selection.indices),
+            "timestamps": [round(t, 6) for t in request.timestamps],
+            "oracle": [request.sample.answer, list(request.sample.evidence), dict(request.sample.metadata)] if answerer.is_oracle else None,
+        }
+    )
+
+
+def answer_one(answerer: Answerer, request: AnswerRequest, store: Store, counters: RunCounters) -> Answer:
+    """Answer one request through the store's answer cache (errors are not cached)."""
+    key = answer_cache_key(answerer, request)
+    cached = store.cached_answer(key)
+    if cached is not None:
+        return Answer(**cached)
+    counters.answerer_calls += 1
+    (answer,) = answerer.answer([request])
+    if answer.error is None:
+        store.cache_answer(key, answerer.id, dataclasses.asdict(answer))
+    return answer
+
+
+def nan_to_none(x: float) -> float | None:
+    return None if math.isnan(x) else x

@@ -1,0 +1,61 @@
+"""The routing interface: per-sample budgets (and policies) at a fixed mean budget.
+
+A router sees all samples of a run before any selection (and, if it declares
+``needs``, their features) and returns a :class:`RouteSet` assigning each
+sample a budget ``k_i`` from the allowed set and a selector from the bank,
+with ``mean(k_i)`` equal to the mean budget exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from frameselect.selectors.base import Selector
+from frameselect.types import Features, Sample
+
+__all__ = ["Route", "RouteSet", "Router"]
+
+
+@dataclass(frozen=True)
+class Route:
+    sample_id: str
+    k: int
+    selector: Selector
+
+
+@dataclass(frozen=True)
+class RouteSet:
+    routes: Mapping[str, Route] = field(default_factory=dict)
+
+    def budget(self, sample_id: str) -> int:
+        return self.routes[sample_id].k
+
+    def selector(self, sample_id: str) -> Selector:
+        return self.routes[sample_id].selector
+
+    def policy_name(self, sample_id: str) -> str:
+        return self.routes[sample_id].selector.name
+
+    @property
+    def mean_budget(self) -> float:
+        ks = [r.k for r in self.routes.values()]
+        return sum(ks) / len(ks) if ks else 0.0
+
+
+class Router:
+    """Base class of budget routers."""
+
+    registered_name: ClassVar[str] = ""
+    needs: ClassVar[frozenset[str]] = frozenset()
+
+    @property
+    def name(self) -> str:
+        return type(self).registered_name or type(self).__name__
+
+    def params(self) -> dict[str, Any]:
+        return {}
+
+    def allocate(self, samples: Sequence[Sample], features: Mapping[str, Features], mean_budget: int, bank: Sequence[Selector]) -> RouteSet:
+        raise NotImplementedError

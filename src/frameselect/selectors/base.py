@@ -1,0 +1,186 @@
+"""The selector interface and the contract every selector keeps.
+
+A selector is a frozen dataclass whose fields are its hyper-parameters, so
+configuration, ``repr`` and fingerprints are mechanical. Subclasses declare
+what features they need and implement :meth:`Selector._select`; the public
+:meth:`Selector.select` validates the budget and the inputs and enforces the
+contract: exactly ``min(k, N)`` unique, ascending, in-range indices.
+
+Writing a new selector takes a few lines::
+
+    @selectors.register("every_other")
+    @dataclass(frozen=True)
+    class EveryOther(Selector):
+        def _select(self, pool, query, k, features, rng):
+            return list(range(0, len(pool), 2))[:k]
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from frameselect.errors import SelectionError
+from frameselect.types import CandidatePool, Features, Query, Selection
+
+__all__ = ["Selector", "check_budget", "check_finite", "fill_to_k", "normalize_minmax"]
+
+#: Feature kinds a selector may declare in ``needs``.
+FEATURE_KINDS = frozenset({"embeddings", "text", "relevance", "pixels"})
+
+
+def check_budget(k: Any) -> int:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise SelectionError(f"frame budget k must be an integer, got {k!r}")
+    if k < 1:
+        raise SelectionError(f"frame budget k must be at least 1, got {k}")
+    return int(k)
+
+
+def check_finite(name: str, values: NDArray[Any]) -> NDArray[Any]:
+    arr = np.asarray(values)
+    if arr.size and not np.all(np.isfinite(arr)):
+        bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
+        raise SelectionError(f"{name} contain {bad} NaN or infinite value(s); clean the features before selecting")
+    return arr
+
+
+def normalize_minmax(x: NDArray[Any]) -> NDArray[np.float64]:
+    """Global min-max normalisation to [0, 1]; a constant vector maps to zeros."""
+    x = np.asarray(x, dtype=np.float64)
+    lo, hi = float(np.min(x)), float(np.max(x))
+    if hi - lo <= 0.0:
+        return np.zeros_like(x)
+    return (x - lo) / (hi - lo)
+
+
+def fill_to_k(chosen: Sequence[int], k: int, n: int, priority: NDArray[Any] | None = None) -> list[int]:
+    """Deduplicate ``chosen`` (keeping first occurrences) and fill up to ``k``.
+
+    The fill rule, shared by every selector whose reference can return fewer
+    frames than asked or duplicates: add the not-yet-chosen frames in
+    descending ``priority`` (ties broken by the earlier frame); without a
+    priority, add the frames farthest in time from those already chosen,
+    one at a time (earliest on ties). Returns ascending indices.
+    """
+    k = min(k, n)
+    seen: dict[int, None] = {}
+    for i in chosen:
+        i = int(i)
+        if 0 <= i < n and i not in seen:
+            seen[i] = None
+        if len(seen) == k:
+            break
+    out = list(seen)
+    if len(out) < k:
+        if priority is not None:
+            order = np.lexsort((np.arange(n), -np.asarray(priority, dtype=np.float64)))
+            for i in order:
+                if len(out) == k:
+                    break
+                if int(i) not in seen:
+                    seen[int(i)] = None
+                    out.append(int(i))
+        else:
+            positions = np.arange(n, dtype=np.float64)
+            if out:
+                dist = np.min(np.abs(positions[:, None] - np.asarray(out, dtype=np.float64)[None, :]), axis=1)
+            else:
+                dist = np.full(n, np.inf)
+                dist[0] = np.inf
+            while len(out) < k:
+                dist_masked = np.where(np.isin(np.arange(n), out), -1.0, dist)
+                i = int(np.argmax(dist_masked))
+                out.append(i)
+                dist = np.minimum(dist, np.abs(positions - i))
+    return sorted(out)
+
+
+@dataclass(frozen=True)
+class Selector:
+    """Base class of all selectors. Fields are hyper-parameters."""
+
+    #: feature kinds this selector needs: "embeddings", "text", "relevance", "pixels"
+    needs: ClassVar[frozenset[str]] = frozenset()
+    #: a selector whose output may break the contract on purpose (reference_exact)
+    registered_name: ClassVar[str] = ""
+
+    def select(
+        self,
+        pool: CandidatePool,
+        query: Query | None,
+        k: int,
+        features: Features | None = None,
+        *,
+        seed: int = 0,
+        rng: np.random.Generator | None = None,
+    ) -> Selection:
+        k = check_budget(k)
+        features = features if features is not None else Features()
+        n = len(pool)
+        if n == 0:
+            raise SelectionError(f"candidate pool of {pool.video_id!r} is empty")
+        self._check_features(features, n)
+        generator = rng if rng is not None else np.random.default_rng(seed)
+        start = time.perf_counter()
+        out = self._select(pool, query, min(k, n), features, generator)
+        latency = time.perf_counter() - start
+        indices, scores = (out if isinstance(out, tuple) else (out, None))
+        idx = [int(i) for i in indices]
+        if not getattr(self, "reference_exact", False):
+            self._check_contract(idx, min(k, n), n)
+        return Selection(indices=tuple(idx), scores=None if scores is None else tuple(float(s) for s in scores), selector=self.name, latency_s=latency)
+
+    @property
+    def name(self) -> str:
+        return type(self).registered_name or type(self).__name__
+
+    def _check_features(self, features: Features, n: int) -> None:
+        needs = self.needs
+        if "embeddings" in needs:
+            if features.embeddings is None:
+                raise SelectionError(f"selector {self.name!r} needs frame embeddings; pass an encoder or embeddings")
+            if features.embeddings.shape[0] != n:
+                raise SelectionError(f"{features.embeddings.shape[0]} frame embeddings for a pool of {n} frames")
+            check_finite("frame embeddings", features.embeddings)
+        if "text" in needs:
+            if features.text is None:
+                raise SelectionError(f"selector {self.name!r} needs a text embedding of the query")
+            check_finite("text embedding", features.text)
+        if "relevance" in needs:
+            if features.scores is None and (features.embeddings is None or features.text is None):
+                raise SelectionError(f"selector {self.name!r} needs query relevance: per-frame scores, or frame and text embeddings")
+            if features.scores is not None:
+                if features.scores.shape != (n,):
+                    raise SelectionError(f"per-frame scores have shape {features.scores.shape}, expected ({n},)")
+                check_finite("per-frame scores", features.scores)
+            else:
+                check_finite("frame embeddings", features.embeddings)  # type: ignore[arg-type]
+                check_finite("text embedding", features.text)  # type: ignore[arg-type]
+                if features.embeddings.shape[0] != n:  # type: ignore[union-attr]
+                    raise SelectionError(f"{features.embeddings.shape[0]} frame embeddings for a pool of {n} frames")  # type: ignore[union-attr]
+        if "pixels" in needs:
+            if features.pixels is None:
+                raise SelectionError(f"selector {self.name!r} needs decoded frames (pixels)")
+            if features.pixels.shape[0] != n:
+                raise SelectionError(f"{features.pixels.shape[0]} frames of pixels for a pool of {n} frames")
+
+    def _check_contract(self, idx: list[int], k: int, n: int) -> None:
+        if len(idx) != k or len(set(idx)) != k or idx != sorted(idx) or (idx and (idx[0] < 0 or idx[-1] >= n)):
+            raise AssertionError(f"selector {self.name!r} broke the contract: returned {idx[:20]} for k={k}, N={n}")
+
+    def _select(
+        self,
+        pool: CandidatePool,
+        query: Query | None,
+        k: int,
+        features: Features,
+        rng: np.random.Generator,
+    ) -> Sequence[int] | tuple[Sequence[int], Sequence[float]]:
+        """Return the chosen indices (``k`` is already ``min(k, N)``)."""
+        raise NotImplementedError

@@ -1,0 +1,251 @@
+"""The results store: one SQLite file.
+
+Tables: ``runs`` (fingerprint, full configuration, library version, parent
+run for replays), ``selections`` and ``records`` (one row per run and sample,
+written together in one transaction as each sample finishes) and ``answers``
+(the answer cache, keyed by a hash of everything that determines an answer).
+
+A run killed at any instant loses at most the sample in flight: SQLite's
+write-ahead log makes each committed sample durable against a crash of the
+process, and re-running the same configuration skips the samples already
+stored with status ``ok`` (failed samples are retried).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from frameselect._version import __version__
+from frameselect.types import SampleRecord, Selection
+
+__all__ = ["Store", "RunInfo"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id      TEXT PRIMARY KEY,
+    created     REAL NOT NULL,
+    updated     REAL NOT NULL,
+    version     TEXT NOT NULL,
+    kind        TEXT NOT NULL DEFAULT 'run',
+    label       TEXT NOT NULL DEFAULT '',
+    parent_run  TEXT,
+    config      TEXT NOT NULL,
+    counters    TEXT NOT NULL DEFAULT '{}'
+);
+CREATE TABLE IF NOT EXISTS selections (
+    run_id      TEXT NOT NULL REFERENCES runs(run_id),
+    sample_id   TEXT NOT NULL,
+    video_id    TEXT NOT NULL,
+    policy      TEXT NOT NULL,
+    selector    TEXT NOT NULL,
+    k           INTEGER NOT NULL,
+    indices     TEXT NOT NULL,
+    timestamps  TEXT NOT NULL,
+    scores      TEXT,
+    latency_s   REAL NOT NULL,
+    PRIMARY KEY (run_id, sample_id)
+);
+CREATE TABLE IF NOT EXISTS records (
+    run_id      TEXT NOT NULL REFERENCES runs(run_id),
+    sample_id   TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    error       TEXT,
+    metrics     TEXT NOT NULL,
+    answer      TEXT,
+    metadata    TEXT NOT NULL,
+    updated     REAL NOT NULL,
+    PRIMARY KEY (run_id, sample_id)
+);
+CREATE TABLE IF NOT EXISTS answers (
+    key         TEXT PRIMARY KEY,
+    model       TEXT NOT NULL,
+    answer      TEXT NOT NULL,
+    created     REAL NOT NULL
+);
+"""
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    run_id: str
+    created: float
+    version: str
+    kind: str
+    label: str
+    parent_run: str | None
+    config: Mapping[str, Any]
+    counters: Mapping[str, int]
+
+    @property
+    def selector(self) -> str:
+        sel = self.config.get("selector") or {}
+        return str(sel.get("name", "?")) if isinstance(sel, Mapping) else str(sel)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, allow_nan=True)
+
+
+def _clean_metrics(metrics: Mapping[str, float]) -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
+    for k, v in metrics.items():
+        f = float(v)
+        out[k] = None if math.isnan(f) else f
+    return out
+
+
+class Store:
+    """A SQLite results store. Use as a context manager or call :meth:`close`."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        if self.path.parent and not self.path.parent.exists():
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn.execute("PRAGMA foreign_keys=ON")
+        self._conn.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._conn
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        else:
+            self._conn.execute("COMMIT")
+
+    # -- runs ---------------------------------------------------------------
+    def open_run(self, run_id: str, config: Mapping[str, Any], *, kind: str = "run", label: str = "", parent_run: str | None = None) -> bool:
+        """Create the run if new. Returns True when it already existed (resume)."""
+        now = time.time()
+        with self.transaction() as conn:
+            row = conn.execute("SELECT run_id FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            if row is not None:
+                conn.execute("UPDATE runs SET updated = ? WHERE run_id = ?", (now, run_id))
+                return True
+            conn.execute(
+                "INSERT INTO runs (run_id, created, updated, version, kind, label, parent_run, config) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (run_id, now, now, __version__, kind, label, parent_run, _json(config)),
+            )
+            return False
+
+    def set_counters(self, run_id: str, counters: Mapping[str, int]) -> None:
+        with self.transaction() as conn:
+            conn.execute("UPDATE runs SET counters = ?, updated = ? WHERE run_id = ?", (_json(dict(counters)), time.time(), run_id))
+
+    def runs(self) -> list[RunInfo]:
+        rows = self._conn.execute("SELECT run_id, created, version, kind, label, parent_run, config, counters FROM runs ORDER BY created").fetchall()
+        return [RunInfo(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6]), json.loads(r[7])) for r in rows]
+
+    def run(self, run_id: str) -> RunInfo:
+        """The run with this id, or the only run whose id starts with it."""
+        rows = self._conn.execute(
+            "SELECT run_id, created, version, kind, label, parent_run, config, counters FROM runs WHERE substr(run_id, 1, ?) = ? ORDER BY created",
+            (len(run_id), run_id),
+        ).fetchall()
+        exact = [r for r in rows if r[0] == run_id]
+        rows = exact or rows
+        if not rows:
+            raise KeyError(f"no run {run_id!r} in {self.path}; `frameselect show` lists the runs")
+        if len(rows) > 1:
+            raise KeyError(f"run id prefix {run_id!r} is ambiguous in {self.path}: {', '.join(r[0][:12] for r in rows)}")
+        r = rows[0]
+        return RunInfo(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6]), json.loads(r[7]))
+
+    # -- samples ------------------------------------------------------------
+    def done_sample_ids(self, run_id: str) -> set[str]:
+        rows = self._conn.execute("SELECT sample_id FROM records WHERE run_id = ? AND status = 'ok'", (run_id,))
+        return {r[0] for r in rows}
+
+    def write_sample(self, run_id: str, record: SampleRecord, selection: Selection | None = None, *, video_id: str = "", policy: str = "") -> None:
+        """Store one sample's selection and record atomically (replacing a failed try)."""
+        now = time.time()
+        with self.transaction() as conn:
+            if selection is not None:
+                conn.execute(
+                    "INSERT OR REPLACE INTO selections (run_id, sample_id, video_id, policy, selector, k, indices, timestamps, scores, latency_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (run_id, record.sample_id, video_id, policy or record.policy, selection.selector, record.k, _json(list(selection.indices)), _json(list(record.timestamps)), None if selection.scores is None else _json(list(selection.scores)), selection.latency_s),
+                )
+            conn.execute(
+                "INSERT OR REPLACE INTO records (run_id, sample_id, status, error, metrics, answer, metadata, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (run_id, record.sample_id, record.status, record.error, _json(_clean_metrics(record.metrics)), record.answer, _json({**record.metadata, "k": record.k, "policy": record.policy}), now),
+            )
+
+    def records(self, run_id: str, *, status: str | None = None) -> list[SampleRecord]:
+        sql = (
+            "SELECT r.sample_id, r.status, r.error, r.metrics, r.answer, r.metadata, s.indices, s.timestamps "
+            "FROM records r LEFT JOIN selections s ON s.run_id = r.run_id AND s.sample_id = r.sample_id WHERE r.run_id = ?"
+        )
+        params: tuple[Any, ...] = (run_id,)
+        if status is not None:
+            sql += " AND r.status = ?"
+            params += (status,)
+        sql += " ORDER BY r.rowid"
+        out = []
+        for sid, st, err, metrics, answer, meta, idx, ts in self._conn.execute(sql, params):
+            md = json.loads(meta)
+            m = {k: (math.nan if v is None else float(v)) for k, v in json.loads(metrics).items()}
+            out.append(
+                SampleRecord(
+                    sample_id=sid, metrics=m, status=st, error=err, answer=answer,
+                    selection=tuple(json.loads(idx)) if idx else (), timestamps=tuple(json.loads(ts)) if ts else (),
+                    k=int(md.pop("k", 0)), policy=str(md.pop("policy", "")), metadata=md,
+                )
+            )
+        return out
+
+    def selection(self, run_id: str, sample_id: str) -> tuple[Selection, dict[str, Any]] | None:
+        row = self._conn.execute(
+            "SELECT indices, scores, selector, latency_s, timestamps, k, policy, video_id FROM selections WHERE run_id = ? AND sample_id = ?",
+            (run_id, sample_id),
+        ).fetchone()
+        if row is None:
+            return None
+        sel = Selection(indices=tuple(json.loads(row[0])), scores=None if row[1] is None else tuple(json.loads(row[1])), selector=row[2], latency_s=row[3])
+        return sel, {"timestamps": json.loads(row[4]), "k": row[5], "policy": row[6], "video_id": row[7]}
+
+    def count(self, run_id: str) -> dict[str, int]:
+        rows = self._conn.execute("SELECT status, COUNT(*) FROM records WHERE run_id = ? GROUP BY status", (run_id,)).fetchall()
+        return {str(s): int(c) for s, c in rows}
+
+    # -- answer cache ---------------------------------------------------------
+    def cached_answer(self, key: str) -> dict[str, Any] | None:
+        row = self._conn.execute("SELECT answer FROM answers WHERE key = ?", (key,)).fetchone()
+        return None if row is None else dict(json.loads(row[0]))
+
+    def cache_answer(self, key: str, model: str, answer: Mapping[str, Any]) -> None:
+        with self.transaction() as conn:
+            conn.execute("INSERT OR REPLACE INTO answers (key, model, answer, created) VALUES (?, ?, ?, ?)", (key, model, _json(dict(answer)), time.time()))
+
+    def delete_run(self, run_id: str) -> None:
+        with self.transaction() as conn:
+            for table in ("selections", "records"):
+                conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
+            conn.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
+
+
+def iter_runs(stores: Iterable[Store]) -> Iterator[tuple[Store, RunInfo]]:
+    for store in stores:
+        for info in store.runs():
+            yield store, info

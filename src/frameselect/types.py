@@ -1,0 +1,233 @@
+"""Plain, frozen data types passed between the stages of a run.
+
+The flow of one sample (see ``docs/design.md``)::
+
+    Sample -> CandidatePool -> Features -> Selection -> record
+
+Numpy arrays live inside; no torch in the core types. Arrays handed to these
+types are copied and marked read-only, so a stage can never mutate another
+stage's input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = [
+    "Span",
+    "Query",
+    "Sample",
+    "FrameSource",
+    "CandidatePool",
+    "Features",
+    "Selection",
+    "Answer",
+    "SampleRecord",
+]
+
+
+def _frozen_array(values: Any, dtype: Any) -> NDArray[Any]:
+    array = np.array(values, dtype=dtype, copy=True)
+    array.setflags(write=False)
+    return array
+
+
+@dataclass(frozen=True)
+class Span:
+    """A closed time interval ``[start, end]`` in seconds."""
+
+    start: float
+    end: float
+
+    def __post_init__(self) -> None:
+        if not (np.isfinite(self.start) and np.isfinite(self.end)):
+            raise ValueError(f"span bounds must be finite, got [{self.start}, {self.end}]")
+        if self.end < self.start:
+            raise ValueError(f"span end {self.end} is before its start {self.start}")
+
+    def contains(self, t: float) -> bool:
+        return self.start <= t <= self.end
+
+    @property
+    def duration(self) -> float:
+        return self.end - self.start
+
+
+@dataclass(frozen=True)
+class Query:
+    """The question put to the answering model, with its options (may be empty)."""
+
+    text: str
+    options: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "options", tuple(self.options))
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One question about one video.
+
+    ``answer`` is the ground truth: for multiple choice, the option letter
+    (``"A"``, ``"B"``, ...). ``evidence`` holds the spans (seconds) where the
+    answer can be seen. ``metadata`` is free: question kind, duration group,
+    task type, ... and drives table breakdowns.
+    """
+
+    id: str
+    video: str
+    query: Query
+    answer: str | None = None
+    evidence: tuple[Span, ...] = ()
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "evidence", tuple(self.evidence))
+        object.__setattr__(self, "metadata", dict(self.metadata))
+
+
+class FrameSource:
+    """Returns decoded RGB frames (H, W, 3 uint8) of a pool, by pool index.
+
+    Implementations decode lazily; see :mod:`frameselect.video`. The base
+    class serves frames held in memory (used for tests and for the
+    bring-your-own-features path, where there are no frames at all).
+    """
+
+    def __init__(self, frames: Sequence[NDArray[np.uint8]] | None = None) -> None:
+        self._frames = frames
+
+    def get(self, indices: Sequence[int]) -> list[NDArray[np.uint8]]:
+        if self._frames is None:
+            raise LookupError("this candidate pool has no frame source (features-only pool)")
+        return [np.asarray(self._frames[i]) for i in indices]
+
+
+@dataclass(frozen=True)
+class CandidatePool:
+    """The frames a selector may choose from.
+
+    ``timestamps`` are exact presentation times in seconds, ascending.
+    ``frame_indices`` are the indices of those frames in decoding order of the
+    video stream. ``source`` decodes frames on demand.
+    """
+
+    video_id: str
+    timestamps: NDArray[np.float64]
+    frame_indices: NDArray[np.int64]
+    policy: str = "all"
+    duration: float | None = None
+    source: FrameSource | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        ts = _frozen_array(self.timestamps, np.float64)
+        fi = _frozen_array(self.frame_indices, np.int64)
+        if ts.ndim != 1 or fi.shape != ts.shape:
+            raise ValueError("timestamps and frame_indices must be 1-D arrays of equal length")
+        object.__setattr__(self, "timestamps", ts)
+        object.__setattr__(self, "frame_indices", fi)
+
+    def __len__(self) -> int:
+        return int(self.timestamps.shape[0])
+
+    @classmethod
+    def from_timestamps(cls, timestamps: Sequence[float] | NDArray[Any], video_id: str = "") -> CandidatePool:
+        ts = np.asarray(timestamps, dtype=np.float64)
+        return cls(video_id=video_id, timestamps=ts, frame_indices=np.arange(ts.shape[0]), policy="given")
+
+    def frames(self, indices: Sequence[int]) -> list[NDArray[np.uint8]]:
+        if self.source is None:
+            raise LookupError(f"pool of {self.video_id!r} has no frame source")
+        return self.source.get(list(indices))
+
+
+@dataclass(frozen=True)
+class Features:
+    """What a selector declared it needs, for one pool.
+
+    ``embeddings``: (N, D) frame embeddings (L2-normalised unless the encoder
+    says otherwise); ``text``: (D,) query embedding in the same space;
+    ``scores``: (N,) precomputed query-to-frame relevance; ``pixels``:
+    (N, h, w, 3) uint8 downscaled frames for pixel-based selectors.
+    """
+
+    embeddings: NDArray[np.float32] | None = None
+    text: NDArray[np.float32] | None = None
+    scores: NDArray[np.float64] | None = None
+    pixels: NDArray[np.uint8] | None = None
+    encoder_id: str = ""
+
+    def __post_init__(self) -> None:
+        for name, dtype in (("embeddings", np.float32), ("text", np.float32), ("scores", np.float64), ("pixels", np.uint8)):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, _frozen_array(value, dtype))
+
+    def relevance(self) -> NDArray[np.float64]:
+        """Per-frame query relevance: given ``scores``, else embeddings · text."""
+        if self.scores is not None:
+            return np.asarray(self.scores, dtype=np.float64)
+        if self.embeddings is None or self.text is None:
+            raise ValueError("query relevance needs per-frame scores or frame and text embeddings")
+        return np.asarray(self.embeddings, dtype=np.float64) @ np.asarray(self.text, dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Unique, ascending indices into a :class:`CandidatePool`."""
+
+    indices: tuple[int, ...]
+    scores: tuple[float, ...] | None = None
+    selector: str = ""
+    latency_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "indices", tuple(int(i) for i in self.indices))
+        if self.scores is not None:
+            object.__setattr__(self, "scores", tuple(float(s) for s in self.scores))
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def timestamps(self, pool: CandidatePool) -> list[float]:
+        return [float(pool.timestamps[i]) for i in self.indices]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What an answering backend said about one sample."""
+
+    text: str
+    latency_s: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    model: str = ""
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class SampleRecord:
+    """The per-sample result of a run: metric values and what produced them."""
+
+    sample_id: str
+    metrics: Mapping[str, float]
+    status: str = "ok"  # "ok" or "failed"
+    error: str | None = None
+    answer: str | None = None
+    selection: tuple[int, ...] = ()
+    timestamps: tuple[float, ...] = ()
+    k: int = 0
+    policy: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "metrics", dict(self.metrics))
+        object.__setattr__(self, "metadata", dict(self.metadata))
+
+
+ScoreFn = Callable[..., float]

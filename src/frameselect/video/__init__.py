@@ -1,0 +1,27 @@
+"""Video decoding: candidate pools and lazy frame sources (PyAV)."""
+
+from frameselect.video.decode import (
+    DecodeCounter,
+    PoolPolicy,
+    VideoFrameSource,
+    VideoInfo,
+    candidates,
+    content_hash,
+    decode_counter,
+    parse_policy,
+    probe,
+    select_pool_indices,
+)
+
+__all__ = [
+    "DecodeCounter",
+    "PoolPolicy",
+    "VideoFrameSource",
+    "VideoInfo",
+    "candidates",
+    "content_hash",
+    "decode_counter",
+    "parse_policy",
+    "probe",
+    "select_pool_indices",
+]
