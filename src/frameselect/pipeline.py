@@ -207,12 +207,12 @@ def featurize(pool: CandidatePool, sample: Sample, needs: Iterable[str], encoder
     return Features(embeddings=embeddings, text=text, scores=scores, pixels=pixels, encoder_id=encoder.id if encoder else "")
 
 
-def _score(evaluators: Sequence[Evaluator], sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None) -> dict[str, float]:
+def _score(evaluators: Sequence[Evaluator], sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> dict[str, float]:
     metrics: dict[str, float] = {}
     for ev in evaluators:
         if ev.needs_answer and answer is None:
             continue
-        metrics.update({k: float(v) for k, v in ev.score(sample, pool, selection, answer).items()})
+        metrics.update({k: float(v) for k, v in ev.score(sample, pool, selection, answer, features).items()})
     if answer is not None:
         metrics.setdefault("answer_latency_s", answer.latency_s)
         metrics.setdefault("answer_tokens", float(answer.prompt_tokens + answer.completion_tokens))
@@ -399,7 +399,8 @@ def _run_sample(
     try:
         pool = build_pool(sample, policy, ctx)
         video_id = pool.video_id
-        features = featurize(pool, sample, sel.needs, enc, ctx)
+        ev_needs = set().union(*(e.needs for e in evs)) if evs and enc is not None else set()
+        features = featurize(pool, sample, set(sel.needs) | ev_needs, enc, ctx)
         sample_seed = seed if seed is None else (seed * 1_000_003 + _stable_int(sample.id)) % (2**32)
         selection = sel.select(pool, sample.query, k, features, seed=sample_seed)
         ctx.counters.selector_calls += 1
@@ -408,7 +409,7 @@ def _run_sample(
             answer = answer_one(ans, AnswerRequest(sample, pool, selection), store, ctx.counters)
             if answer.error is not None:
                 raise _AnswerFailed(answer.error)
-        metrics = _score(evs, sample, pool, selection, answer)
+        metrics = _score(evs, sample, pool, selection, answer, features)
         record = SampleRecord(
             sample_id=sample.id, metrics=metrics, answer=None if answer is None else answer.text,
             selection=selection.indices, timestamps=tuple(selection.timestamps(pool)), k=k, policy=policy, metadata=dict(sample.metadata),

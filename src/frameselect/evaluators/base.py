@@ -11,7 +11,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from frameselect.types import Answer, CandidatePool, Sample, SampleRecord, Selection
+from frameselect.types import Answer, CandidatePool, Features, Sample, SampleRecord, Selection
 
 __all__ = ["Evaluator", "FunctionEvaluator", "mean_of"]
 
@@ -26,6 +26,8 @@ class Evaluator:
 
     registered_name: ClassVar[str] = ""
     needs_answer: ClassVar[bool] = False
+    #: features this evaluator needs besides the selection ("embeddings", "relevance")
+    needs: ClassVar[frozenset[str]] = frozenset()
     higher_is_better: ClassVar[bool] = True
 
     @property
@@ -39,7 +41,9 @@ class Evaluator:
     def params(self) -> dict[str, Any]:
         return {}
 
-    def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None) -> Mapping[str, float]:
+    def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
+        """Metric values for one sample. ``features`` holds what the run computed
+        (frame embeddings, relevance) for evaluators that declare ``needs``."""
         raise NotImplementedError
 
     def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, float]:
@@ -52,5 +56,5 @@ class FunctionEvaluator(Evaluator):
 
     fn: ClassVar[Any] = None
 
-    def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None) -> Mapping[str, float]:
+    def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
         return {self.name: float(type(self).fn(sample, pool, selection))}

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 
 from frameselect.evaluators.base import Evaluator
 from frameselect.registry import evaluators
-from frameselect.types import Answer, CandidatePool, Sample, Selection, Span
+from frameselect.types import Answer, CandidatePool, Features, Sample, Selection, Span
 
 __all__ = ["evidence_recall", "frame_precision", "EvidenceRecall", "FramePrecision"]
 
@@ -45,7 +45,7 @@ def frame_precision(times: Sequence[float], spans: Sequence[Span]) -> float:
 class EvidenceRecall(Evaluator):
     """Fraction of evidence spans hit by at least one selected frame."""
 
-    def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None) -> Mapping[str, float]:
+    def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
         return {self.name: evidence_recall(selection.timestamps(pool), sample.evidence)}
 
 
@@ -53,5 +53,5 @@ class EvidenceRecall(Evaluator):
 class FramePrecision(Evaluator):
     """Fraction of selected frames inside any evidence span."""
 
-    def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None) -> Mapping[str, float]:
+    def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
         return {self.name: frame_precision(selection.timestamps(pool), sample.evidence)}
