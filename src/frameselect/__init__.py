@@ -10,8 +10,20 @@ only when they are created.
 
 from frameselect._version import __version__
 from frameselect.errors import FrameselectError, UnknownNameError
-from frameselect.registry import REGISTRIES, Registry, answerers, datasets, encoders, evaluators, get_registry, routers, selectors
+from frameselect.registry import REGISTRIES, Registry, get_registry
 from frameselect.types import Answer, CandidatePool, Features, FrameSource, Query, Sample, SampleRecord, Selection, Span
+
+
+_PART_PACKAGES = {"selectors": "selectors", "encoders": "encoders", "evaluators": "evaluators", "datasets": "datasets", "answerers": "answerers", "routing": "routing", "routers": "routing"}
+
+
+def __getattr__(name: str) -> object:
+    """Part packages load on first use: ``frameselect.selectors.names()``."""
+    if name in _PART_PACKAGES:
+        import importlib
+
+        return importlib.import_module(f"frameselect.{_PART_PACKAGES[name]}")
+    raise AttributeError(f"module 'frameselect' has no attribute {name!r}")
 
 
 def evaluate(*args, **kwargs):  # type: ignore[no-untyped-def]

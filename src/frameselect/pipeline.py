@@ -319,6 +319,8 @@ def evaluate(
         config["bank"] = [part_config("selectors", b) for b in (bank_parts or [sel])]
     run_id = fingerprint(config)
     config["label"] = label or _default_label(sel, k, rt)
+    # descriptive, outside the fingerprint: what replay needs to re-create the dataset
+    config["dataset_spec"] = {"name": ds.name, "params": ds.params()}
 
     own_store = not isinstance(store, Store)
     st = Store(store) if isinstance(store, (str, os.PathLike)) else (store if isinstance(store, Store) else Store(":memory:"))

@@ -1,8 +1,12 @@
 """Built-in evaluators. Every module in this package registers its parts on import."""
 
 from frameselect._autoload import import_submodules
+from frameselect.registry import evaluators as registry
 from frameselect.evaluators.base import Evaluator, mean_of
+
+#: the registry's API, so ``frameselect.evaluators.names()`` reads naturally
+register, get, create, names = registry.register, registry.get, registry.create, registry.names
 
 import_submodules(__name__, __path__)
 
-__all__ = ["Evaluator", "mean_of"]
+__all__ = ["registry", "register", "get", "create", "names", "Evaluator", "mean_of"]

@@ -125,7 +125,7 @@ def _open(path: str) -> Any:
         raise NoFramesError(path, "the file is empty (0 bytes)")
     try:
         container = av.open(path, metadata_errors="ignore")
-    except (av.error.InvalidDataError, av.error.EOFError, av.error.ValueError, av.error.OSError) as exc:
+    except (av.error.FFmpegError, OSError) as exc:
         with open(path, "rb") as fh:
             head = fh.read(16)
         if any(sig in head for sig in _CONTAINER_SIGNATURES):

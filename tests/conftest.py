@@ -1,0 +1,62 @@
+"""Shared fixtures: small real videos written with PyAV, isolated caches and stores."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test gets its own feature cache unless it passes cache_dir itself."""
+    monkeypatch.setenv("FRAMESELECT_CACHE", str(tmp_path_factory.mktemp("fscache")))
+
+
+@pytest.fixture(scope="session")
+def tiny_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny built-in dataset's videos, generated once per test session."""
+    from frameselect.datasets.tiny import TinyDataset
+
+    root = tmp_path_factory.mktemp("tiny")
+    TinyDataset(root).samples()
+    return root
+
+
+@pytest.fixture()
+def tiny(tiny_root: Path):  # type: ignore[no-untyped-def]
+    from frameselect.datasets.tiny import TinyDataset
+
+    return TinyDataset(tiny_root)
+
+
+def solid_frames(colours: list[tuple[int, int, int]], size: tuple[int, int] = (64, 48)) -> list[np.ndarray]:
+    w, h = size
+    out = []
+    for c in colours:
+        f = np.empty((h, w, 3), dtype=np.uint8)
+        f[:] = c
+        out.append(f)
+    return out
+
+
+@pytest.fixture(scope="session")
+def counter_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 5 s, 10 fps video whose frame i has red channel 10*i (frames are identifiable)."""
+    from frameselect.video.synth import write_video
+
+    path = tmp_path_factory.mktemp("vid") / "counter.mp4"
+
+    def draw(i: int) -> np.ndarray:
+        f = np.zeros((48, 64, 3), dtype=np.uint8)
+        f[..., 0] = min(255, 5 * i)
+        f[..., 1] = 128
+        return f
+
+    write_video(path, 50, draw, fps=10, gop=10)
+    return path
+
+
+os.environ.setdefault("PYTHONHASHSEED", "0")

@@ -1,0 +1,132 @@
+"""Candidate pools from real files: timestamps, policies, lazy decoding, errors."""
+
+from __future__ import annotations
+
+import shutil
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from frameselect.errors import NoFramesError, NotAVideoError, TruncatedVideoError, VideoNotFoundError
+from frameselect.video import candidates, content_hash, decode_counter, parse_policy, probe, select_pool_indices
+from frameselect.video.synth import write_frames
+
+
+def test_policy_parsing() -> None:
+    assert str(parse_policy("fps=1.0")) == "fps=1"
+    assert str(parse_policy("FPS = 0.5")) == "fps=0.5"
+    assert str(parse_policy("uniform=64")) == "uniform=64"
+    assert str(parse_policy("all")) == "all"
+    for bad in ("fps=0", "uniform=2.5", "every=3", "fps=-1"):
+        with pytest.raises(ValueError):
+            parse_policy(bad)
+
+
+def test_fps_pool_takes_the_frame_on_screen(counter_video: Path) -> None:
+    pool = candidates(counter_video, "fps=1.0")
+    # 50 frames at 10 fps: targets 0,1,2,3,4 s are frames 0,10,20,30,40
+    np.testing.assert_allclose(pool.timestamps, [0, 1, 2, 3, 4])
+    assert list(pool.frame_indices) == [0, 10, 20, 30, 40]
+    frames = pool.frames([0, 3])
+    assert [int(f[0, 0, 0]) for f in frames] == pytest.approx([0, 150], abs=3)
+
+
+def test_uniform_and_all_policies(counter_video: Path) -> None:
+    pool = candidates(counter_video, "uniform=5")
+    # segment centres at 0.5, 1.5, ... 4.5 s -> frames 5, 15, 25, 35, 45
+    assert list(pool.frame_indices) == [5, 15, 25, 35, 45]
+    full = candidates(counter_video, "all")
+    assert len(full) == 50
+    np.testing.assert_allclose(full.timestamps, np.arange(50) / 10)
+
+
+def test_variable_frame_rate_timestamps_are_exact(tmp_path: Path) -> None:
+    pts = [0, 100, 150, 400, 1000, 1050, 1500, 2300, 2350, 3000]
+    frames = [np.full((48, 64, 3), 20 * i, np.uint8) for i in range(len(pts))]
+    path = write_frames(tmp_path / "vfr.mp4", frames, fps=10, pts=pts, time_base=Fraction(1, 1000))
+    info = probe(path)
+    np.testing.assert_allclose(info.timestamps, np.array(pts) / 1000)
+    pool = candidates(path, "fps=1")
+    # on screen at t = 0, 1, 2, 3 s: the frames shown from 0.0, 1.0, 1.5 and 3.0 s
+    np.testing.assert_allclose(pool.timestamps, [0.0, 1.0, 1.5, 3.0])
+    values = [int(f[0, 0, 0]) for f in pool.frames(range(len(pool)))]
+    assert values == pytest.approx([0, 80, 120, 180], abs=3)
+
+
+def test_pool_decodes_in_one_pass_and_only_on_demand(counter_video: Path) -> None:
+    before = decode_counter.frames_decoded
+    pool = candidates(counter_video, "all")
+    built = decode_counter.frames_decoded - before
+    assert built <= 1  # the packet pass decodes nothing but the first frame
+    start = decode_counter.frames_decoded
+    out = dict(pool.source.iter([10, 11, 12]))  # type: ignore[union-attr]
+    assert sorted(out) == [10, 11, 12]
+    # one seek to the keyframe at frame 10 (gop 10), then forward: 3 frames
+    assert decode_counter.frames_decoded - start <= 4
+
+
+def test_frames_come_back_in_request_order_and_downscaled(counter_video: Path) -> None:
+    pool = candidates(counter_video, "all")
+    frames = pool.source.get([30, 2, 30], size=(32, 24))  # type: ignore[union-attr]
+    assert [f.shape for f in frames] == [(24, 32, 3)] * 3
+    assert int(frames[0][0, 0, 0]) == pytest.approx(150, abs=4) and int(frames[1][0, 0, 0]) == pytest.approx(10, abs=4)
+
+
+def test_select_pool_indices_dedupes_when_rate_exceeds_frames() -> None:
+    times = np.array([0.0, 1.0, 2.0])
+    from frameselect.video import PoolPolicy
+
+    assert list(select_pool_indices(times, 3.0, PoolPolicy("fps", 4.0))) == [0, 1, 2]
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(VideoNotFoundError, match="missing.mp4"):
+        candidates(tmp_path / "missing.mp4")
+
+
+def test_not_a_video(tmp_path: Path) -> None:
+    p = tmp_path / "notes.mp4"
+    p.write_text("this is plain text, not a video\n" * 50)
+    with pytest.raises(NotAVideoError, match="notes.mp4"):
+        candidates(p)
+
+
+def test_empty_file(tmp_path: Path) -> None:
+    p = tmp_path / "empty.mp4"
+    p.write_bytes(b"")
+    with pytest.raises(NoFramesError, match="empty.mp4"):
+        candidates(p)
+
+
+def test_truncated_file(tmp_path: Path, counter_video: Path) -> None:
+    data = counter_video.read_bytes()
+    p = tmp_path / "cut.mp4"
+    p.write_bytes(data[: len(data) // 2])
+    with pytest.raises(TruncatedVideoError, match="cut.mp4"):
+        pool = candidates(p, "all")
+        pool.frames(range(len(pool)))
+
+
+def test_zero_decodable_frames(tmp_path: Path, counter_video: Path) -> None:
+    # keep the container intact but destroy every byte of coded picture data
+    data = bytearray(counter_video.read_bytes())
+    i = data.find(b"mdat")
+    assert i > 0
+    size = int.from_bytes(data[i - 4 : i], "big")
+    for j in range(i + 4, i - 4 + size):
+        data[j] = 0
+    p = tmp_path / "zeroed.mp4"
+    p.write_bytes(bytes(data))
+    with pytest.raises(NoFramesError, match="zeroed.mp4"):
+        candidates(p)
+
+
+def test_content_hash_follows_bytes_not_names(tmp_path: Path, counter_video: Path) -> None:
+    copy = tmp_path / "copy.mp4"
+    shutil.copy(counter_video, copy)
+    assert content_hash(copy) == content_hash(counter_video)
+    other = tmp_path / "other.mp4"
+    other.write_bytes(counter_video.read_bytes() + b"\0")
+    assert content_hash(other) != content_hash(counter_video)
