@@ -240,6 +240,8 @@ def aggregate(records: Sequence[SampleRecord], evaluators: Sequence[Evaluator]) 
         vals = [r.metrics[key] for r in ok if key in r.metrics]
         if vals:
             table[key] = float(np.mean(vals))
+    if ok:
+        table["mean_k"] = float(np.mean([r.k for r in ok]))
     table["n"] = float(len(ok))
     table["failed"] = float(len(records) - len(ok))
     return table
@@ -320,7 +322,7 @@ def evaluate(
     run_id = fingerprint(config)
     config["label"] = label or _default_label(sel, k, rt)
     # descriptive, outside the fingerprint: what replay needs to re-create the dataset
-    config["dataset_spec"] = {"name": ds.name, "params": ds.params()}
+    config["dataset_spec"] = {"name": ds.name, "params": _json_safe(ds.params())}
 
     own_store = not isinstance(store, Store)
     st = Store(store) if isinstance(store, (str, os.PathLike)) else (store if isinstance(store, Store) else Store(":memory:"))
@@ -343,7 +345,8 @@ def evaluate(
                 sample_k, sample_sel = routes.budget(sample.id), routes.selector(sample.id)
             record, selection, video_id = _run_sample(sample, sample_sel, sample_k, enc, ans, evs, policy, seed, ctx, st)
             if routes is not None:
-                record = dataclasses.replace(record, metadata={**record.metadata, "route_policy": routes.policy_name(sample.id)})
+                route = routes.routes[sample.id]
+                record = dataclasses.replace(record, metadata={**record.metadata, "route_policy": route.selector.name, "route_demand": route.demand})
             st.write_sample(run_id, record, selection, video_id=video_id, policy=policy)
             if record.status == "ok":
                 counters.samples_done += 1
@@ -366,6 +369,13 @@ def evaluate(
             st.close()
 
 
+def _json_safe(value: Any) -> Any:
+    """``value`` as the store can write it (paths and other objects become strings)."""
+    import json
+
+    return json.loads(json.dumps(value, default=str))
+
+
 def _default_label(sel: Selector, k: int, router: Any) -> str:
     if router is not None:
         return f"{getattr(router, 'name', type(router).__name__)}@B={k}"
@@ -373,16 +383,19 @@ def _default_label(sel: Selector, k: int, router: Any) -> str:
 
 
 def _route(router: Any, samples: Sequence[Sample], mean_budget: int, bank: Sequence[Selector], encoder: Encoder | None, policy: str, ctx: _Context) -> Any:
-    """Budget routing sees all samples (and, if it asks, their relevance) before selection."""
-    features: dict[str, Features] = {}
-    if getattr(router, "needs", frozenset()):
-        for s in samples:
-            try:
-                pool = build_pool(s, policy, ctx)
-                features[s.id] = featurize(pool, s, router.needs, encoder, ctx)
-            except FrameselectError:
-                continue
-    return router.allocate(samples, features, mean_budget, bank)
+    """Budget routing sees all samples (pool duration and, if it asks, relevance) before selection."""
+    from frameselect.routing.base import RouteContext
+
+    contexts: dict[str, RouteContext] = {}
+    needs = set(getattr(router, "needs", frozenset()))
+    for s in samples:
+        try:
+            pool = build_pool(s, policy, ctx)
+            feats = featurize(pool, s, needs, encoder, ctx) if needs else None
+            contexts[s.id] = RouteContext(features=feats, duration=pool.duration, n_candidates=len(pool))
+        except FrameselectError:
+            continue  # the sample will fail again, and be recorded, when it is run
+    return router.allocate(samples, contexts, mean_budget, bank)
 
 
 def _run_sample(

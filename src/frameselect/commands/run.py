@@ -15,9 +15,17 @@ def run(args: argparse.Namespace) -> int:
     rows = []
     counter_rows = []
     breakdown_rows = []
-    for name in args.selector:
+    runs = [(name, None) for name in args.selector or []]
+    if args.router:
+        bank = [b.strip() for b in (args.bank or ",".join(args.selector or ["uniform"])).split(",") if b.strip()]
+        runs = [(bank[0], (router, bank)) for router in args.router]
+    if not runs:
+        raise SystemExit("frameselect: error: give --selector NAME (repeatable) or --router NAME")
+    for name, routing in runs:
         result = evaluate(
             selector=name,
+            router=routing[0] if routing else None,
+            bank=routing[1] if routing else None,
             evaluators=args.evaluator or ["evidence_recall", "frame_precision"],
             dataset=args.dataset,
             k=args.k,
@@ -27,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
             pool=args.pool,
             seed=args.seed,
             cache_dir=args.cache_dir,
-            selector_params=params if len(args.selector) == 1 else None,
+            selector_params=params if len(runs) == 1 and not routing else None,
             progress=None if not args.no_progress else False,
             limit=args.limit,
         )
@@ -51,7 +59,9 @@ def run(args: argparse.Namespace) -> int:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("run", help="run selectors on a dataset and store the results")
-    p.add_argument("--selector", "-s", action="append", required=True, help="registered selector name (repeatable)")
+    p.add_argument("--selector", "-s", action="append", help="registered selector name (repeatable)")
+    p.add_argument("--router", action="append", help="budget router (repeatable); -k is then the mean budget")
+    p.add_argument("--bank", default=None, help="comma-separated selectors a router may assign (first = coverage policy); default: the --selector names, else uniform")
     p.add_argument("--dataset", "-d", default="tiny", help="registered dataset name (default: %(default)s)")
     p.add_argument("--k", "-k", type=int, default=8, help="frame budget (default: %(default)s)")
     p.add_argument("--encoder", "-e", default="color_histogram", help="encoder for selectors that need features (default: %(default)s)")

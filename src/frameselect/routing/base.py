@@ -4,6 +4,11 @@ A router sees all samples of a run before any selection (and, if it declares
 ``needs``, their features) and returns a :class:`RouteSet` assigning each
 sample a budget ``k_i`` from the allowed set and a selector from the bank,
 with ``mean(k_i)`` equal to the mean budget exactly.
+
+Routers that estimate *evidence demand* subclass :class:`DemandRouter`: they
+compute one demand score per sample from what is known before answering
+(question text, relevance statistics, duration) and hand the scores to the
+shared allocation rule :func:`frameselect.routing.allocate.allocate_budgets`.
 """
 
 from __future__ import annotations
@@ -15,7 +20,19 @@ from typing import Any, ClassVar
 from frameselect.selectors.base import Selector
 from frameselect.types import Features, Sample
 
-__all__ = ["Route", "RouteSet", "Router"]
+__all__ = ["Route", "RouteSet", "Router", "RouteContext", "DEFAULT_BUDGETS"]
+
+#: the default set of allowed per-sample budgets
+DEFAULT_BUDGETS: tuple[int, ...] = (4, 8, 16, 32, 64)
+
+
+@dataclass(frozen=True)
+class RouteContext:
+    """What a router may know about one sample before answering."""
+
+    features: Features | None = None
+    duration: float | None = None
+    n_candidates: int | None = None
 
 
 @dataclass(frozen=True)
@@ -23,6 +40,7 @@ class Route:
     sample_id: str
     k: int
     selector: Selector
+    demand: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -57,5 +75,5 @@ class Router:
     def params(self) -> dict[str, Any]:
         return {}
 
-    def allocate(self, samples: Sequence[Sample], features: Mapping[str, Features], mean_budget: int, bank: Sequence[Selector]) -> RouteSet:
+    def allocate(self, samples: Sequence[Sample], contexts: Mapping[str, RouteContext], mean_budget: int, bank: Sequence[Selector]) -> RouteSet:
         raise NotImplementedError
