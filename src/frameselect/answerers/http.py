@@ -29,11 +29,10 @@ cache valid.
 from __future__ import annotations
 
 import base64
+import http.client
 import json
 import os
 import random
-import re
-import socket
 import struct
 import time
 import urllib.error
@@ -50,7 +49,7 @@ from frameselect.answerers.base import Answerer, AnswerRequest, option_letters
 from frameselect.registry import answerers
 from frameselect.types import Answer, Query
 
-__all__ = ["OpenAIHTTPAnswerer", "encode_png", "encode_image", "build_messages", "parse_choice", "API_KEY_ENV_VARS"]
+__all__ = ["OpenAIHTTPAnswerer", "encode_png", "encode_image", "build_messages", "question_text", "API_KEY_ENV_VARS"]
 
 #: environment variables read, in order, when no ``api_key`` is given
 API_KEY_ENV_VARS = ("FRAMESELECT_API_KEY", "OPENAI_API_KEY")
@@ -116,7 +115,7 @@ def question_text(query: Query) -> str:
     lines = [f"Question: {query.text}"]
     if query.options:
         lines.append("Options:")
-        lines.extend(f"{letter}. {option}" for letter, option in zip(option_letters(len(query.options)), query.options))
+        lines.extend(f"{letter}. {option}" for letter, option in zip(option_letters(len(query.options)), query.options, strict=True))
         lines.append(_MC_INSTRUCTION)
     else:
         lines.append(_OPEN_INSTRUCTION)
@@ -128,7 +127,7 @@ def build_messages(query: Query, timestamps: Sequence[float], image_urls: Sequen
     if len(timestamps) != len(image_urls):
         raise ValueError(f"{len(timestamps)} timestamps for {len(image_urls)} frames")
     content: list[dict[str, Any]] = []
-    for t, url in zip(timestamps, image_urls):
+    for t, url in zip(timestamps, image_urls, strict=True):
         content.append({"type": "text", "text": f"Frame at {t:.1f}s:"})
         content.append({"type": "image_url", "image_url": {"url": url}})
     content.append({"type": "text", "text": question_text(query)})
@@ -137,33 +136,6 @@ def build_messages(query: Query, timestamps: Sequence[float], image_urls: Sequen
         messages.append({"role": "system", "content": system_prompt})
     messages.append({"role": "user", "content": content})
     return messages
-
-
-_CHOICE_PATTERNS = (
-    re.compile(r"^\s*\(?([A-Z])\)?\s*(?:[.:)\]]|$)"),  # "B", "B.", "(B)", "B) green"
-    re.compile(r"answer\s*(?:is|:)?\s*(?:option\s*)?\(?([A-Z])\b", re.IGNORECASE),  # "The answer is (B)"
-    re.compile(r"\(([A-Z])\)"),  # "... (B) ..."
-)
-
-
-def parse_choice(text: str, n_options: int) -> str | None:
-    """The option letter a free-text reply names, or None.
-
-    Tries, in order: a reply that starts with the letter, "answer is X", "(X)",
-    and last a single lone capital letter among the options (two different
-    ones are ambiguous: None).
-
-    >>> parse_choice("B. green", 4), parse_choice("The answer is (C).", 4), parse_choice("A or B", 2)
-    ('B', 'C', None)
-    """
-    valid = set(option_letters(n_options))
-    for pattern in _CHOICE_PATTERNS:
-        for match in pattern.finditer(text):
-            letter = match.group(1).upper()
-            if letter in valid:
-                return letter
-    lone = {m.group(1) for m in re.finditer(r"\b([A-Z])\b", text)} & valid
-    return lone.pop() if len(lone) == 1 else None
 
 
 # -- transport ---------------------------------------------------------------
@@ -229,14 +201,16 @@ class OpenAIHTTPAnswerer(Answerer):
             raise ValueError(f"max_retries must be >= 0, got {max_retries}")
         if concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+        if not base_url.startswith(("http://", "https://")):
+            raise ValueError(f"base_url must start with http:// or https://, got {base_url!r} (e.g. http://127.0.0.1:8000/v1)")
         if timeout_s <= 0:
             raise ValueError(f"timeout_s must be positive, got {timeout_s}")
+        if image_format not in ("auto", "jpeg", "png"):
+            raise ValueError(f"unknown image_format {image_format!r}; use 'jpeg', 'png' or 'auto'")
         if image_format == "auto":
             image_format = "jpeg" if _pillow_available() else "png"
         elif image_format == "jpeg" and not _pillow_available():
             raise ImportError("image_format='jpeg' needs Pillow: pip install pillow, or use image_format='png'")
-        elif image_format != "png":
-            raise ValueError(f"unknown image_format {image_format!r}; use 'jpeg', 'png' or 'auto'")
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.max_tokens = int(max_tokens)
@@ -292,7 +266,7 @@ class OpenAIHTTPAnswerer(Answerer):
         for attempt in range(tries):
             try:
                 reply = self._post(body)
-                return self._to_answer(reply, request, time.monotonic() - start)
+                return self._to_answer(reply, time.monotonic() - start)
             except _Fatal as exc:
                 return Answer(text="", model=self.model, latency_s=time.monotonic() - start, error=f"{exc} (not retried)")
             except _Retryable as exc:
@@ -300,6 +274,8 @@ class OpenAIHTTPAnswerer(Answerer):
                     what = "timeout" if exc.timeout else "failed"
                     return Answer(text="", model=self.model, latency_s=time.monotonic() - start, error=f"{what} after {tries} tries: {exc}")
                 time.sleep(self._backoff(attempt, exc.retry_after))
+            except Exception as exc:  # never raise: an unexpected failure fails this request only
+                return Answer(text="", model=self.model, latency_s=time.monotonic() - start, error=f"{type(exc).__name__}: {exc}")
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
@@ -322,13 +298,13 @@ class OpenAIHTTPAnswerer(Answerer):
             if exc.code >= 500 or exc.code in (408, 429):
                 raise _Retryable(detail, retry_after=_retry_after(exc.headers)) from None
             raise _Fatal(detail) from None
-        except (TimeoutError, socket.timeout) as exc:
+        except TimeoutError as exc:  # socket.timeout is TimeoutError since Python 3.10
             raise _Retryable(f"no reply from {self.url} within {self.timeout_s:g}s ({exc})", timeout=True) from None
         except urllib.error.URLError as exc:
             reason = exc.reason
-            is_timeout = isinstance(reason, (TimeoutError, socket.timeout))
+            is_timeout = isinstance(reason, TimeoutError)
             raise _Retryable(f"cannot reach {self.url}: {reason}", timeout=is_timeout) from None
-        except (ConnectionError, OSError) as exc:  # reset mid-reply, remote closed, ...
+        except (OSError, http.client.HTTPException) as exc:  # reset or cut short mid-reply, remote closed, ...
             raise _Retryable(f"connection to {self.url} failed: {type(exc).__name__}: {exc}") from None
         try:
             reply = json.loads(raw)
@@ -338,20 +314,18 @@ class OpenAIHTTPAnswerer(Answerer):
             raise _Fatal(f"reply from {self.url} is not a JSON object: {raw[:200]!r}")
         return reply
 
-    def _to_answer(self, reply: dict[str, Any], request: AnswerRequest, latency_s: float) -> Answer:
+    def _to_answer(self, reply: dict[str, Any], latency_s: float) -> Answer:
+        """The reply's text as the model wrote it: answer-level evaluators (``mc_accuracy``)
+        pull the option letter out themselves, the way their reference code does."""
         try:
             content = reply["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError):
             raise _Fatal(f"reply from {self.url} has no choices[0].message.content: {json.dumps(reply)[:200]}") from None
         if isinstance(content, list):  # some servers return content parts
             content = "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-        text = str(content or "").strip()
-        n_options = len(request.sample.query.options)
-        if n_options:
-            text = parse_choice(text, n_options) or text
         usage = reply.get("usage") or {}
         return Answer(
-            text=text,
+            text=str(content or "").strip(),
             latency_s=latency_s,
             prompt_tokens=int(usage.get("prompt_tokens") or 0),
             completion_tokens=int(usage.get("completion_tokens") or 0),

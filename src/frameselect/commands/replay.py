@@ -1,0 +1,51 @@
+"""``frameselect replay RUN --answerer NAME``: a stored run's selections answered by another backend."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from frameselect.commands._common import add_store_arg, parse_params
+from frameselect.report import markdown_table
+
+
+def run(args: argparse.Namespace) -> int:
+    from frameselect.replay import replay
+
+    if not os.path.exists(args.store):
+        print(f"frameselect: error: no store at {args.store}")
+        return 2
+    result = replay(
+        args.run,
+        args.answerer,
+        answerer_params=parse_params(args.param),
+        store=args.store,
+        dataset=args.dataset,
+        evaluators=args.evaluator,
+        cache_dir=args.cache_dir,
+        label=args.label,
+        progress=None if not args.no_progress else False,
+    )
+    label = str(result.config["label"])
+    for rec in result.failed:
+        print(f"failed: {label} {rec.sample_id}: {rec.error}")
+    print(f"replay run {result.run_id[:12]} ({label}) of run {str(result.config['replay_of'])[:12]} stored in {args.store}")
+    print()
+    print(markdown_table([(label, result.table)], first="replay"))
+    print()
+    print(markdown_table([(label, {k: float(v) for k, v in result.counters.as_dict().items()})], first="counters"))
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("replay", help="answer a stored run's selections with another answering backend (no decoding of pools, encoding or selection)")
+    p.add_argument("run", help="run id to replay (a unique prefix is enough; `frameselect show` lists them)")
+    p.add_argument("--answerer", "-a", required=True, help="registered answering backend, e.g. openai_http")
+    p.add_argument("--param", "-p", action="append", help="answerer parameter name=value (repeatable), e.g. base_url=http://127.0.0.1:8000/v1")
+    p.add_argument("--evaluator", action="append", help="evaluator name (repeatable; default: the run's own plus registered answer-level ones)")
+    p.add_argument("--dataset", "-d", default=None, help="dataset name (default: re-created from the run's configuration)")
+    p.add_argument("--cache-dir", default=None, help="the original run's feature cache (default: ~/.cache/frameselect/features or $FRAMESELECT_CACHE)")
+    p.add_argument("--label", default="", help="label of the replay run (default: '<run label> via <answerer>')")
+    p.add_argument("--no-progress", action="store_true")
+    add_store_arg(p)
+    p.set_defaults(func=run)
