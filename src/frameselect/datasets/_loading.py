@@ -1,0 +1,520 @@
+"""Shared machinery of the benchmark annotation loaders (not a registered part).
+
+Every loader reads annotation files as the benchmark distributes them
+(JSON, JSON Lines, CSV, plain text, or Parquet where ``pyarrow`` is
+installed), keeps the official field names, and builds
+:class:`~frameselect.types.Sample` objects. What they share lives here:
+
+- :class:`Where` and :func:`annotation_error`: a malformed file raises
+  :class:`~frameselect.errors.AnnotationError` naming the file, the line
+  (JSON Lines, CSV, text) or the record index (JSON, Parquet) and the field.
+  The exception also carries ``path``, ``line``, ``index`` and ``field``.
+- field readers (:func:`require`, :func:`text`, :func:`number`, ...) that
+  turn a wrong value into that error;
+- option and answer normalisation (``"A. text"`` -> ``"text"``, index -> letter);
+- :func:`find_video` (tries .mp4, .mkv, .webm, .avi when only an id is given;
+  checks existence only, never decodes) and :class:`MissingVideos`, which
+  reports every sample skipped for a missing video in one warning;
+- :class:`AnnotationDataset`, the lazy base class of the loaders.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import re
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from frameselect.cache import default_cache_dir
+from frameselect.datasets.base import Dataset
+from frameselect.errors import AnnotationError
+from frameselect.types import Sample, Span
+
+__all__ = [
+    "VIDEO_EXTENSIONS",
+    "MissingVideoWarning",
+    "AnnotationWarning",
+    "Where",
+    "Record",
+    "annotation_error",
+    "load_json",
+    "read_records",
+    "read_json_records",
+    "read_jsonl",
+    "read_csv",
+    "read_parquet",
+    "read_text_lines",
+    "require",
+    "text",
+    "optional_text",
+    "number",
+    "integer",
+    "span",
+    "spans",
+    "letter",
+    "strip_option_letters",
+    "split_option_block",
+    "answer_letter",
+    "find_video",
+    "MissingVideos",
+    "default_data_root",
+    "AnnotationDataset",
+]
+
+#: extensions tried, in order, when an annotation names a video by id only
+VIDEO_EXTENSIONS: tuple[str, ...] = (".mp4", ".mkv", ".webm", ".avi")
+
+_MAX_LISTED = 5
+
+
+class MissingVideoWarning(UserWarning):
+    """Samples were skipped because their video file is not on disk."""
+
+
+class AnnotationWarning(UserWarning):
+    """Annotations that do not fit together (e.g. ids absent from the benchmark they extend); the rest loads."""
+
+
+# ---------------------------------------------------------------------------
+# where a record came from, and the error that names it
+
+
+@dataclass(frozen=True)
+class Where:
+    """The place of one record: file plus line (1-based), record index (0-based) or entry key."""
+
+    path: Path
+    line: int | None = None
+    index: int | None = None
+    key: str | None = None
+
+    def __str__(self) -> str:
+        parts = [str(self.path)]
+        if self.line is not None:
+            parts.append(f"line {self.line}")
+        if self.index is not None:
+            parts.append(f"record {self.index}")
+        if self.key is not None:
+            parts.append(f"entry {self.key!r}")
+        return ", ".join(parts)
+
+
+Record = tuple[Where, Mapping[str, Any]]
+
+
+def annotation_error(where: Where, field: str | None, problem: str) -> AnnotationError:
+    """An :class:`AnnotationError` naming file, line/record and field."""
+    place = f"{where}: field {field!r}" if field else str(where)
+    err = AnnotationError(f"{place}: {problem} (fix the annotation file, or pass annotations= pointing to an intact copy)")
+    err.path = str(where.path)  # type: ignore[attr-defined]
+    err.line = where.line  # type: ignore[attr-defined]
+    err.index = where.index  # type: ignore[attr-defined]
+    err.key = where.key  # type: ignore[attr-defined]
+    err.field = field  # type: ignore[attr-defined]
+    return err
+
+
+# ---------------------------------------------------------------------------
+# reading files
+
+
+def load_json(path: Path) -> Any:
+    """Parse a JSON file; a syntax error names its line."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except json.JSONDecodeError as exc:
+        raise annotation_error(Where(path, line=exc.lineno), None, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+
+
+def read_json_records(path: Path) -> list[Record]:
+    """A JSON file holding a list of objects; records are numbered from 0."""
+    data = load_json(path)
+    if not isinstance(data, list):
+        raise annotation_error(Where(path), None, f"expected a JSON list of records, got {type(data).__name__}")
+    out: list[Record] = []
+    for i, row in enumerate(data):
+        where = Where(path, index=i)
+        if not isinstance(row, Mapping):
+            raise annotation_error(where, None, f"expected an object, got {type(row).__name__}")
+        out.append((where, row))
+    return out
+
+
+def read_jsonl(path: Path) -> list[Record]:
+    """A JSON Lines file; records are named by line number, blank lines skipped."""
+    out: list[Record] = []
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            where = Where(path, line=lineno)
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise annotation_error(where, None, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+            if not isinstance(row, Mapping):
+                raise annotation_error(where, None, f"expected a JSON object, got {type(row).__name__}")
+            out.append((where, row))
+    return out
+
+
+def read_csv(path: Path, required: Sequence[str] = ()) -> list[Record]:
+    """A CSV file with a header; records are named by the line they end on."""
+    out: list[Record] = []
+    with open(path, encoding="utf-8", newline="") as f:
+        reader = csv.DictReader(f)
+        header = reader.fieldnames or []
+        for name in required:
+            if name not in header:
+                raise annotation_error(Where(path, line=1), name, f"column missing from the header {header}")
+        for row in reader:
+            where = Where(path, line=reader.line_num)
+            if None in row:  # more cells than header columns
+                raise annotation_error(where, None, f"{len(header) + len(row[None])} cells for {len(header)} columns")
+            out.append((where, row))
+    return out
+
+
+def read_parquet(path: Path) -> list[Record]:
+    """A Parquet table (the Hugging Face releases); needs ``pyarrow``."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise ImportError(
+            f"{path}: reading .parquet annotations needs pyarrow (pip install pyarrow); or export the table to JSON Lines and pass annotations=<file>.jsonl"
+        ) from None
+    rows = pq.read_table(path).to_pylist()
+    return [(Where(path, index=i), row) for i, row in enumerate(rows)]
+
+
+def read_records(path: Path, required: Sequence[str] = ()) -> list[Record]:
+    """Records of a .json, .jsonl, .csv or .parquet file, by extension."""
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        return read_jsonl(path)
+    if suffix == ".json":
+        return read_json_records(path)
+    if suffix == ".csv":
+        return read_csv(path, required)
+    if suffix == ".parquet":
+        return read_parquet(path)
+    raise annotation_error(Where(path), None, f"unsupported annotation file type {suffix!r} (expected .json, .jsonl, .csv or .parquet)")
+
+
+def read_text_lines(path: Path) -> list[tuple[Where, str]]:
+    """Non-blank lines of a text file with their line numbers."""
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, start=1):
+            line = line.rstrip("\r\n")
+            if line.strip():
+                out.append((Where(path, line=lineno), line))
+    return out
+
+
+# ---------------------------------------------------------------------------
+# fields
+
+
+def require(rec: Mapping[str, Any], where: Where, name: str) -> Any:
+    """The value of a field that must be present and not null."""
+    value = rec.get(name)
+    if value is None:
+        raise annotation_error(where, name, "missing")
+    return value
+
+
+def text(rec: Mapping[str, Any], where: Where, name: str) -> str:
+    """A required text field (numbers are accepted and turned into text: ids are sometimes stored as ints)."""
+    value = require(rec, where, name)
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise annotation_error(where, name, f"expected text, got {type(value).__name__} {value!r}")
+    return str(value)
+
+
+def optional_text(rec: Mapping[str, Any], name: str) -> str | None:
+    value = rec.get(name)
+    return None if value is None else str(value)
+
+
+def number(value: Any, where: Where, name: str) -> float:
+    """A finite number (int, float or numeric text)."""
+    if isinstance(value, bool):
+        raise annotation_error(where, name, f"not a number: {value!r}")
+    try:
+        out = float(value.strip() if isinstance(value, str) else value)
+    except (TypeError, ValueError):
+        raise annotation_error(where, name, f"not a number: {value!r}") from None
+    if not math.isfinite(out):
+        raise annotation_error(where, name, f"not a finite number: {value!r}")
+    return out
+
+
+def integer(value: Any, where: Where, name: str) -> int:
+    """A whole number (int, integral float, or digits as text)."""
+    out = number(value, where, name)
+    if out != int(out):
+        raise annotation_error(where, name, f"not a whole number: {value!r}")
+    return int(out)
+
+
+def span(value: Any, where: Where, name: str) -> Span:
+    """A ``[start, end]`` pair of seconds."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or len(value) != 2:
+        raise annotation_error(where, name, f"expected a [start, end] pair, got {value!r}")
+    start, end = number(value[0], where, name), number(value[1], where, name)
+    if end < start:
+        raise annotation_error(where, name, f"span end {end} is before its start {start}")
+    return Span(start, end)
+
+
+def spans(value: Any, where: Where, name: str) -> tuple[Span, ...]:
+    """A list of ``[start, end]`` pairs."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise annotation_error(where, name, f"expected a list of [start, end] pairs, got {value!r}")
+    return tuple(span(v, where, name) for v in value)
+
+
+# ---------------------------------------------------------------------------
+# options and answers
+
+_LETTER_PREFIX = re.compile(r"^\s*(?:\(([A-Z])\)|([A-Z])\s*[.):：])\s*")
+
+
+def letter(index: int) -> str:
+    """0 -> "A", 1 -> "B", ..."""
+    return chr(ord("A") + index)
+
+
+def strip_option_letters(options: Iterable[str]) -> tuple[str, ...]:
+    """Drop "A. " / "(A) " / "A) " prefixes, only where the letter matches the option's position.
+
+    >>> strip_option_letters(["A. red", "B. A blue one", "(C) green", "yellow"])
+    ('red', 'A blue one', 'green', 'yellow')
+    """
+    out = []
+    for i, option in enumerate(options):
+        option = str(option)
+        m = _LETTER_PREFIX.match(option)
+        if m and (m.group(1) or m.group(2)) == letter(i):
+            option = option[m.end() :]
+        out.append(option.strip())
+    return tuple(out)
+
+
+def split_option_block(block: str) -> tuple[str, ...]:
+    """Options given as one text, one per line ("A. x\\nB. y"), without their letters.
+
+    A line that does not start with the next letter continues the previous option.
+
+    >>> split_option_block("A. Malaysian.\\nB. British.\\nC. Cannot be\\ndetermined.")
+    ('Malaysian.', 'British.', 'Cannot be determined.')
+    """
+    options: list[str] = []
+    for line in block.splitlines():
+        if not line.strip():
+            continue
+        m = _LETTER_PREFIX.match(line)
+        if m and (m.group(1) or m.group(2)) == letter(len(options)):
+            options.append(line[m.end() :].strip())
+        elif options:
+            options[-1] = f"{options[-1]} {line.strip()}"
+        else:
+            options.append(line.strip())
+    return tuple(options)
+
+
+def answer_letter(value: Any, n_options: int, where: Where, name: str) -> str:
+    """A ground-truth letter from "C", "(C)", "C." or a 0-based index; checked against the number of options."""
+    if isinstance(value, bool):
+        raise annotation_error(where, name, f"not an option letter or index: {value!r}")
+    if isinstance(value, (int, float)) or (isinstance(value, str) and value.strip().isdigit()):
+        index = integer(value, where, name)
+    elif isinstance(value, str):
+        m = re.fullmatch(r"\s*\(?([A-Za-z])\)?\.?\s*", value)
+        if not m:
+            raise annotation_error(where, name, f"not an option letter: {value!r}")
+        index = ord(m.group(1).upper()) - ord("A")
+    else:
+        raise annotation_error(where, name, f"not an option letter or index: {value!r}")
+    if not 0 <= index < n_options:
+        raise annotation_error(where, name, f"answer {value!r} is outside the {n_options} options")
+    return letter(index)
+
+
+# ---------------------------------------------------------------------------
+# videos
+
+
+def find_video(folders: Sequence[Path], name: str, extensions: Sequence[str] = VIDEO_EXTENSIONS) -> Path | None:
+    """The first existing file for ``name`` under ``folders`` (existence only; nothing is decoded).
+
+    ``name`` may be a file name ("abc.mp4": tried as is, then with the other
+    extensions) or an id ("abc": tried with each extension, lower then upper case).
+    """
+    suffix = Path(name).suffix
+    if suffix.lower() in extensions:
+        stem = name[: -len(suffix)]
+        names = [name] + [stem + e for e in extensions if e != suffix.lower()]
+    else:
+        names = [name + e for e in extensions] + [name + e.upper() for e in extensions]
+    for folder in folders:
+        for candidate in names:
+            path = folder / candidate
+            if path.is_file():
+                return path
+    return None
+
+
+class MissingVideos:
+    """Collects the samples skipped for a missing video; :meth:`report` warns once."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[str, str]] = []
+
+    def add(self, sample_id: str, expected: str) -> None:
+        self.items.append((sample_id, expected))
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def report(self, dataset: str, folders: Sequence[Path]) -> None:
+        if not self.items:
+            return
+        n = len(self.items)
+        shown = "; ".join(f"{sid} ({expected})" for sid, expected in self.items[:_MAX_LISTED])
+        more = f"; and {n - _MAX_LISTED} more" if n > _MAX_LISTED else ""
+        where = ", ".join(str(f) for f in folders) or "(no video folder)"
+        warnings.warn(
+            f"{dataset}: skipped {n} sample(s) whose video is missing (looked in {where}; extensions {', '.join(VIDEO_EXTENSIONS)}): "
+            f"{shown}{more}. Download the videos or pass videos=<folder>.",
+            MissingVideoWarning,
+            stacklevel=3,
+        )
+
+
+# ---------------------------------------------------------------------------
+# the base class
+
+
+def default_data_root(name: str) -> Path:
+    """``$FRAMESELECT_DATA/<name>``, else ``<cache dir>/datasets/<name>``."""
+    env = os.environ.get("FRAMESELECT_DATA")
+    return (Path(env).expanduser() if env else default_cache_dir() / "datasets") / name
+
+
+class AnnotationDataset(Dataset):
+    """Base of the benchmark loaders: paths, lazy loading, the missing-video report.
+
+    ``root`` is the folder laid out as the benchmark ships it; ``annotations``
+    (a file, absolute or relative to ``root``) and ``videos`` (a folder)
+    override the default layout. Nothing is read before the first call to
+    :meth:`samples`. Subclasses set ``default_split``, ``splits``,
+    ``annotation_candidates`` (per split, relative to ``root``) and
+    ``video_candidates``, and implement :meth:`_load`.
+    """
+
+    default_split: ClassVar[str] = "test"
+    splits: ClassVar[tuple[str, ...]] = ()
+    split_aliases: ClassVar[Mapping[str, str]] = {}
+    annotation_candidates: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    video_candidates: ClassVar[tuple[str, ...]] = ("videos", ".")
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str] | None = None,
+        annotations: str | os.PathLike[str] | None = None,
+        split: str | None = None,
+        videos: str | os.PathLike[str] | None = None,
+    ) -> None:
+        self.root = Path(root).expanduser() if root is not None else default_data_root(type(self).registered_name or type(self).__name__)
+        self.annotations = Path(annotations).expanduser() if annotations is not None else None
+        split = split if split is not None else self.default_split
+        split = self.split_aliases.get(split, split)
+        if self.splits and split not in self.splits:
+            raise ValueError(f"{self.name}: unknown split {split!r}; known: {', '.join(self.splits)}")
+        self.split = split
+        self.videos = Path(videos).expanduser() if videos is not None else None
+        self._samples: list[Sample] | None = None
+
+    # -- the Dataset interface -------------------------------------------
+    def samples(self) -> list[Sample]:
+        if self._samples is None:
+            missing = MissingVideos()
+            samples = self._load(missing)
+            missing.report(self.name, self.video_folders())
+            self._samples = _check_unique(samples, self.name)
+        return self._samples
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "root": str(self.root),
+            "annotations": None if self.annotations is None else str(self.annotations),
+            "split": self.split,
+            "videos": None if self.videos is None else str(self.videos),
+        }
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params().items() if v is not None)
+        return f"{type(self).__name__}({args})"
+
+    # -- for subclasses -------------------------------------------------
+    def _load(self, missing: MissingVideos) -> list[Sample]:
+        raise NotImplementedError
+
+    def _under_root(self, path: Path) -> Path:
+        return path if path.is_absolute() else self.root / path
+
+    def annotation_file(self, given: Path | None = None, candidates: Sequence[str] | None = None, what: str = "annotation file") -> Path:
+        """``given`` (relative to root), else the first existing default for the split."""
+        given = self.annotations if given is None else given
+        if given is not None:
+            path = self._under_root(given)
+            if not path.exists():
+                raise FileNotFoundError(f"{self.name}: {what} not found: {path}")
+            return path
+        if candidates is None:
+            candidates = self.annotation_candidates.get(self.split, ())
+        tried = [self.root / c for c in candidates]
+        for path in tried:
+            if path.exists():
+                return path
+        raise FileNotFoundError(
+            f"{self.name}: no {what} for split {self.split!r} under {self.root}; tried {', '.join(str(t) for t in tried)}. "
+            "Pass root=<benchmark folder> or annotations=<file>."
+        )
+
+    def video_folders(self) -> list[Path]:
+        if self.videos is not None:
+            return [self._under_root(self.videos)]
+        return [self.root / c if c != "." else self.root for c in self.video_candidates]
+
+    def locate(self, sample_id: str, names: str | Sequence[str], missing: MissingVideos, folders: Sequence[Path] | None = None) -> str | None:
+        """The video path for a sample (the first of ``names`` found), or None, recorded as missing."""
+        folders = self.video_folders() if folders is None else folders
+        names = [names] if isinstance(names, str) else list(names)
+        for name in names:
+            path = find_video(folders, name)
+            if path is not None:
+                return str(path)
+        missing.add(sample_id, names[0])
+        return None
+
+
+def _check_unique(samples: list[Sample], name: str) -> list[Sample]:
+    seen: set[str] = set()
+    dupes: list[str] = []
+    for s in samples:
+        if s.id in seen:
+            dupes.append(s.id)
+        seen.add(s.id)
+    if dupes:
+        raise AnnotationError(f"{name}: duplicate sample ids {sorted(set(dupes))[:_MAX_LISTED]}; the annotation file lists a question twice")
+    return samples
