@@ -189,6 +189,36 @@ def _pixels(pool: CandidatePool, ctx: _Context) -> np.ndarray:
     return out
 
 
+def _pairwise_scores(pool: CandidatePool, text: str, encoder: Encoder, ctx: _Context) -> np.ndarray:
+    """Relevance the encoder scores from each frame and the query together (BLIP ITM): ``encoder.score_frames``.
+
+    Cached per (video, pool policy, encoder id, query text).
+    """
+    key = Cache.text_key(Cache.embedding_key(pool.video_id, pool.policy, encoder.id), text)
+    cached = ctx.cache.load_array("scores", key)
+    if cached is not None and cached.shape[0] == len(pool):
+        ctx.counters.cache_hits += 1
+        return cached
+    ctx.counters.cache_misses += 1
+    if pool.source is None:
+        raise FrameselectError(f"pool of {pool.video_id} has no frames to score")
+    chunks: list[np.ndarray] = []
+    batch: list[np.ndarray] = []
+    iterator = pool.source.iter(range(len(pool))) if hasattr(pool.source, "iter") else zip(range(len(pool)), pool.source.get(range(len(pool))), strict=True)
+    for _i, frame in iterator:
+        batch.append(frame)
+        if len(batch) == encoder.batch_size:
+            chunks.append(np.asarray(encoder.score_frames(np.stack(batch), text), dtype=np.float64))  # type: ignore[attr-defined]
+            ctx.counters.encoder_calls += 1
+            batch = []
+    if batch:
+        chunks.append(np.asarray(encoder.score_frames(np.stack(batch), text), dtype=np.float64))  # type: ignore[attr-defined]
+        ctx.counters.encoder_calls += 1
+    scores = np.concatenate(chunks)
+    ctx.cache.save_array("scores", key, scores)
+    return scores
+
+
 def featurize(pool: CandidatePool, sample: Sample, needs: Iterable[str], encoder: Encoder | None, ctx: _Context) -> Features:
     """Compute (or load from the cache) exactly the features a selector needs."""
     needs = set(needs)
@@ -201,7 +231,10 @@ def featurize(pool: CandidatePool, sample: Sample, needs: Iterable[str], encoder
             if not encoder.has_text:
                 raise SelectionError(f"this selector needs query relevance, but encoder {encoder.id} cannot embed text; use a text-capable encoder")
             text = _encode_text(sample.query.text, encoder, ctx)
-            scores = encoder.relevance(embeddings, text)
+            if getattr(encoder, "pairwise_relevance", False):
+                scores = _pairwise_scores(pool, sample.query.text, encoder, ctx)
+            else:
+                scores = encoder.relevance(embeddings, text)
     if "pixels" in needs:
         pixels = _pixels(pool, ctx)
     return Features(embeddings=embeddings, text=text, scores=scores, pixels=pixels, encoder_id=encoder.id if encoder else "")

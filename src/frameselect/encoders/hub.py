@@ -1,0 +1,522 @@
+"""Encoders from model hubs: open_clip, transformers CLIP and SigLIP, and BLIP image-text matching.
+
+Every encoder here embeds frames and query texts into one space, returns
+L2-normalised float32 vectors, and names in its ``id`` the model, the
+revision its weights were loaded at, the numeric precision and the
+preprocessing, because all four change the vectors (the ``id`` is part of
+the embedding-cache key).
+
+* Weights load on first use, not at construction: ``Encoder.id``, ``encode_*``
+  trigger it. ``torch``, ``transformers`` and ``open_clip`` are imported there.
+* Device: ``device=None`` picks ``cuda``, then ``mps``, then ``cpu``. Precision:
+  ``dtype=None`` means half precision on a GPU (float16) and float32 on the CPU.
+* Revision: ``revision=None`` follows the repository's default branch; the
+  ``id`` records the commit that branch resolved to, read from the local
+  Hugging Face cache after loading (no extra network call). A local folder
+  records ``local``.
+* Dependency injection: pass a built model object instead of a name (and,
+  optionally, its tokenizer and image processor), e.g.
+  ``ClipEncoder(model=my_clip, tokenizer=tok)``. The object is used as is,
+  on its own device and dtype unless ``device``/``dtype`` are given. Its
+  ``id`` records ``revision`` if given, else ``local-<hash>`` with a cheap
+  fingerprint of its weights, so two different random or fine-tuned models
+  never share cached embeddings.
+
+``blip_itm`` (the scorer of AKS) is different: its relevance is the
+probability of the image-text-matching head, which attends from the query
+over every visual token of a frame, so it cannot be computed from pooled
+embeddings. See :class:`BlipItmEncoder`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from frameselect._hub import cached_commit, dtype_kwarg, dtype_name, module_device, module_dtype, pick_device, pick_dtype, short_hash, weights_fingerprint
+from frameselect.encoders.base import Encoder
+from frameselect.registry import encoders
+
+__all__ = ["HubEncoder", "OpenClipEncoder", "ClipEncoder", "SiglipEncoder", "BlipItmEncoder", "check_frames"]
+
+
+def check_frames(frames: NDArray[Any]) -> NDArray[np.uint8]:
+    """``frames`` as a (B, H, W, 3) uint8 array (a single (H, W, 3) frame gets a batch axis)."""
+    array = np.asarray(frames)
+    if array.ndim == 3:
+        array = array[None]
+    if array.ndim != 4 or array.shape[-1] != 3:
+        raise ValueError(f"frames must be RGB arrays of shape (B, H, W, 3), got shape {array.shape}")
+    if array.dtype != np.uint8:
+        raise ValueError(f"frames must be uint8 RGB, got dtype {array.dtype}; convert with .astype(np.uint8) after scaling to 0..255")
+    return array
+
+
+def _object_name(model: Any) -> str:
+    config = getattr(model, "config", None)
+    name = getattr(config, "_name_or_path", "") or getattr(config, "name_or_path", "")
+    return str(name) if name else type(model).__name__
+
+
+def _pooled(output: Any) -> Any:
+    """transformers 4 returns feature tensors from ``get_*_features``, transformers 5 an output with ``pooler_output``."""
+    return output if hasattr(output, "shape") else output.pooler_output
+
+
+class HubEncoder(Encoder):
+    """Shared machinery of the torch-backed encoders (not registered itself).
+
+    Subclasses implement :meth:`_load` (from a name), :meth:`_complete` (fill
+    in what an injected model lacks), :meth:`_embed_images` and
+    :meth:`_embed_texts` (torch in, torch out, not yet normalised).
+    """
+
+    has_text = True
+    #: precision used on a GPU when ``dtype`` is not given
+    gpu_dtype: ClassVar[str] = "float16"
+
+    def __init__(
+        self,
+        model: Any,
+        *,
+        revision: str | None = None,
+        model_id: str | None = None,
+        batch_size: int = 32,
+        device: str | None = None,
+        dtype: str | None = None,
+    ) -> None:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        self.injected = not isinstance(model, str)
+        self.model_id = str(model) if isinstance(model, str) else (model_id or _object_name(model))
+        self.revision = revision
+        self.batch_size = batch_size
+        self.device = device
+        self.dtype = dtype
+        self._model: Any = None if isinstance(model, str) else model
+        self._ready = False
+        self._revision_label: str | None = None
+        self._device: str = ""
+        self._dtype: Any = None
+
+    # -- loading ------------------------------------------------------------
+    def _ensure_loaded(self) -> None:
+        if self._ready:
+            return
+        if self._model is None:
+            device = pick_device(self.device)
+            dtype = pick_dtype(self.dtype, device, self.gpu_dtype)
+            self._load(device, dtype)
+        else:
+            device = pick_device(self.device) if self.device is not None else module_device(self._model)
+            dtype = pick_dtype(self.dtype, device) if self.dtype is not None else module_dtype(self._model)
+            if self.device is not None or self.dtype is not None:
+                self._model.to(device=device, dtype=dtype)
+        self._complete()
+        self._model.eval()
+        self._device, self._dtype = device, dtype
+        self._ready = True
+
+    def _load(self, device: str, dtype: Any) -> None:
+        raise NotImplementedError
+
+    def _complete(self) -> None:
+        """Build what an injected model came without (tokenizer, preprocessing)."""
+
+    def _hub_repo(self) -> str | None:
+        """The hub repository the weights come from; None for local files."""
+        return None if os.path.exists(self.model_id) else self.model_id
+
+    # -- identity -----------------------------------------------------------
+    def resolved_revision(self) -> str:
+        """The revision recorded in the ``id`` (loads the model the first time, if it must)."""
+        if self._revision_label is None:
+            self._revision_label = self._resolve_revision()
+        return self._revision_label
+
+    def _resolve_revision(self) -> str:
+        if self.injected:
+            return self.revision or f"local-{weights_fingerprint(self._model)}"
+        repo = self._hub_repo()
+        if repo is None:
+            return self.revision or "local"
+        commit = cached_commit(repo, self.revision)
+        if commit is None:
+            self._ensure_loaded()  # a download records the commit the revision resolved to
+            commit = cached_commit(repo, self.revision)
+        return commit or self.revision or "main"
+
+    def _dtype_label(self) -> str:
+        if self._ready:
+            return dtype_name(self._dtype)
+        if self.injected and self.dtype is None:
+            return dtype_name(module_dtype(self._model))
+        return dtype_name(pick_dtype(self.dtype, pick_device(self.device), self.gpu_dtype))
+
+    def _preprocess_label(self) -> str:
+        return "checkpoint"
+
+    def params(self) -> dict[str, Any]:
+        return {"model": self.model_id, "revision": self.resolved_revision(), "dtype": self._dtype_label(), "preprocess": self._preprocess_label()}
+
+    # -- encoding -----------------------------------------------------------
+    def encode_frames(self, frames: NDArray[np.uint8]) -> NDArray[np.float32]:
+        batch = check_frames(frames)
+        self._ensure_loaded()
+        return self._run(batch, self._embed_images)
+
+    def encode_text(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        if isinstance(texts, str):
+            raise TypeError("encode_text takes a list of strings; wrap a single query in a list")
+        self._ensure_loaded()
+        return self._run(list(texts), self._embed_texts)
+
+    def _run(self, items: Any, embed: Any) -> NDArray[np.float32]:
+        import torch
+
+        out = []
+        with torch.inference_mode():
+            for start in range(0, len(items), self.batch_size):
+                vectors = embed(items[start : start + self.batch_size]).float()
+                out.append(torch.nn.functional.normalize(vectors, dim=-1).cpu().numpy())
+        if not out:
+            raise ValueError("nothing to encode: got an empty batch")
+        return np.concatenate(out, axis=0).astype(np.float32)
+
+    def _embed_images(self, frames: NDArray[np.uint8]) -> Any:
+        raise NotImplementedError
+
+    def _embed_texts(self, texts: list[str]) -> Any:
+        raise NotImplementedError
+
+
+@encoders.register("open_clip")
+class OpenClipEncoder(HubEncoder):
+    """Any open_clip architecture and pretrained tag (``model``, ``pretrained``), e.g. ViT-B-32 / laion2b_s34b_b79k.
+
+    ``model`` may also be ``"hf-hub:org/repo"`` (``pretrained`` is then
+    ignored, as in open_clip) or a built open_clip model (pass
+    ``preprocess`` and ``tokenizer``, or get the architecture's defaults).
+    ``revision`` pins the hub revision of a tag's weights (tags stored on the
+    Hugging Face hub only). ``pretrained=None`` builds random weights, for
+    tests. Preprocessing is open_clip's own inference transform (PIL resize,
+    centre crop, normalise).
+    """
+
+    def __init__(
+        self,
+        model: Any = "ViT-B-32",
+        pretrained: str | None = "laion2b_s34b_b79k",
+        *,
+        revision: str | None = None,
+        preprocess: Any = None,
+        tokenizer: Any = None,
+        model_id: str | None = None,
+        batch_size: int = 32,
+        device: str | None = None,
+        dtype: str | None = None,
+    ) -> None:
+        super().__init__(model, revision=revision, model_id=model_id, batch_size=batch_size, device=device, dtype=dtype)
+        if isinstance(model, str) and model.startswith("hf-hub:") and revision is not None:
+            raise ValueError("open_clip loads 'hf-hub:' models from the default branch only; drop revision= or load the model yourself and pass it in")
+        self.pretrained = None if not isinstance(model, str) else pretrained
+        self._preprocess = preprocess
+        self._custom_preprocess = preprocess is not None
+        self._tokenizer = tokenizer
+
+    def _hub_file(self) -> tuple[str, str] | None:
+        """(repo id, file name) of the pretrained tag's weights on the hub, if they live there."""
+        import open_clip
+
+        if not isinstance(self.pretrained, str) or os.path.exists(self.pretrained):
+            return None
+        cfg = open_clip.get_pretrained_cfg(self.model_id, self.pretrained) or {}
+        hub = cfg.get("hf_hub", "")
+        if not hub:
+            return None
+        repo, filename = os.path.split(hub)  # 'org/repo/' or 'org/repo/file.bin', as open_clip reads it
+        return repo, filename
+
+    def _hub_repo(self) -> str | None:
+        if self.model_id.startswith("hf-hub:"):
+            return self.model_id[len("hf-hub:") :]
+        found = self._hub_file()
+        return found[0] if found else None
+
+    def _resolve_revision(self) -> str:
+        if not self.injected and self.pretrained is None and not self.model_id.startswith(("hf-hub:", "local-dir:")):
+            self._ensure_loaded()  # random weights: fingerprint them
+            return f"local-{weights_fingerprint(self._model)}"
+        if not self.injected and self._hub_repo() is None and isinstance(self.pretrained, str) and not os.path.exists(self.pretrained):
+            import open_clip
+
+            url = (open_clip.get_pretrained_cfg(self.model_id, self.pretrained) or {}).get("url", "")
+            if url:
+                return f"url:{url.rsplit('/', 1)[-1]}"
+        return super()._resolve_revision()
+
+    def _load(self, device: str, dtype: Any) -> None:
+        import open_clip
+        from open_clip.pretrained import download_pretrained_from_hf
+
+        pretrained = self.pretrained
+        found = self._hub_file() if self.revision is not None else None
+        if self.revision is not None:
+            if found is None:
+                raise ValueError(f"open_clip weights {self.model_id}/{self.pretrained} are not on the Hugging Face hub; revision= cannot pin them")
+            pretrained = download_pretrained_from_hf(found[0], filename=found[1] or None, revision=self.revision)
+        model, _, preprocess = open_clip.create_model_and_transforms(self.model_id, pretrained=pretrained)
+        self._model = model.to(device=device, dtype=dtype)
+        if self._preprocess is None:
+            self._preprocess = preprocess
+        if self._tokenizer is None:
+            self._tokenizer = open_clip.get_tokenizer(self.model_id)
+
+    def _complete(self) -> None:
+        import open_clip
+        from open_clip.transform import PreprocessCfg, image_transform_v2
+
+        if self._preprocess is None:
+            self._preprocess = image_transform_v2(PreprocessCfg(**self._model.visual.preprocess_cfg), is_train=False)
+        if self._tokenizer is None:
+            context = getattr(self._model, "context_length", None)
+            self._tokenizer = open_clip.SimpleTokenizer(context_length=context) if context else open_clip.SimpleTokenizer()
+
+    def _preprocess_label(self) -> str:
+        if self._custom_preprocess or self.injected:
+            self._ensure_loaded()
+            return f"custom-{short_hash(repr(self._preprocess))}"
+        return "checkpoint"
+
+    def params(self) -> dict[str, Any]:
+        return {**super().params(), "pretrained": self.pretrained}
+
+    def _embed_images(self, frames: NDArray[np.uint8]) -> Any:
+        import torch
+        from PIL import Image
+
+        pixels = torch.stack([self._preprocess(Image.fromarray(f)) for f in frames]).to(self._device, self._dtype)
+        return self._model.encode_image(pixels)
+
+    def _embed_texts(self, texts: list[str]) -> Any:
+        tokens = self._tokenizer(texts).to(self._device)
+        return self._model.encode_text(tokens)
+
+
+class _TransformersEncoder(HubEncoder):
+    """A transformers dual encoder: model class + tokenizer + image processor."""
+
+    #: transformers class loading the checkpoint
+    model_class: ClassVar[str] = "AutoModel"
+    #: tokenizer padding; SigLIP was trained on texts padded to max_length
+    text_padding: ClassVar[str] = "longest"
+
+    def __init__(
+        self,
+        model: Any,
+        *,
+        revision: str | None = None,
+        tokenizer: Any = None,
+        image_processor: Any = None,
+        max_text_length: int | None = None,
+        model_id: str | None = None,
+        batch_size: int = 32,
+        device: str | None = None,
+        dtype: str | None = None,
+    ) -> None:
+        super().__init__(model, revision=revision, model_id=model_id, batch_size=batch_size, device=device, dtype=dtype)
+        self._tokenizer = tokenizer
+        self._image_processor = image_processor
+        self._custom_preprocess = image_processor is not None
+        self.max_text_length = max_text_length
+
+    def _load(self, device: str, dtype: Any) -> None:
+        import transformers
+
+        cls = getattr(transformers, self.model_class)
+        self._model = cls.from_pretrained(self.model_id, revision=self.revision, **dtype_kwarg(dtype)).to(device)
+        if self._tokenizer is None:
+            self._tokenizer = transformers.AutoTokenizer.from_pretrained(self.model_id, revision=self.revision)
+        if self._image_processor is None:
+            self._image_processor = transformers.AutoImageProcessor.from_pretrained(self.model_id, revision=self.revision)  # type: ignore[no-untyped-call]
+
+    def _complete(self) -> None:
+        if self._tokenizer is None:
+            raise ValueError(f"{type(self).__name__} got a model object but no tokenizer; pass tokenizer=...")
+        if self._image_processor is None:
+            self._image_processor = self._default_image_processor()
+
+    def _default_image_processor(self) -> Any:
+        raise NotImplementedError
+
+    def _vision_config(self) -> Any:
+        config = self._model.config
+        return getattr(config, "vision_config", config)
+
+    def _text_length(self) -> int:
+        if self.max_text_length is not None:
+            return self.max_text_length
+        config = self._model.config
+        text_config = getattr(config, "text_config", config)
+        return int(getattr(text_config, "max_position_embeddings", 77))
+
+    def _preprocess_label(self) -> str:
+        if self._custom_preprocess or self.injected:
+            self._ensure_loaded()
+            settings = self._image_processor.to_dict()
+            settings.pop("processor_class", None)
+            return f"{type(self._image_processor).__name__}-{short_hash(json.dumps(settings, sort_keys=True, default=str))}"
+        return "checkpoint"
+
+    def params(self) -> dict[str, Any]:
+        out = super().params()
+        if self.max_text_length is not None:
+            out["max_text_length"] = self.max_text_length
+        return out
+
+    def _pixel_inputs(self, frames: NDArray[np.uint8]) -> dict[str, Any]:
+        processed = self._image_processor(images=list(frames), return_tensors="pt", input_data_format="channels_last")
+        return {k: (v.to(self._device, self._dtype) if v.is_floating_point() else v.to(self._device)) for k, v in processed.items()}
+
+    def _text_inputs(self, texts: list[str]) -> dict[str, Any]:
+        tokens = self._tokenizer(texts, padding=self.text_padding, truncation=True, max_length=self._text_length(), return_tensors="pt")
+        return {k: v.to(self._device) for k, v in tokens.items() if k in ("input_ids", "attention_mask")}
+
+    def _embed_images(self, frames: NDArray[np.uint8]) -> Any:
+        return _pooled(self._model.get_image_features(**self._pixel_inputs(frames)))
+
+    def _embed_texts(self, texts: list[str]) -> Any:
+        return _pooled(self._model.get_text_features(**self._text_inputs(texts)))
+
+
+@encoders.register("clip")
+class ClipEncoder(_TransformersEncoder):
+    """OpenAI CLIP through transformers' ``CLIPModel`` (default openai/clip-vit-base-patch32).
+
+    Images go through the checkpoint's image processor (``CLIPImageProcessor``:
+    shortest side to the model's size, centre crop, CLIP mean/std), texts
+    through its tokenizer (padded to the longest, truncated at 77 tokens).
+    With an injected model and no image processor, a ``CLIPImageProcessor``
+    for the model's image size is built.
+    """
+
+    model_class = "CLIPModel"
+
+    def __init__(self, model: Any = "openai/clip-vit-base-patch32", **kwargs: Any) -> None:
+        super().__init__(model, **kwargs)
+
+    def _default_image_processor(self) -> Any:
+        from transformers import CLIPImageProcessor
+
+        size = int(self._vision_config().image_size)
+        return CLIPImageProcessor(size={"shortest_edge": size}, crop_size={"height": size, "width": size})
+
+
+@encoders.register("siglip")
+class SiglipEncoder(_TransformersEncoder):
+    """SigLIP and SigLIP 2 through transformers' ``AutoModel`` (default google/siglip-base-patch16-224).
+
+    Texts are padded to ``max_length`` (64 tokens), as SigLIP was trained and
+    as its model card prescribes, and passed with whatever the checkpoint's
+    tokenizer returns (SigLIP's: ids only, no attention mask); SigLIP's sigmoid probability is monotone
+    in the cosine similarity, so the default dot-product relevance ranks
+    frames exactly as the model's probability does.
+    """
+
+    model_class = "AutoModel"
+    text_padding = "max_length"
+
+    def __init__(self, model: Any = "google/siglip-base-patch16-224", **kwargs: Any) -> None:
+        super().__init__(model, **kwargs)
+
+    def _default_image_processor(self) -> Any:
+        vision = self._vision_config()
+        if type(self._model).__name__.startswith("Siglip2"):
+            from transformers import Siglip2ImageProcessor
+
+            return Siglip2ImageProcessor(patch_size=int(vision.patch_size), max_num_patches=int(getattr(vision, "num_patches", 256)))
+        from transformers import SiglipImageProcessor
+
+        size = int(vision.image_size)
+        return SiglipImageProcessor(size={"height": size, "width": size})
+
+
+@encoders.register("blip_itm")
+class BlipItmEncoder(_TransformersEncoder):
+    """BLIP image-text matching (``BlipForImageTextRetrieval``), the frame scorer of AKS.
+
+    Relevance of a frame to the query is the ITM head's match probability,
+    ``softmax(itm_logits)[:, 1]`` (transformers ``use_itm_head=True``), as in
+    AKS (Tang et al., "Adaptive Keyframe Sampling for Long Video
+    Understanding", CVPR 2025; reference ncTimTang/AKS ``feature_extract.py``,
+    LAVIS ``blip_image_text_matching`` large, ``match_head='itm'``). The
+    default checkpoint, Salesforce/blip-itm-large-coco, is the transformers
+    port of that model.
+
+    The ITM head attends from the query over all visual tokens of a frame,
+    so it needs the frames, not pooled embeddings:
+
+    * :meth:`score_frames` (frames, query) -> (B,) ITM probabilities, batched;
+      ``pairwise_relevance = True`` tells the pipeline to score relevance
+      with it (cached per video, pool, encoder and query).
+    * :meth:`encode_frames` / :meth:`encode_text` return BLIP's ITC
+      (contrastive) embeddings, 256-d, L2-normalised; :meth:`relevance` on
+      them is the ITC cosine similarity (``use_itm_head=False``), the
+      fallback when only embeddings are at hand.
+
+    Texts are truncated at 35 tokens (LAVIS ``max_txt_len``).
+    """
+
+    model_class = "BlipForImageTextRetrieval"
+    #: relevance comes from frames and query together (see score_frames)
+    pairwise_relevance: ClassVar[bool] = True
+
+    def __init__(self, model: Any = "Salesforce/blip-itm-large-coco", *, max_text_length: int | None = 35, **kwargs: Any) -> None:
+        super().__init__(model, max_text_length=max_text_length, **kwargs)
+
+    def params(self) -> dict[str, Any]:
+        return {**super().params(), "relevance": "itm"}
+
+    def _default_image_processor(self) -> Any:
+        from transformers import BlipImageProcessor
+
+        size = int(self._vision_config().image_size)
+        return BlipImageProcessor(size={"height": size, "width": size})
+
+    def _image_tokens(self, frames: NDArray[np.uint8]) -> Any:
+        return self._model.vision_model(**self._pixel_inputs(frames)).last_hidden_state
+
+    def _embed_images(self, frames: NDArray[np.uint8]) -> Any:
+        return self._model.vision_proj(self._image_tokens(frames)[:, 0, :])
+
+    def _embed_texts(self, texts: list[str]) -> Any:
+        hidden = self._model.text_encoder(**self._text_inputs(texts)).last_hidden_state
+        return self._model.text_proj(hidden[:, 0, :])
+
+    def score_frames(self, frames: NDArray[np.uint8], text: str) -> NDArray[np.float64]:
+        """ITM match probability of each frame with ``text``, shape (B,)."""
+        import torch
+
+        batch = check_frames(frames)
+        self._ensure_loaded()
+        query = self._text_inputs([text])
+        scores = []
+        with torch.inference_mode():
+            for start in range(0, len(batch), self.batch_size):
+                image_embeds = self._image_tokens(batch[start : start + self.batch_size])
+                n = image_embeds.shape[0]
+                image_mask = torch.ones(image_embeds.shape[:-1], dtype=torch.long, device=image_embeds.device)
+                hidden = self._model.text_encoder(
+                    input_ids=query["input_ids"].expand(n, -1),
+                    attention_mask=query["attention_mask"].expand(n, -1),
+                    encoder_hidden_states=image_embeds,
+                    encoder_attention_mask=image_mask,
+                ).last_hidden_state
+                logits = self._model.itm_head(hidden[:, 0, :]).float()
+                scores.append(torch.softmax(logits, dim=-1)[:, 1].cpu().numpy())
+        return np.concatenate(scores).astype(np.float64)
