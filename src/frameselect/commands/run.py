@@ -12,6 +12,11 @@ def run(args: argparse.Namespace) -> int:
     from frameselect.pipeline import evaluate
 
     params = parse_params(args.param)
+    dataset = args.dataset
+    if args.dataset_param:
+        from frameselect.registry import datasets
+
+        dataset = datasets.create(args.dataset, **parse_params(args.dataset_param))
     rows = []
     counter_rows = []
     breakdown_rows = []
@@ -27,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
             router=routing[0] if routing else None,
             bank=routing[1] if routing else None,
             evaluators=args.evaluator or ["evidence_recall", "frame_precision"],
-            dataset=args.dataset,
+            dataset=dataset,
             k=args.k,
             encoder=args.encoder,
             answerer=args.answerer,
@@ -63,6 +68,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--router", action="append", help="budget router (repeatable); -k is then the mean budget")
     p.add_argument("--bank", default=None, help="comma-separated selectors a router may assign (first = coverage policy); default: the --selector names, else uniform")
     p.add_argument("--dataset", "-d", default="tiny", help="registered dataset name (default: %(default)s)")
+    p.add_argument("--dataset-param", "-D", action="append", help="dataset parameter name=value, e.g. root=/data/videomme (repeatable)")
     p.add_argument("--k", "-k", type=int, default=8, help="frame budget (default: %(default)s)")
     p.add_argument("--encoder", "-e", default="color_histogram", help="encoder for selectors that need features (default: %(default)s)")
     p.add_argument("--evaluator", action="append", help="evaluator name (repeatable; default: evidence_recall, frame_precision)")
