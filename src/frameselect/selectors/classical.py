@@ -1,0 +1,600 @@
+"""Classical selectors: relevance ranking, diversity and coverage.
+
+Each selector is a thin wrapper over a plain function on arrays, so the
+algorithm can be tested and reused without pools or features:
+
+- ``topk``: top-k query relevance (:func:`topk_indices`)
+- ``mmr``: Maximal Marginal Relevance (:func:`mmr_greedy`)
+- ``kmeans``: k-means++ / Lloyd, the frame nearest each centroid (:func:`kmeans_centroids`)
+- ``dpp`` / ``dpp_diverse``: greedy DPP MAP with / without query quality (:func:`dpp_greedy`)
+- ``facility_location``: relevance + coverage, greedy (:func:`facility_location_greedy`)
+- ``stratified``: the most relevant frame of each time segment (:func:`stratified_top1`)
+- ``temporal_nms``: top-k with temporal non-maximum suppression (:func:`temporal_nms`)
+
+Conventions shared by all of them: "relevance" is ``features.relevance()``
+(precomputed scores, else frame · text embeddings); similarities between
+frames are cosine similarities of the frame embeddings (rows are
+re-normalised, so unnormalised embeddings work too); every tie is broken in
+favour of the earlier frame; query-aware selectors return the relevance of the
+chosen frames as :attr:`Selection.scores`. Where an algorithm can stop short of
+``k`` (a DPP whose kernel has rank < k, NMS whose window suppresses every
+frame), the rest of the budget is filled by the shared rule
+:func:`~frameselect.selectors.base.fill_to_k`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from frameselect.errors import SelectionError
+from frameselect.registry import selectors
+from frameselect.selectors.base import Selector, fill_to_k, normalize_minmax
+from frameselect.types import CandidatePool, Features, Query
+
+__all__ = [
+    "TopK",
+    "MMR",
+    "KMeans",
+    "DPP",
+    "DPPDiverse",
+    "FacilityLocation",
+    "Stratified",
+    "TemporalNMS",
+    "topk_indices",
+    "mmr_greedy",
+    "kmeans_plus_plus",
+    "kmeans_centroids",
+    "dpp_greedy",
+    "facility_location_greedy",
+    "stratified_top1",
+    "temporal_nms",
+]
+
+FloatArray = NDArray[np.float64]
+
+
+# -- shared helpers -----------------------------------------------------------
+
+
+def _descending(values: NDArray[np.floating] | FloatArray) -> NDArray[np.intp]:
+    """Indices by descending value, the earlier index first on ties."""
+    v = np.asarray(values, dtype=np.float64)
+    return np.lexsort((np.arange(v.shape[0]), -v))
+
+
+def _unit_rows(x: NDArray[np.floating]) -> NDArray[np.float32]:
+    """Rows scaled to unit L2 norm, float32 (all-zero rows stay zero).
+
+    Already-normalised input (the usual case) is returned without a copy.
+    Similarities are products of these rows: float32 halves the memory
+    traffic of the matrix-vector products that dominate the greedy loops.
+    """
+    x32 = np.asarray(x, dtype=np.float32)
+    sq = np.einsum("ij,ij->i", x32, x32, dtype=np.float64)
+    if np.all(np.abs(sq - 1.0) < 1e-5):
+        return x32
+    norm = np.sqrt(sq).astype(np.float32)[:, None]
+    out: NDArray[np.float32] = np.divide(x32, norm, out=np.zeros_like(x32), where=norm > 0)
+    return out
+
+
+def _embeddings(features: Features) -> NDArray[np.float32]:
+    assert features.embeddings is not None  # guaranteed by Selector._check_features
+    return _unit_rows(features.embeddings)
+
+
+def _check_fraction(name: str, value: float, *, upper_open: bool = False) -> None:
+    number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not (number and (0.0 <= value < 1.0 if upper_open else 0.0 <= value <= 1.0)):
+        bound = "[0, 1)" if upper_open else "[0, 1]"
+        raise SelectionError(f"{name} must be a number in {bound}, got {value!r}")
+
+
+# -- top-k --------------------------------------------------------------------
+
+
+def topk_indices(relevance: NDArray[np.floating], k: int) -> list[int]:
+    """The ``k`` most relevant frames, ascending (earlier frame first on ties).
+
+    >>> topk_indices(np.array([0.1, 0.9, 0.5, 0.9]), 2)
+    [1, 3]
+    """
+    return sorted(int(i) for i in _descending(relevance)[:k])
+
+
+@selectors.register("topk")
+@dataclass(frozen=True)
+class TopK(Selector):
+    """Top-k query relevance: the ``k`` frames whose relevance is highest.
+
+    The classical retrieval baseline (rank by query-document similarity;
+    Salton & McGill, *Introduction to Modern Information Retrieval*, 1983),
+    as used by CLIP-similarity frame retrieval. No hyper-parameters; ties go
+    to the earlier frame.
+    """
+
+    needs = frozenset({"relevance"})
+
+    def _select(self, pool: CandidatePool, query: Query | None, k: int, features: Features, rng: np.random.Generator) -> tuple[list[int], list[float]]:
+        rel = features.relevance()
+        idx = topk_indices(rel, k)
+        return idx, [float(rel[i]) for i in idx]
+
+
+# -- MMR ----------------------------------------------------------------------
+
+
+def mmr_greedy(embeddings: NDArray[np.floating], relevance: NDArray[np.floating], k: int, lam: float = 0.5) -> list[int]:
+    """Maximal Marginal Relevance, in the order the frames are picked.
+
+    Each step adds ``argmax_i [lam * rel_i - (1 - lam) * max_{j in S} cos(x_i, x_j)]``
+    over the frames not yet chosen; the first step (``S`` empty) takes the most
+    relevant frame. Earlier frame first on ties.
+
+    >>> x = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    >>> mmr_greedy(x, np.array([0.9, 0.8, 0.3]), 2)
+    [0, 2]
+    """
+    x = _unit_rows(embeddings)
+    rel = np.asarray(relevance, dtype=np.float64)
+    n = x.shape[0]
+    k = min(k, n)
+    chosen = [int(_descending(rel)[0])]
+    max_sim = (x @ x[chosen[0]]).astype(np.float64)
+    taken = np.zeros(n, dtype=bool)
+    taken[chosen[0]] = True
+    while len(chosen) < k:
+        score = lam * rel - (1.0 - lam) * max_sim
+        score[taken] = -np.inf
+        i = int(np.argmax(score))
+        chosen.append(i)
+        taken[i] = True
+        max_sim = np.maximum(max_sim, x @ x[i])
+    return chosen
+
+
+@selectors.register("mmr")
+@dataclass(frozen=True)
+class MMR(Selector):
+    """Maximal Marginal Relevance: relevant frames, each unlike those already chosen.
+
+    Carbonell & Goldstein, "The use of MMR, diversity-based reranking for
+    reordering documents and producing summaries", SIGIR 1998:
+    ``MMR = argmax_{D_i in R \\ S} [λ Sim1(D_i, Q) - (1 - λ) max_{D_j in S} Sim2(D_i, D_j)]``.
+    Here Sim1 is the frame's query relevance and Sim2 the cosine similarity
+    of frame embeddings; ``lam`` (λ) defaults to 0.5. The paper fixes no
+    scale for Sim1; precomputed scores on another scale than cosine can be
+    min-max normalised to [0, 1] first with ``normalize=True`` (off by
+    default, which is the paper's form).
+    """
+
+    needs = frozenset({"embeddings", "relevance"})
+    lam: float = 0.5
+    normalize: bool = False
+
+    def __post_init__(self) -> None:
+        _check_fraction("mmr lam", self.lam)
+
+    def _select(self, pool: CandidatePool, query: Query | None, k: int, features: Features, rng: np.random.Generator) -> tuple[list[int], list[float]]:
+        rel = features.relevance()
+        rel_used = normalize_minmax(rel) if self.normalize else rel
+        idx = sorted(mmr_greedy(_embeddings(features), rel_used, k, self.lam))
+        return idx, [float(rel[i]) for i in idx]
+
+
+# -- k-means ------------------------------------------------------------------
+
+
+def _sq_distances(x: NDArray[np.floating], centers: NDArray[np.floating]) -> FloatArray:
+    """Squared Euclidean distances, (N, C), float64, clipped at 0 against rounding."""
+    x64, c64 = np.asarray(x, dtype=np.float64), np.asarray(centers, dtype=np.float64)
+    d: FloatArray = np.einsum("ij,ij->i", x64, x64)[:, None] - 2.0 * (x64 @ c64.T) + np.einsum("ij,ij->i", c64, c64)[None, :]
+    return np.maximum(d, 0.0)
+
+
+def kmeans_plus_plus(x: NDArray[np.floating], k: int, rng: np.random.Generator) -> list[int]:
+    """k-means++ seeding (Arthur & Vassilvitskii, SODA 2007): indices of the initial centres.
+
+    The first centre is drawn uniformly; each next one with probability
+    proportional to its squared distance to the nearest centre so far. When
+    every remaining point coincides with a centre (all distances 0), the
+    next one is drawn uniformly among the points not yet taken. Distances
+    are computed in float32 (one matrix-vector product per centre).
+    """
+    pts = np.asarray(x, dtype=np.float32)
+    n = pts.shape[0]
+    k = min(k, n)
+    sq = np.einsum("ij,ij->i", pts, pts, dtype=np.float64)
+
+    def dist2(i: int) -> FloatArray:
+        d: FloatArray = sq - 2.0 * (pts @ pts[i]).astype(np.float64) + sq[i]
+        return np.maximum(d, 0.0)
+
+    first = int(rng.integers(n))
+    centres = [first]
+    d2 = dist2(first)
+    taken = np.zeros(n, dtype=bool)
+    taken[first] = True
+    while len(centres) < k:
+        weights = np.where(taken, 0.0, d2)
+        total = float(weights.sum())
+        if total > 0.0:
+            i = int(rng.choice(n, p=weights / total))
+        else:
+            i = int(rng.choice(np.flatnonzero(~taken)))
+        centres.append(i)
+        taken[i] = True
+        d2 = np.minimum(d2, dist2(i))
+    return centres
+
+
+def kmeans_centroids(x: NDArray[np.floating], k: int, rng: np.random.Generator, max_iter: int = 100, tol: float = 1e-4) -> FloatArray:
+    """Lloyd's algorithm (Lloyd 1957/1982) from k-means++ seeds; returns (k, D) centroids.
+
+    Stops when the assignment no longer changes, when the centroids moved by
+    at most ``tol`` times the data's mean per-dimension variance in total
+    squared distance (scikit-learn's criterion), or after ``max_iter``
+    rounds. An empty cluster keeps its previous centroid. The two matrix
+    products per round (assignment, centroid sums) run in float32.
+    """
+    pts = np.asarray(x, dtype=np.float32)
+    n = pts.shape[0]
+    centroids = pts[kmeans_plus_plus(pts, k, rng)].astype(np.float64)
+    k = centroids.shape[0]
+    threshold = tol * float(np.mean(np.var(pts, axis=0, dtype=np.float64)))
+    labels = np.full(n, -1)
+    membership = np.zeros((k, n), dtype=np.float32)
+    for _ in range(max_iter):
+        c32 = centroids.astype(np.float32)
+        # argmin_c |x - c|^2 = argmin_c (|c|^2 - 2 x.c): |x|^2 is the same for every centre
+        new_labels = np.argmin(np.einsum("ij,ij->i", c32, c32)[None, :] - 2.0 * (pts @ c32.T), axis=1)
+        if np.array_equal(new_labels, labels):
+            break
+        labels = new_labels
+        membership[:] = 0.0
+        membership[labels, np.arange(n)] = 1.0
+        counts = np.bincount(labels, minlength=k).astype(np.float64)
+        filled = counts > 0
+        updated = centroids.copy()
+        updated[filled] = (membership[filled] @ pts).astype(np.float64) / counts[filled, None]
+        shift = float(np.sum((updated - centroids) ** 2))
+        centroids = updated
+        if shift <= threshold:
+            break
+    return centroids
+
+
+def _nearest_distinct(x: NDArray[np.floating], centroids: NDArray[np.floating]) -> list[int]:
+    """One distinct frame per centroid, minimising the total squared distance.
+
+    When the centroids' nearest frames are already distinct this is exactly
+    "the nearest frame to each centroid"; when two centroids share a nearest
+    frame (duplicate frames), the optimal assignment gives each its own.
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    cost = _sq_distances(centroids, x)  # (k, N)
+    _rows, cols = linear_sum_assignment(cost)
+    return sorted(int(c) for c in cols)
+
+
+@selectors.register("kmeans")
+@dataclass(frozen=True)
+class KMeans(Selector):
+    """k-means on frame embeddings; the frame nearest each centroid.
+
+    Lloyd, "Least squares quantization in PCM" (1957, publ. 1982) with
+    k-means++ seeding (Arthur & Vassilvitskii, SODA 2007), as in
+    scikit-learn's ``KMeans`` (sklearn/cluster/_kmeans.py). Euclidean distance
+    on the (re-normalised) embeddings, ``k`` clusters, one initialisation
+    seeded from the run's rng, at most ``max_iter`` (100; scikit-learn 300)
+    Lloyd rounds, stopping early by scikit-learn's ``tol`` (1e-4) criterion or
+    when the assignment stops changing. Deviations from scikit-learn: plain
+    k-means++ (one candidate per step, not its 2 + log k local trials) and
+    empty clusters keep their centroid (no relocation). Each
+    centroid is represented by a distinct real frame (the assignment of
+    frames to centroids minimising total squared distance, which is each
+    centroid's nearest frame whenever those differ).
+    """
+
+    needs = frozenset({"embeddings"})
+    max_iter: int = 100
+    tol: float = 1e-4
+
+    def __post_init__(self) -> None:
+        if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, int) or self.max_iter < 1:
+            raise SelectionError(f"kmeans max_iter must be a positive integer, got {self.max_iter!r}")
+        if isinstance(self.tol, bool) or not isinstance(self.tol, (int, float)) or not math.isfinite(self.tol) or self.tol < 0:
+            raise SelectionError(f"kmeans tol must be a finite number >= 0, got {self.tol!r}")
+
+    def _select(self, pool: CandidatePool, query: Query | None, k: int, features: Features, rng: np.random.Generator) -> list[int]:
+        x = _embeddings(features)
+        return _nearest_distinct(x, kmeans_centroids(x, k, rng, self.max_iter, self.tol))
+
+
+# -- DPP ----------------------------------------------------------------------
+
+
+def dpp_greedy(embeddings: NDArray[np.floating], k: int, quality: NDArray[np.floating] | None = None, epsilon: float = 1e-10) -> list[int]:
+    """Greedy MAP inference of a DPP by incremental Cholesky (Chen et al., NeurIPS 2018, Alg. 1).
+
+    The kernel is ``L = diag(q) · X Xᵀ · diag(q)`` with ``X`` the unit-norm
+    embeddings and ``q`` the quality (1 when ``None``). Each step adds the
+    item with the largest marginal gain ``log det(L_{S+i}) - log det(L_S)
+    = log d_i²``, where ``d_i²`` is updated in O(N·|S|) from the Cholesky
+    factor's new row; only the kernel rows of chosen items are computed
+    (O(N·D) each), never the whole N × N kernel. Stops early (returning
+    fewer than ``k``) once the best ``d_i²`` falls below ``epsilon``, as the
+    reference does. Returns items in the order picked.
+
+    >>> dpp_greedy(np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]]), 3)
+    [0, 2]
+    """
+    # float64 throughout: epsilon = 1e-10 presumes it (duplicates leave d_i^2 ~ 1e-16, not 1e-7)
+    x = np.asarray(embeddings, dtype=np.float64)
+    norm = np.sqrt(np.einsum("ij,ij->i", x, x))[:, None]
+    x = np.divide(x, norm, out=np.zeros_like(x), where=norm > 0)
+    n = x.shape[0]
+    k = min(k, n)
+    q = np.ones(n) if quality is None else np.asarray(quality, dtype=np.float64)
+    d2 = q * q * (norm[:, 0] > 0)  # diag(L): cos(x_i, x_i) = 1 exactly, so ties stay ties
+    c = np.zeros((k, n))
+    chosen: list[int] = []
+    j = int(np.argmax(d2))
+    if d2[j] < epsilon:
+        return chosen
+    chosen.append(j)
+    while len(chosen) < k:
+        m = len(chosen) - 1
+        row = q[j] * q * (x @ x[j])  # L[j, :]
+        e = (row - c[:m, j] @ c[:m, :]) / math.sqrt(d2[j])
+        c[m, :] = e
+        d2 = d2 - e * e
+        d2[chosen] = -np.inf
+        j = int(np.argmax(d2))
+        if d2[j] < epsilon:
+            break
+        chosen.append(j)
+    return chosen
+
+
+@selectors.register("dpp")
+@dataclass(frozen=True)
+class DPP(Selector):
+    """Greedy MAP inference of a quality × diversity DPP over the frames.
+
+    Chen, Zhang & Zhou, "Fast Greedy MAP Inference for Determinantal Point
+    Process to Improve Recommendation Diversity", NeurIPS 2018; reference
+    code laming-chen/fast-map-dpp (``dpp.py``, Algorithm 1, ``epsilon=1e-10``).
+    Kernel ``L = diag(q) S diag(q)`` with ``S`` the cosine similarity of
+    frame embeddings and quality ``q_i = exp(α r_i)``, ``α = θ / (2(1 - θ))``:
+    the paper's own relevance–diversity trade-off, under which the
+    greedy step maximises ``θ Σ r + (1 - θ) log det S``. ``theta`` (θ)
+    defaults to 0.5; ``θ = 0`` ignores the query (see ``dpp_diverse``).
+    Deliberate deviations: the relevance ``r`` is min-max normalised to
+    [0, 1] first, so θ means the same for cosine and precomputed scores; and
+    if the greedy stops early (kernel rank < k, e.g. duplicate frames) the
+    budget is filled by relevance, the shared fill rule.
+    """
+
+    needs = frozenset({"embeddings", "relevance"})
+    theta: float = 0.5
+
+    def __post_init__(self) -> None:
+        _check_fraction("dpp theta", self.theta, upper_open=True)
+
+    def _select(self, pool: CandidatePool, query: Query | None, k: int, features: Features, rng: np.random.Generator) -> tuple[list[int], list[float]]:
+        rel = features.relevance()
+        alpha = self.theta / (2.0 * (1.0 - self.theta))
+        quality = np.exp(alpha * normalize_minmax(rel))
+        idx = fill_to_k(dpp_greedy(_embeddings(features), k, quality), k, len(pool), priority=rel)
+        return idx, [float(rel[i]) for i in idx]
+
+
+@selectors.register("dpp_diverse")
+@dataclass(frozen=True)
+class DPPDiverse(Selector):
+    """Query-agnostic greedy DPP MAP: the most diverse frames (quality 1).
+
+    Chen, Zhang & Zhou, NeurIPS 2018 (laming-chen/fast-map-dpp, ``dpp.py``),
+    with kernel ``L = S``, the cosine similarity of frame embeddings. If the
+    greedy stops early (kernel rank < k), the budget is filled with the
+    frames farthest in time from those chosen (the shared fill rule).
+    """
+
+    needs = frozenset({"embeddings"})
+
+    def _select(self, pool: CandidatePool, query: Query | None, k: int, features: Features, rng: np.random.Generator) -> list[int]:
+        return fill_to_k(dpp_greedy(_embeddings(features), k), k, len(pool))
+
+
+# -- facility location --------------------------------------------------------
+
+
+def facility_location_greedy(similarity: NDArray[np.floating], relevance: NDArray[np.floating] | None, k: int, lam: float = 0.5) -> list[int]:
+    """Greedy maximisation of relevance + facility-location coverage.
+
+    ``F(S) = (1 - lam) / N · Σ_i max_{j in S} s_ij + lam / k · Σ_{j in S} r_j``
+    with ``s`` a non-negative, symmetric (N, N) similarity. ``F`` is monotone
+    submodular, so the greedy is within 1 - 1/e of the optimum (Nemhauser,
+    Wolsey & Fisher 1978). Every step takes the largest marginal gain
+    (earlier frame first on ties). Gains are kept exact incrementally: a pick
+    that raises the coverage of frames ``R`` revisits only those rows
+    (O(|R|·N)), so later steps, which change little, cost little. Returns
+    items in the order picked.
+
+    >>> s = np.array([[1.0, 0.5, 0.0], [0.5, 1.0, 0.5], [0.0, 0.5, 1.0]])
+    >>> facility_location_greedy(s, None, 2, lam=0.0)
+    [1, 0]
+    """
+    s = np.asarray(similarity)
+    if s.dtype != np.float32:
+        s = s.astype(np.float64)
+    n = s.shape[0]
+    k = min(k, n)
+    r = np.zeros(n) if relevance is None else np.asarray(relevance, dtype=np.float64)
+    w_cov, w_rel = (1.0 - lam) / n, lam / k
+    covered = np.zeros(n, dtype=s.dtype)  # max similarity of each frame to S
+    coverage: FloatArray = np.sum(s, axis=1, dtype=np.float64)  # Σ_i max(s_ij - covered_i, 0); row j = column j
+    taken = np.zeros(n, dtype=bool)
+    chosen: list[int] = []
+    while len(chosen) < k:
+        gains = w_cov * coverage + w_rel * r
+        gains[taken] = -np.inf
+        j = int(np.argmax(gains))
+        chosen.append(j)
+        taken[j] = True
+        rows = np.flatnonzero(s[j] > covered)
+        for block in np.array_split(rows, max(1, -(-rows.size // 512))):
+            if block.size == 0:
+                continue
+            old, new = covered[block, None], s[j, block][:, None]
+            # max(s - old, 0) - max(s - new, 0) = clip(s, old, new) - old, as new > old
+            coverage -= np.sum(np.clip(s[block], old, new) - old, axis=0, dtype=np.float64)
+            covered[block] = s[j, block]
+    return chosen
+
+
+@selectors.register("facility_location")
+@dataclass(frozen=True)
+class FacilityLocation(Selector):
+    """Relevant frames that together cover the whole video: relevance + facility location.
+
+    Coverage is the facility-location function of Cornuéjols, Fisher &
+    Nemhauser (1977), used for summarisation by Lin & Bilmes, "A class of
+    submodular functions for document summarization" (ACL 2011), whose
+    objective adds a second term with weight λ; here that term is the
+    modular query relevance:
+    ``F(S) = (1 - λ) · mean_i max_{j in S} s_ij + λ · mean_{j in S} r̂_j``,
+    ``s = max(cos, 0)`` of frame embeddings, ``r̂`` relevance min-max
+    normalised to [0, 1], so both terms lie in [0, 1] and ``lam`` (λ,
+    default 0.5) is a plain weight. Maximised by the greedy of
+    Nemhauser, Wolsey & Fisher (1978). Holds the N × N similarity matrix
+    (float32, 4·N² bytes: 52 MB at N = 3,600), whose computation dominates
+    the latency (O(N²·D)).
+    """
+
+    needs = frozenset({"embeddings", "relevance"})
+    lam: float = 0.5
+
+    def __post_init__(self) -> None:
+        _check_fraction("facility_location lam", self.lam)
+
+    def _select(self, pool: CandidatePool, query: Query | None, k: int, features: Features, rng: np.random.Generator) -> tuple[list[int], list[float]]:
+        rel = features.relevance()
+        x = _embeddings(features).astype(np.float32)
+        sim = np.maximum(x @ x.T, np.float32(0.0))
+        idx = sorted(facility_location_greedy(sim, normalize_minmax(rel), k, self.lam))
+        return idx, [float(rel[i]) for i in idx]
+
+
+# -- stratified ---------------------------------------------------------------
+
+
+def stratified_top1(timestamps: NDArray[np.floating], relevance: NDArray[np.floating], k: int) -> list[int]:
+    """The most relevant frame in each of ``k`` equal time segments, ascending.
+
+    Segment ``j`` is ``[t0 + j·T/k, t0 + (j+1)·T/k)`` (the last one closed),
+    ``T = t_last - t0`` the pool's time span. Segments holding no frame
+    contribute nothing, so fewer than ``k`` may come back. Earlier frame
+    first on ties.
+
+    >>> stratified_top1(np.arange(6.0), np.array([1, 3, 2, 0, 5, 4.0]), 2)
+    [1, 4]
+    """
+    ts = np.asarray(timestamps, dtype=np.float64)
+    rel = np.asarray(relevance, dtype=np.float64)
+    span = float(ts[-1] - ts[0])
+    if span > 0:
+        segment = np.minimum(np.floor((ts - ts[0]) / span * k), k - 1).astype(int)
+    else:
+        segment = np.zeros(ts.shape[0], dtype=int)
+    wanted = len(np.unique(segment))
+    chosen: list[int] = []
+    for i in _descending(rel):  # the first frame met in a segment is its most relevant
+        if segment[i] >= 0:
+            chosen.append(int(i))
+            if len(chosen) == wanted:
+                break
+            segment[segment == segment[i]] = -1
+    return sorted(chosen)
+
+
+@selectors.register("stratified")
+@dataclass(frozen=True)
+class Stratified(Selector):
+    """Temporally stratified top-1: split the pool's time span into k equal segments, take the most relevant frame of each.
+
+    Stratified sampling (Neyman 1934) with the query relevance choosing the
+    representative of each stratum: uniform coverage of the timeline, query
+    awareness inside each segment. Segments are equal in time, not in frame
+    count; a segment with no candidate frame (irregular pools) leaves its
+    slot to the most relevant frames not yet chosen (the shared fill rule).
+    """
+
+    needs = frozenset({"relevance"})
+
+    def _select(self, pool: CandidatePool, query: Query | None, k: int, features: Features, rng: np.random.Generator) -> tuple[list[int], list[float]]:
+        rel = features.relevance()
+        idx = fill_to_k(stratified_top1(pool.timestamps, rel, k), k, len(pool), priority=rel)
+        return idx, [float(rel[i]) for i in idx]
+
+
+# -- temporal NMS -------------------------------------------------------------
+
+
+def temporal_nms(timestamps: NDArray[np.floating], relevance: NDArray[np.floating], k: int, window: float) -> list[int]:
+    """Greedy non-maximum suppression on the timeline, ascending.
+
+    Frames are visited by descending relevance; a frame is kept unless it
+    lies less than ``window`` seconds from a frame already kept. Stops at
+    ``k`` frames; may return fewer when the window suppresses the rest.
+
+    >>> temporal_nms(np.arange(6.0), np.array([0, 5, 4, 1, 3, 2.0]), 3, window=2.0)
+    [1, 4]
+    """
+    ts = np.asarray(timestamps, dtype=np.float64)
+    suppressed = np.zeros(ts.shape[0], dtype=bool)
+    order = np.argsort(ts, kind="stable")
+    sorted_ts = ts[order]
+    chosen: list[int] = []
+    for i in _descending(relevance):
+        if suppressed[i]:
+            continue
+        chosen.append(int(i))
+        if len(chosen) == k:
+            break
+        lo = np.searchsorted(sorted_ts, ts[i] - window, side="right")
+        hi = np.searchsorted(sorted_ts, ts[i] + window, side="left")
+        suppressed[order[lo:hi]] = True
+    return sorted(chosen)
+
+
+@selectors.register("temporal_nms")
+@dataclass(frozen=True)
+class TemporalNMS(Selector):
+    """Top-k relevance with temporal non-maximum suppression.
+
+    Greedy NMS as in object detection (Neubeck & Van Gool, ICPR 2006), applied
+    to the timeline: keep the most relevant frame, suppress every frame less
+    than ``window`` seconds from it, repeat. ``window`` defaults to 2.0 s,
+    which at a 1-fps pool rules out adjacent frames; ``window=0`` is plain
+    top-k. If suppression leaves fewer than k frames, the budget is filled
+    with the most relevant suppressed frames (the shared fill rule).
+    """
+
+    needs = frozenset({"relevance"})
+    window: float = 2.0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.window, bool) or not isinstance(self.window, (int, float)) or not math.isfinite(self.window) or self.window < 0:
+            raise SelectionError(f"temporal_nms window must be a finite number of seconds >= 0, got {self.window!r}")
+
+    def _select(self, pool: CandidatePool, query: Query | None, k: int, features: Features, rng: np.random.Generator) -> tuple[list[int], list[float]]:
+        rel = features.relevance()
+        idx = fill_to_k(temporal_nms(pool.timestamps, rel, k, float(self.window)), k, len(pool), priority=rel)
+        return idx, [float(rel[i]) for i in idx]
