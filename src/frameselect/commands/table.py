@@ -1,0 +1,44 @@
+"""``frameselect table [RUN ...]``: stored runs as selectors × metrics with bootstrap intervals."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from frameselect.commands._common import add_store_arg
+
+
+def add_stats_args(parser: argparse.ArgumentParser) -> None:
+    """Options shared by ``table`` and ``ranks``: metrics, breakdown and resampling."""
+    parser.add_argument("--metric", "-m", action="append", help="only this metric (repeatable, or comma-separated)")
+    parser.add_argument("--cluster", default="video", help="resampling unit: video (default), none (each sample) or a metadata field")
+    parser.add_argument("--boot", type=int, default=1000, help="bootstrap resamples (default: %(default)s)")
+    parser.add_argument("--level", type=float, default=0.95, help="interval level (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=0, help="resampling seed (default: %(default)s)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from frameselect.store import Store
+    from frameselect.tables import build_tables, describe_resampling, load_runs, render_tables
+
+    if not os.path.exists(args.store):
+        print(f"frameselect: error: no store at {args.store}")
+        return 2
+    with Store(args.store) as store:
+        runs = load_runs(store, args.runs, cluster=args.cluster)
+        if not runs:
+            print(f"no runs in {args.store}")
+            return 0
+        sections = build_tables(runs, args.metric, args.by, n_boot=args.boot, level=args.level, seed=args.seed)
+    print(render_tables(sections, args.format, note=describe_resampling(args.boot, args.level, args.seed, args.cluster)))
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("table", help="stored runs as selectors × metrics, with bootstrap confidence intervals")
+    p.add_argument("runs", nargs="*", metavar="RUN", help="run ids or unique prefixes (default: every run in the store)")
+    p.add_argument("--format", "-f", choices=("markdown", "csv", "latex"), default="markdown")
+    p.add_argument("--by", default=None, help="also break each run down by this metadata field, e.g. kind")
+    add_stats_args(p)
+    add_store_arg(p)
+    p.set_defaults(func=run)

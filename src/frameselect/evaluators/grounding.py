@@ -1,0 +1,199 @@
+"""Temporal grounding of a selection: IoU / IoP with the evidence, R@IoU, NExT-GQA Acc@GQA.
+
+A selection's *grounding window* is the span from its first to its last
+selected timestamp. It is compared with each evidence span as NExT-GQA's
+``get_tIoU`` does (github.com/doc-doc/NExT-GQA, ``code/TempGQA/eval_ground.py``):
+
+- IoU = intersection / (hull of the two spans), IoP = intersection / (window length);
+- a window of zero length (one frame) has IoU 0 and IoP 1 when it lies in the span, else 0;
+- over several evidence spans the best value is kept, and never below 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from frameselect.evaluators.answer import answer_letters, extract_answer_letter
+from frameselect.evaluators.base import Evaluator
+from frameselect.registry import evaluators
+from frameselect.types import Answer, CandidatePool, Features, Sample, Selection, Span
+
+__all__ = [
+    "selection_window",
+    "temporal_iou_iop",
+    "best_iou_iop",
+    "recall_at_iou",
+    "acc_gqa",
+    "IoU",
+    "IoP",
+    "RecallAtIoU",
+    "NExTGQAAccGQA",
+]
+
+Window = tuple[float, float]
+
+
+def selection_window(times: Sequence[float]) -> Window | None:
+    """The span from the first to the last selected time (None for no frame).
+
+    >>> selection_window([4.0, 1.0, 2.5])
+    (1.0, 4.0)
+    """
+    if not times:
+        return None
+    return float(min(times)), float(max(times))
+
+
+def temporal_iou_iop(window: Window, span: Window) -> tuple[float, float]:
+    """IoU and IoP of a predicted ``window`` against one ground-truth ``span``.
+
+    Follows NExT-GQA's ``get_tIoU(loc=span, span=window)``; disjoint spans give
+    a negative intersection there, clipped to 0 here.
+
+    >>> temporal_iou_iop((2.0, 6.0), (4.0, 8.0))
+    (0.3333333333333333, 0.5)
+    >>> temporal_iou_iop((5.0, 5.0), (4.0, 8.0))
+    (0.0, 1.0)
+    """
+    w0, w1 = window
+    s0, s1 = span
+    if w0 == w1:
+        return 0.0, (1.0 if s0 <= w0 <= s1 else 0.0)
+    inter = min(w1, s1) - max(w0, s0)
+    hull = max(w1, s1) - min(w0, s0)
+    iou = inter / hull if hull > 0 else 0.0
+    iop = inter / (w1 - w0) if w1 > w0 else 0.0
+    return max(0.0, iou), max(0.0, iop)
+
+
+def best_iou_iop(window: Window | None, spans: Sequence[Span]) -> tuple[float, float]:
+    """The best IoU and the best IoP over the evidence spans (NaN, NaN without spans or window)."""
+    if window is None or not spans:
+        return math.nan, math.nan
+    best_iou = best_iop = 0.0
+    for span in spans:
+        iou, iop = temporal_iou_iop(window, (span.start, span.end))
+        best_iou, best_iop = max(best_iou, iou), max(best_iop, iop)
+    return best_iou, best_iop
+
+
+def recall_at_iou(window: Window | None, spans: Sequence[Span], thresholds: Sequence[float] = (0.3, 0.5, 0.7)) -> dict[float, float]:
+    """1.0 per threshold that the best IoU reaches (``>=``), else 0.0; NaN without spans.
+
+    >>> recall_at_iou((2.0, 6.0), [Span(3.0, 6.0)])
+    {0.3: 1.0, 0.5: 1.0, 0.7: 1.0}
+    """
+    iou, _ = best_iou_iop(window, spans)
+    return {t: (math.nan if math.isnan(iou) else float(iou >= t)) for t in thresholds}
+
+
+def acc_gqa(correct: float, iop: float, threshold: float = 0.5) -> float:
+    """NExT-GQA Acc@GQA for one question: right answer and IoP at least ``threshold``.
+
+    >>> acc_gqa(1.0, 0.6), acc_gqa(1.0, 0.4), acc_gqa(0.0, 0.9)
+    (1.0, 0.0, 0.0)
+    """
+    if math.isnan(correct) or math.isnan(iop):
+        return math.nan
+    return 1.0 if correct == 1.0 and iop >= threshold else 0.0
+
+
+def _window(pool: CandidatePool, selection: Selection) -> Window | None:
+    return selection_window(selection.timestamps(pool))
+
+
+class _GroundingEvaluator(Evaluator):
+    def _best(self, sample: Sample, pool: CandidatePool, selection: Selection) -> tuple[float, float]:
+        return best_iou_iop(_window(pool, selection), sample.evidence)
+
+
+@evaluators.register("iou")
+class IoU(_GroundingEvaluator):
+    """Best temporal IoU of the selection's window (first to last frame) with an evidence span.
+
+    Definition as NExT-GQA ``code/TempGQA/eval_ground.py`` (``get_tIoU``, mIoU).
+    NaN for samples without evidence.
+    """
+
+    def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
+        return {self.name: self._best(sample, pool, selection)[0]}
+
+
+@evaluators.register("iop")
+class IoP(_GroundingEvaluator):
+    """Best intersection over prediction of the selection's window with an evidence span.
+
+    Definition as NExT-GQA ``code/TempGQA/eval_ground.py`` (``get_tIoU``, mIoP):
+    the fraction of the window that lies in the evidence. NaN without evidence.
+    """
+
+    def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
+        return {self.name: self._best(sample, pool, selection)[1]}
+
+
+@evaluators.register("recall_at_iou")
+class RecallAtIoU(_GroundingEvaluator):
+    """R@IoU: whether the selection's window reaches IoU 0.3 / 0.5 / 0.7 with an evidence span.
+
+    Writes ``recall_at_iou@0.3``, ``@0.5``, ``@0.7`` (the thresholds of
+    NExT-GQA's IoU@0.3/0.5 and moment retrieval's R1@0.5/0.7).
+    """
+
+    def __init__(self, thresholds: Sequence[float] = (0.3, 0.5, 0.7)) -> None:
+        self.thresholds = tuple(float(t) for t in thresholds)
+
+    def params(self) -> dict[str, Any]:
+        return {"thresholds": list(self.thresholds)}
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        return tuple(f"recall_at_iou@{t:g}" for t in self.thresholds)
+
+    def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
+        hits = recall_at_iou(_window(pool, selection), sample.evidence, self.thresholds)
+        return {f"recall_at_iou@{t:g}": v for t, v in hits.items()}
+
+
+def _answer_window(answer: Answer | None) -> Window | None:
+    """A grounding window the answer carries itself (an ``Answer.grounding`` (start, end)), if any."""
+    grounding = getattr(answer, "grounding", None)
+    if grounding is None:
+        return None
+    if isinstance(grounding, Span):
+        return grounding.start, grounding.end
+    start, end = grounding
+    return float(start), float(end)
+
+
+@evaluators.register("nextgqa_acc_gqa")
+class NExTGQAAccGQA(Evaluator):
+    """NExT-GQA Acc@GQA: the answer is right AND its grounding has IoP ≥ 0.5 with the evidence.
+
+    Reference: Xiao et al., "Can I Trust Your Answer? Visually Grounded Video
+    Question Answering" (CVPR 2024); github.com/doc-doc/NExT-GQA
+    ``code/TempGQA/eval_ground.py`` (``eval_ground``: ``max_tIoP >= 0.5`` and
+    answer == prediction). The grounding window is the one the answer carries
+    (an ``Answer.grounding`` (start, end), for backends that ground their
+    answers), else the selection's window from its first to its last frame.
+    Answer letters as lmms-eval (A–E for NExT-QA's five options). NaN without
+    ground truth or evidence.
+    """
+
+    needs_answer = True
+
+    def __init__(self, threshold: float = 0.5) -> None:
+        self.threshold = float(threshold)
+
+    def params(self) -> dict[str, Any]:
+        return {"threshold": self.threshold}
+
+    def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
+        if sample.answer is None:
+            return {self.name: math.nan}
+        letter = extract_answer_letter("" if answer is None else answer.text, answer_letters(len(sample.query.options)))
+        correct = 1.0 if letter and letter.lower() == sample.answer.strip().lower() else 0.0
+        window = _answer_window(answer) or _window(pool, selection)
+        _, iop = best_iou_iop(window, sample.evidence)
+        return {self.name: acc_gqa(correct, iop, self.threshold)}

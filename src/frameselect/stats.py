@@ -1,0 +1,518 @@
+"""Statistics over per-sample results: bootstrap intervals, paired tests, Kendall's τ, rank analysis.
+
+Everything here is seeded and numpy-only.
+
+**Bootstrap intervals.** A run's aggregate (a mean, or any statistic of its
+records such as MLVU's M-Avg or Video-MME-v2's group score) gets a percentile
+interval from ``n_boot`` resamples (default 1000, level 95%). What is
+resampled is the *cluster*: questions about the same video are correlated, so
+whole videos are drawn with replacement (a cluster per sample when no cluster
+keys are given). Resampling draws cluster multiplicities from a multinomial,
+so a mean's replicate is ``Σ w_c S_c / Σ w_c N_c`` over cluster sums ``S_c``
+and counts ``N_c``; a general statistic sees each cluster's items repeated
+``w_c`` times.
+
+**Paired comparison** of two selectors on the same samples: the mean of the
+per-sample differences, its cluster-bootstrap interval, and a two-sided
+p-value from a *sign-flip permutation test* on cluster sums of differences
+(under the null the two selectors are exchangeable within each cluster, so
+every cluster's difference is as likely negated). With up to
+:data:`EXACT_MAX_CLUSTERS` clusters all ``2^C`` sign patterns are enumerated
+and ``p`` is exact (the share of patterns at least as extreme, the observed
+one included); beyond, ``n_boot`` random patterns give
+``p = (1 + #extreme) / (n_boot + 1)``. For a general statistic the test swaps
+whole clusters between the two runs.
+
+**Kendall τ_b** between two rankings, with ties (Kendall 1945).
+
+**Rank analysis** over a set of ranking groups (a dataset, a metric, a subset
+of questions): each group's ranking of the entries (selectors), τ_b between
+the rankings of compared groups, and the *inversions*: pairs of entries whose
+order flips between two groups while their paired difference is significant
+in both.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = [
+    "DEFAULT_BOOT",
+    "DEFAULT_LEVEL",
+    "EXACT_MAX_CLUSTERS",
+    "Interval",
+    "PairedDifference",
+    "format_interval",
+    "cluster_codes",
+    "bootstrap_mean",
+    "bootstrap",
+    "paired_difference",
+    "paired_difference_stat",
+    "kendall_tau",
+    "RankGroup",
+    "Ranking",
+    "TauResult",
+    "Inversion",
+    "RankReport",
+    "rank_analysis",
+]
+
+DEFAULT_BOOT = 1000
+DEFAULT_LEVEL = 0.95
+#: up to this many clusters the sign-flip test enumerates every sign pattern
+EXACT_MAX_CLUSTERS = 12
+
+Stat = Callable[[Sequence[Any]], float]
+
+
+@dataclass(frozen=True)
+class Interval:
+    """An estimate with its bootstrap percentile interval."""
+
+    estimate: float
+    low: float
+    high: float
+    level: float = DEFAULT_LEVEL
+    n: int = 0
+    clusters: int = 0
+
+    def __str__(self) -> str:
+        return format_interval(self)
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """Mean difference A − B over paired samples, its interval and a two-sided p-value."""
+
+    mean_diff: float
+    low: float
+    high: float
+    p_value: float
+    n: int
+    clusters: int
+    level: float = DEFAULT_LEVEL
+    method: str = ""
+
+    def __str__(self) -> str:
+        return f"{format_interval(Interval(self.mean_diff, self.low, self.high), signed=True)} p={format_p(self.p_value)}"
+
+
+def _fmt(x: float, spec: str) -> str:
+    return "–" if math.isnan(x) else format(x, spec)
+
+
+def format_interval(iv: Interval, signed: bool = False) -> str:
+    """``"0.667 [0.50, 0.83]"``: estimate to 3 decimals, bounds to 2; 3 significant digits for tiny or huge values.
+
+    >>> format_interval(Interval(2 / 3, 0.5, 0.8333))
+    '0.667 [0.50, 0.83]'
+    >>> format_interval(Interval(0.000123, 0.0001, 0.00015))
+    '0.000123 [0.0001, 0.00015]'
+    """
+    if math.isnan(iv.estimate):
+        return "–"
+    sign = "+" if signed else ""
+    finite = [abs(v) for v in (iv.estimate, iv.low, iv.high) if not math.isnan(v)]
+    mag = max(finite)
+    if mag != 0 and (mag < 0.01 or mag >= 1e4):
+        return f"{iv.estimate:{sign}.3g} [{_fmt(iv.low, '.3g')}, {_fmt(iv.high, '.3g')}]"
+    return f"{iv.estimate:{sign}.3f} [{_fmt(iv.low, '.2f')}, {_fmt(iv.high, '.2f')}]"
+
+
+def format_p(p: float) -> str:
+    """A p-value to 3 decimals, or ``<0.001``."""
+    if math.isnan(p):
+        return "–"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def cluster_codes(n: int, clusters: Sequence[Hashable] | None) -> tuple[NDArray[np.int64], int]:
+    """Cluster keys mapped to 0..C-1 in first-seen order (one cluster per item without keys)."""
+    if clusters is None:
+        return np.arange(n, dtype=np.int64), n
+    if len(clusters) != n:
+        raise ValueError(f"{len(clusters)} cluster keys for {n} values")
+    index: dict[Hashable, int] = {}
+    codes = np.array([index.setdefault(key, len(index)) for key in clusters], dtype=np.int64)
+    return codes, len(index)
+
+
+def _draws(rng: np.random.Generator, n_clusters: int, n_boot: int) -> NDArray[np.int64]:
+    """Cluster multiplicities of ``n_boot`` resamples of ``n_clusters`` clusters with replacement."""
+    return rng.multinomial(n_clusters, np.full(n_clusters, 1.0 / n_clusters), size=n_boot)
+
+
+def _percentiles(replicates: NDArray[np.float64], level: float) -> tuple[float, float]:
+    finite = replicates[np.isfinite(replicates)]
+    if finite.size == 0:
+        return math.nan, math.nan
+    alpha = 1.0 - level
+    low, high = np.quantile(finite, [alpha / 2, 1 - alpha / 2])
+    return float(low), float(high)
+
+
+def _check(n_boot: int, level: float) -> None:
+    if n_boot < 1:
+        raise ValueError(f"n_boot must be at least 1, got {n_boot}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+
+
+def _cluster_sums(values: NDArray[np.float64], clusters: Sequence[Hashable] | None) -> tuple[NDArray[np.float64], NDArray[np.float64], int]:
+    """Per-cluster sums and counts of the finite values; clusters with none are dropped."""
+    if clusters is not None and len(clusters) != values.shape[0]:
+        raise ValueError(f"{len(clusters)} cluster keys for {values.shape[0]} values")
+    valid = ~np.isnan(values)
+    keys = None if clusters is None else [k for k, ok in zip(clusters, valid, strict=True) if ok]
+    codes, n_clusters = cluster_codes(int(valid.sum()), keys)
+    sums = np.bincount(codes, weights=values[valid], minlength=n_clusters).astype(np.float64)
+    counts = np.bincount(codes, minlength=n_clusters).astype(np.float64)
+    return sums, counts, int(valid.sum())
+
+
+def bootstrap_mean(
+    values: Sequence[float] | NDArray[Any],
+    clusters: Sequence[Hashable] | None = None,
+    *,
+    n_boot: int = DEFAULT_BOOT,
+    level: float = DEFAULT_LEVEL,
+    seed: int = 0,
+) -> Interval:
+    """The mean of the non-NaN ``values`` with a cluster-bootstrap percentile interval.
+
+    >>> iv = bootstrap_mean([1.0, 1.0, 0.0, 1.0], n_boot=200)
+    >>> iv.estimate, iv.low <= iv.estimate <= iv.high
+    (0.75, True)
+    """
+    _check(n_boot, level)
+    v = np.asarray(values, dtype=np.float64)
+    sums, counts, n = _cluster_sums(v, clusters)
+    n_clusters = sums.shape[0]
+    if n_clusters == 0:
+        return Interval(math.nan, math.nan, math.nan, level, 0, 0)
+    estimate = float(sums.sum() / counts.sum())
+    weights = _draws(np.random.default_rng(seed), n_clusters, n_boot).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        replicates = (weights @ sums) / (weights @ counts)
+    low, high = _percentiles(replicates, level)
+    return Interval(estimate, low, high, level, n, n_clusters)
+
+
+def _members(codes: NDArray[np.int64], n_clusters: int) -> list[list[int]]:
+    members: list[list[int]] = [[] for _ in range(n_clusters)]
+    for i, c in enumerate(codes):
+        members[int(c)].append(i)
+    return members
+
+
+def _resample(items: Sequence[Any], members: list[list[int]], weights: NDArray[np.int64]) -> list[Any]:
+    out: list[Any] = []
+    for cluster, w in enumerate(weights):
+        for _ in range(int(w)):
+            out.extend(items[i] for i in members[cluster])
+    return out
+
+
+def bootstrap(
+    items: Sequence[Any],
+    stat: Stat,
+    clusters: Sequence[Hashable] | None = None,
+    *,
+    n_boot: int = DEFAULT_BOOT,
+    level: float = DEFAULT_LEVEL,
+    seed: int = 0,
+) -> Interval:
+    """``stat(items)`` with a cluster-bootstrap percentile interval; ``stat`` sees resampled lists.
+
+    A resampled list repeats a drawn cluster's items as often as it was
+    drawn, so ``stat`` must accept repeated items.
+
+    >>> iv = bootstrap([3.0, 1.0, 2.0], lambda xs: float(np.median(xs)), n_boot=100)
+    >>> iv.estimate
+    2.0
+    """
+    _check(n_boot, level)
+    items = list(items)
+    codes, n_clusters = cluster_codes(len(items), clusters)
+    if n_clusters == 0:
+        return Interval(math.nan, math.nan, math.nan, level, 0, 0)
+    estimate = float(stat(items))
+    if math.isnan(estimate):
+        return Interval(math.nan, math.nan, math.nan, level, len(items), n_clusters)
+    members = _members(codes, n_clusters)
+    weights = _draws(np.random.default_rng(seed), n_clusters, n_boot)
+    replicates = np.array([float(stat(_resample(items, members, w))) for w in weights])
+    low, high = _percentiles(replicates, level)
+    return Interval(estimate, low, high, level, len(items), n_clusters)
+
+
+def _sign_patterns(n_clusters: int) -> NDArray[np.float64]:
+    """All 2^C sign vectors, the identity first."""
+    bits = (np.arange(2**n_clusters)[:, None] >> np.arange(n_clusters)[None, :]) & 1
+    return 1.0 - 2.0 * bits.astype(np.float64)
+
+
+def _p_value(observed: float, null: NDArray[np.float64], exact: bool) -> float:
+    tol = 1e-12 * max(1.0, abs(observed))
+    extreme = int(np.count_nonzero(np.abs(null) >= abs(observed) - tol))
+    if exact:
+        return extreme / int(null.shape[0])
+    return (1 + extreme) / (int(null.shape[0]) + 1)
+
+
+def paired_difference(
+    a: Sequence[float] | NDArray[Any],
+    b: Sequence[float] | NDArray[Any],
+    clusters: Sequence[Hashable] | None = None,
+    *,
+    n_boot: int = DEFAULT_BOOT,
+    level: float = DEFAULT_LEVEL,
+    seed: int = 0,
+    exact_max: int = EXACT_MAX_CLUSTERS,
+) -> PairedDifference:
+    """Paired comparison of per-sample values ``a`` and ``b`` (same samples, same order).
+
+    Pairs where either value is NaN are left out. Returns the mean difference
+    a − b, its cluster-bootstrap interval and the sign-flip p-value (see the
+    module docstring).
+
+    >>> d = paired_difference([1, 1, 1, 0], [0, 0, 1, 0])
+    >>> d.mean_diff, d.p_value
+    (0.5, 0.5)
+    """
+    _check(n_boot, level)
+    x = np.asarray(a, dtype=np.float64)
+    y = np.asarray(b, dtype=np.float64)
+    if x.shape != y.shape:
+        raise ValueError(f"paired values differ in length: {x.shape[0]} and {y.shape[0]}")
+    sums, counts, n = _cluster_sums(x - y, clusters)
+    n_clusters = sums.shape[0]
+    if n_clusters == 0:
+        return PairedDifference(math.nan, math.nan, math.nan, math.nan, 0, 0, level, "")
+    total = counts.sum()
+    observed = float(sums.sum() / total)
+    rng = np.random.default_rng(seed)
+    weights = _draws(rng, n_clusters, n_boot).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        replicates = (weights @ sums) / (weights @ counts)
+    low, high = _percentiles(replicates, level)
+    exact = n_clusters <= exact_max
+    signs = _sign_patterns(n_clusters) if exact else rng.choice([-1.0, 1.0], size=(n_boot, n_clusters))
+    p = _p_value(float(sums.sum()), signs @ sums, exact)
+    method = f"sign-flip, exact over {2**n_clusters} patterns" if exact else f"sign-flip, {n_boot} random patterns"
+    return PairedDifference(observed, low, high, p, n, n_clusters, level, method)
+
+
+def paired_difference_stat(
+    items_a: Sequence[Any],
+    items_b: Sequence[Any],
+    stat: Stat,
+    clusters: Sequence[Hashable] | None = None,
+    *,
+    n_boot: int = DEFAULT_BOOT,
+    level: float = DEFAULT_LEVEL,
+    seed: int = 0,
+    exact_max: int = 10,
+) -> PairedDifference:
+    """Paired comparison of ``stat`` over two runs' items (paired by position).
+
+    The interval resamples clusters (the same draw for both runs); the
+    p-value swaps whole clusters between the runs (all patterns up to
+    ``exact_max`` clusters, else ``n_boot`` random ones).
+    """
+    _check(n_boot, level)
+    if len(items_a) != len(items_b):
+        raise ValueError(f"paired items differ in length: {len(items_a)} and {len(items_b)}")
+    a, b = list(items_a), list(items_b)
+    codes, n_clusters = cluster_codes(len(a), clusters)
+    if n_clusters == 0:
+        return PairedDifference(math.nan, math.nan, math.nan, math.nan, 0, 0, level, "")
+    observed = float(stat(a)) - float(stat(b))
+    if math.isnan(observed):
+        return PairedDifference(math.nan, math.nan, math.nan, math.nan, len(a), n_clusters, level, "")
+    members = _members(codes, n_clusters)
+    rng = np.random.default_rng(seed)
+    weights = _draws(rng, n_clusters, n_boot)
+    replicates = np.array([float(stat(_resample(a, members, w))) - float(stat(_resample(b, members, w))) for w in weights])
+    low, high = _percentiles(replicates, level)
+    exact = n_clusters <= exact_max
+    signs = _sign_patterns(n_clusters) if exact else rng.choice([-1.0, 1.0], size=(n_boot, n_clusters))
+    null = np.empty(signs.shape[0])
+    for row, pattern in enumerate(signs):
+        keep = [m for c, s in enumerate(pattern) if s > 0 for m in members[c]]
+        swap = [m for c, s in enumerate(pattern) if s < 0 for m in members[c]]
+        first = [a[i] for i in keep] + [b[i] for i in swap]
+        second = [b[i] for i in keep] + [a[i] for i in swap]
+        null[row] = float(stat(first)) - float(stat(second))
+    null = np.where(np.isnan(null), 0.0, null)
+    p = _p_value(observed, null, exact)
+    method = f"cluster swap, exact over {signs.shape[0]} patterns" if exact else f"cluster swap, {n_boot} random patterns"
+    return PairedDifference(observed, low, high, p, len(a), n_clusters, level, method)
+
+
+def kendall_tau(x: Sequence[float] | NDArray[Any], y: Sequence[float] | NDArray[Any]) -> float:
+    """Kendall's τ_b between two score lists over the same items (ties handled; NaN if undefined).
+
+    τ_b = (concordant − discordant) / √((n₀ − n₁)(n₀ − n₂)), with n₀ = n(n−1)/2
+    pairs and n₁, n₂ the pairs tied in ``x`` and in ``y``.
+
+    >>> kendall_tau([1, 2, 3, 4], [1, 3, 2, 4])
+    0.6666666666666666
+    >>> round(kendall_tau([1, 1, 2], [1, 2, 3]), 6)
+    0.816497
+    """
+    u = np.asarray(x, dtype=np.float64)
+    v = np.asarray(y, dtype=np.float64)
+    if u.shape != v.shape:
+        raise ValueError(f"rankings differ in length: {u.shape[0]} and {v.shape[0]}")
+    n = u.shape[0]
+    if n < 2:
+        return math.nan
+    i, j = np.triu_indices(n, k=1)
+    du = np.sign(u[i] - u[j])
+    dv = np.sign(v[i] - v[j])
+    pairs = n * (n - 1) / 2
+    tied_u = float(np.count_nonzero(du == 0))
+    tied_v = float(np.count_nonzero(dv == 0))
+    denom = math.sqrt((pairs - tied_u) * (pairs - tied_v))
+    if denom == 0:
+        return math.nan
+    return float(np.sum(du * dv) / denom)
+
+
+# -- rank analysis --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RankGroup:
+    """Entries (selectors) compared on one metric over one set of samples.
+
+    ``data[entry][sample_id]`` is a per-sample value (``stat=None``: the
+    group's value is the NaN-skipping mean) or an item for ``stat``.
+    ``clusters`` maps sample ids to resampling clusters (missing: own cluster).
+    """
+
+    key: tuple[str, ...]
+    data: Mapping[str, Mapping[str, Any]]
+    clusters: Mapping[str, Hashable] = field(default_factory=dict)
+    stat: Stat | None = None
+    higher_is_better: bool = True
+
+    def value(self, entry: str) -> float:
+        items = list(self.data[entry].values())
+        if self.stat is not None:
+            return float(self.stat(items)) if items else math.nan
+        v = np.asarray(items, dtype=np.float64)
+        v = v[~np.isnan(v)]
+        return float(v.mean()) if v.size else math.nan
+
+    def goodness(self, entry: str) -> float:
+        """The value, negated when lower is better, so that larger is always better."""
+        value = self.value(entry)
+        return value if self.higher_is_better else -value
+
+    def compare(self, first: str, second: str, *, n_boot: int, level: float, seed: int) -> PairedDifference:
+        """Paired difference first − second over the samples both have."""
+        da, db = self.data[first], self.data[second]
+        shared = [sid for sid in da if sid in db]
+        clusters = [self.clusters.get(sid, ("sample", sid)) for sid in shared]
+        if self.stat is None:
+            return paired_difference([da[s] for s in shared], [db[s] for s in shared], clusters, n_boot=n_boot, level=level, seed=seed)
+        return paired_difference_stat([da[s] for s in shared], [db[s] for s in shared], self.stat, clusters, n_boot=n_boot, level=level, seed=seed)
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """One group's entries, best first, with their values."""
+
+    key: tuple[str, ...]
+    order: tuple[str, ...]
+    values: Mapping[str, float]
+
+
+@dataclass(frozen=True)
+class TauResult:
+    """Kendall τ_b between the rankings of two groups over their shared entries."""
+
+    axis: str
+    key_a: tuple[str, ...]
+    key_b: tuple[str, ...]
+    tau: float
+    entries: int
+
+
+@dataclass(frozen=True)
+class Inversion:
+    """A pair ordered ``better`` > ``worse`` in group A and the other way in group B, significantly in both."""
+
+    axis: str
+    key_a: tuple[str, ...]
+    key_b: tuple[str, ...]
+    better: str
+    worse: str
+    in_a: PairedDifference
+    in_b: PairedDifference
+
+
+@dataclass
+class RankReport:
+    rankings: list[Ranking]
+    taus: list[TauResult]
+    inversions: list[Inversion]
+    alpha: float
+
+
+def _ranking(group: RankGroup) -> Ranking:
+    values = {entry: group.value(entry) for entry in group.data}
+    finite = [e for e in values if not math.isnan(values[e])]
+    order = sorted(finite, key=lambda e: (-group.goodness(e), e))
+    return Ranking(group.key, tuple(order), values)
+
+
+def rank_analysis(
+    groups: Sequence[RankGroup],
+    comparisons: Sequence[tuple[str, int, int]],
+    *,
+    alpha: float = 0.05,
+    n_boot: int = DEFAULT_BOOT,
+    level: float = DEFAULT_LEVEL,
+    seed: int = 0,
+) -> RankReport:
+    """Rankings of every group; τ_b and significant inversions for each ``(axis, i, j)`` comparison.
+
+    An inversion needs a strict order flip of the groups' values and a paired
+    p-value below ``alpha`` in each of the two groups.
+    """
+    rankings = [_ranking(g) for g in groups]
+    tests: dict[tuple[int, str, str], PairedDifference] = {}
+
+    def test(gi: int, first: str, second: str) -> PairedDifference:
+        if (gi, first, second) not in tests:
+            tests[(gi, first, second)] = groups[gi].compare(first, second, n_boot=n_boot, level=level, seed=seed)
+        return tests[(gi, first, second)]
+
+    taus: list[TauResult] = []
+    inversions: list[Inversion] = []
+    for axis, i, j in comparisons:
+        ga, gb = groups[i], groups[j]
+        shared = [e for e in rankings[i].order if e in set(rankings[j].order)]
+        good_a = {e: ga.goodness(e) for e in shared}
+        good_b = {e: gb.goodness(e) for e in shared}
+        tau = kendall_tau([good_a[e] for e in shared], [good_b[e] for e in shared]) if len(shared) >= 2 else math.nan
+        taus.append(TauResult(axis, ga.key, gb.key, tau, len(shared)))
+        for x, y in itertools.combinations(shared, 2):
+            da, db = good_a[x] - good_a[y], good_b[x] - good_b[y]
+            if da * db >= 0:
+                continue
+            better, worse = (x, y) if da > 0 else (y, x)
+            in_a, in_b = test(i, better, worse), test(j, better, worse)
+            if in_a.p_value < alpha and in_b.p_value < alpha:
+                inversions.append(Inversion(axis, ga.key, gb.key, better, worse, in_a, in_b))
+    return RankReport(rankings, taus, inversions, alpha)

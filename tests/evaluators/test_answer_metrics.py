@@ -1,0 +1,184 @@
+"""Answer-level evaluators: letter extraction (vs lmms-eval's), mc_accuracy, accuracy_by, MLVU M-Avg."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+
+from frameselect.evaluators.answer import (
+    CLEAN_PREFIXES,
+    MCAccuracy,
+    MLVUMAvg,
+    accuracy_by,
+    answer_letters,
+    extract_answer_letter,
+    mc_accuracy,
+    mlvu_m_avg,
+)
+from frameselect.registry import evaluators
+from frameselect.types import Answer, CandidatePool, Query, Sample, SampleRecord, Selection
+
+
+# -- transliterations of the reference behaviour ------------------------------------------------
+def lmms_eval_extract(s: str) -> str:
+    """lmms_eval/tasks/videomme/utils.py extract_characters_regex (list written as the reference has it)."""
+    s = s.strip()
+    answer_prefixes = [
+        "The best answer is",
+        "The correct answer is",
+        "The answer is",
+        "The answer",
+        "The best option isThe correct option is",  # the reference misses a comma: Python fuses the two strings
+        "Best answer:Best option:",  # likewise
+    ]
+    for answer_prefix in answer_prefixes:
+        s = s.replace(answer_prefix, "")
+    if len(s.split()) > 10 and not re.search("[ABCD]", s):
+        return ""
+    matches = re.search(r"[ABCD]", s)
+    return "" if matches is None else matches[0]
+
+
+def videomme_v2_extract(s: str) -> str:
+    """Video-MME-v2 evaluation/test_video_mme_v2.py extract_characters_regex_v2."""
+    s = s.strip()
+    for prefix in [
+        "Final Answer:",
+        "The best answer is",
+        "The correct answer is",
+        "The answer is",
+        "The answer",
+        "The best option is",
+        "The correct option is",
+        "Best answer:",
+        "Best option:",
+        "Answer:",
+        "Option:",
+    ]:
+        s = s.replace(prefix, "")
+    if len(s.split()) > 10 and not re.search("[A-H]", s):
+        return ""
+    m = re.search(r"[A-H]", s)
+    return "" if m is None else m[0]
+
+
+REPLIES = [
+    "The best answer is B.",
+    "(C) the red car",
+    "Best answer: C",  # the reference strips nothing here and finds the B of "Best"
+    "The best option is D",
+    "A",
+    "d",
+    "",
+    "I am not sure, it could be anything at all really in this short video clip",
+    "The answer is D because the square appears twice",
+    "  The correct answer is (A).  ",
+    "Answer: E",
+    "Final Answer: G.",
+    "I think it's B or maybe C",
+]
+
+
+@pytest.mark.parametrize("reply", REPLIES)
+def test_extraction_matches_lmms_eval(reply: str) -> None:
+    assert extract_answer_letter(reply) == lmms_eval_extract(reply)
+
+
+@pytest.mark.parametrize("reply", REPLIES)
+def test_extraction_matches_videomme_v2(reply: str) -> None:
+    assert extract_answer_letter(reply, "ABCDEFGH", CLEAN_PREFIXES) == videomme_v2_extract(reply)
+
+
+def test_known_quirk_of_the_reference_is_reproduced_and_clean_mode_fixes_it() -> None:
+    assert extract_answer_letter("Best answer: C") == "B"
+    assert extract_answer_letter("Best answer: C", prefixes=CLEAN_PREFIXES) == "C"
+
+
+def test_answer_letters_grow_with_options_up_to_h() -> None:
+    assert [answer_letters(n) for n in (0, 2, 4, 5, 8, 10)] == ["ABCD", "ABCD", "ABCD", "ABCDE", "ABCDEFGH", "ABCDEFGH"]
+    assert extract_answer_letter("The answer is F", answer_letters(6)) == "F"
+    assert extract_answer_letter("The answer is F", answer_letters(4)) == ""
+
+
+def _sample(answer: str | None = "B", n_options: int = 4, **metadata: object) -> Sample:
+    return Sample("s", "v.mp4", Query("q?", tuple(f"opt{i}" for i in range(n_options))), answer, (), dict(metadata))
+
+
+POOL = CandidatePool.from_timestamps([0.0, 1.0, 2.0])
+SEL = Selection((0, 2))
+
+
+def test_mc_accuracy_function_and_evaluator() -> None:
+    assert mc_accuracy("The best answer is B", "B") == 1.0
+    assert mc_accuracy("b", "B") == 0.0  # lowercase letters are not extracted
+    assert mc_accuracy("B", "b") == 1.0  # the comparison ignores case
+    assert mc_accuracy("Option b", "b") == 0.0
+    assert mc_accuracy("(E) none", "E", n_options=5) == 1.0
+    assert mc_accuracy("nothing", "A") == 0.0
+    assert math.isnan(mc_accuracy("A", None))
+    ev = evaluators.create("mc_accuracy")
+    assert ev.needs_answer
+    assert ev.score(_sample("C"), POOL, SEL, Answer("The correct answer is C")) == {"mc_accuracy": 1.0}
+    assert ev.score(_sample("C"), POOL, SEL, Answer("Best answer: C")) == {"mc_accuracy": 0.0}
+    assert MCAccuracy("clean").score(_sample("C"), POOL, SEL, Answer("Best answer: C")) == {"mc_accuracy": 1.0}
+    with pytest.raises(ValueError, match="extraction"):
+        MCAccuracy("fuzzy")
+
+
+def _record(sid: str, metrics: dict[str, float], status: str = "ok", **metadata: object) -> SampleRecord:
+    return SampleRecord(sample_id=sid, metrics=metrics, status=status, metadata=dict(metadata))
+
+
+def test_accuracy_by_groups_on_metadata() -> None:
+    records = [
+        _record("a", {"mc_accuracy": 1.0}, duration="short"),
+        _record("b", {"mc_accuracy": 0.0}, duration="short"),
+        _record("c", {"mc_accuracy": 1.0}, duration="long"),
+        _record("d", {"mc_accuracy": 0.0}, duration="long", status="failed"),
+        _record("e", {"mc_accuracy": 1.0}),
+    ]
+    assert accuracy_by(records, "duration") == {"long": 1.0, "short": 0.5}
+
+
+def lmms_eval_mlvu_aggregate(results: list[dict[str, str]]) -> float:
+    """lmms_eval/tasks/mlvu/utils.py mlvu_aggregate_results (the second, M-Avg definition), in [0, 1]."""
+    task_types = ["TR", "AR", "VS", "NQA", "ER", "PQA", "SSC", "AO", "AC"]
+    category2score = {t: {"correct": 0, "answered": 0} for t in task_types}
+    for result in results:
+        category2score[result["task_type"]]["answered"] += 1
+        category2score[result["task_type"]]["correct"] += result["pred_answer"] == result["answer"]
+    scores = {}
+    for cate in task_types:
+        correct = sum(v["correct"] for k, v in category2score.items() if cate in k)
+        answered = sum(v["answered"] for k, v in category2score.items() if cate in k)
+        scores[cate] = correct / answered if answered > 0 else 0
+    return sum(scores.values()) / len(task_types)
+
+
+def test_mlvu_m_avg_hand_computed_and_against_lmms_eval() -> None:
+    assert mlvu_m_avg([1, 1, 1, 0, 0], ["TR", "TR", "TR", "TR", "AR"]) == pytest.approx((0.75 + 0.0) / 2)
+    tasks = ["TR", "AR", "VS", "NQA", "ER", "PQA", "SSC", "AO", "AC"]
+    replies = ["A", "The answer is B", "C", "(D)", "no idea", "A", "B", "The best answer is C", "D", "A", "C", "B", "D", "A", "B", "C", "D", "A"]
+    truths = ["A", "B", "D", "D", "A", "A", "B", "C", "A", "A", "C", "C", "D", "B", "B", "C", "A", "A"]
+    ev = MLVUMAvg()
+    records = []
+    ref_rows = []
+    for i, (reply, truth) in enumerate(zip(replies, truths, strict=True)):
+        task = tasks[i % len(tasks)]
+        sample = _sample(truth, task_type=task)
+        records.append(_record(str(i), dict(ev.score(sample, POOL, SEL, Answer(reply))), task_type=task))
+        ref_rows.append({"task_type": task, "pred_answer": lmms_eval_extract(reply), "answer": truth})
+    assert ev.aggregate(records)["mlvu_m_avg"] == pytest.approx(lmms_eval_mlvu_aggregate(ref_rows))
+    assert ev.metrics == ("mlvu_m_avg",)
+
+
+def test_registry_holds_at_least_18_evaluators_that_build_with_defaults() -> None:
+    names = evaluators.names()
+    assert len(names) >= 18
+    for name in names:
+        ev = evaluators.create(name)
+        assert ev.name == name
+        assert ev.metrics
+        assert isinstance(ev.higher_is_better, bool)

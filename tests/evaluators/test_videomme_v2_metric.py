@@ -1,0 +1,211 @@
+"""Video-MME-v2 group scores, hand-computed and against a transliteration of the reference scorer."""
+
+from __future__ import annotations
+
+import ast
+import math
+
+import pytest
+
+from frameselect.evaluators.videomme_v2 import VideoMMEv2Group, logic_group_score, parse_group_structure, relevance_group_score
+from frameselect.types import Answer, CandidatePool, Query, Sample, SampleRecord, Selection
+
+
+def videomme_v2_extract(s: str) -> str:
+    """Video-MME-v2 extract_characters_regex_v2."""
+    import re
+
+    s = s.strip()
+    for prefix in [
+        "Final Answer:",
+        "The best answer is",
+        "The correct answer is",
+        "The answer is",
+        "The answer",
+        "The best option is",
+        "The correct option is",
+        "Best answer:",
+        "Best option:",
+        "Answer:",
+        "Option:",
+    ]:
+        s = s.replace(prefix, "")
+    if len(s.split()) > 10 and not re.search("[A-H]", s):
+        return ""
+    m = re.search(r"[A-H]", s)
+    return "" if m is None else m[0]
+
+
+# -- transliteration of evaluation/test_video_mme_v2.py (cal_relevance, cal_logic, get_final_rating) --
+def ref_relevance(scores: list[int]) -> float:
+    table = {0: 0.0, 1: 100.0 / 16, 2: 100.0 * 4 / 16, 3: 100.0 * 9 / 16, 4: 100.0}
+    return table.get(sum(scores), 0.0)
+
+
+def ref_logic(scores: list[int], structure: str) -> float:
+    shape = ast.literal_eval(structure)
+    last = -1
+    for idx, val in enumerate(scores):
+        if val:
+            last = idx
+        else:
+            break
+    if shape == [1, 2, 3, 4]:
+        table = {0: 0.0, 1: 100.0 / 16, 2: 100.0 * 4 / 16, 3: 100.0 * 9 / 16, 4: 100.0}
+    elif shape == [1, [2, 3], 4]:
+        table = {0: 0.0, 1: 100.0 / 12, 2: 100.0 * 4 / 12, 3: 100.0 * 7 / 12, 4: 100.0}
+        if last == 0 and scores[2]:
+            last += 1
+    else:
+        table = {0: 0.0, 1: 100.0 / 10, 2: 100.0 * 2 / 10, 3: 100.0 * 5 / 10, 4: 100.0}
+        if last == -1 and scores[1]:
+            last += 1
+    return table.get(last + 1, 0.0)
+
+
+def ref_total(rows: list[tuple[str, str, int]]) -> float:
+    """rows of (group_type, group_structure, score) in groups of four consecutive rows."""
+    totals = []
+    for g in range(len(rows) // 4):
+        group = rows[4 * g : 4 * g + 4]
+        kind, structure = group[-1][0], group[-1][1]
+        scores = [r[2] for r in group]
+        totals.append(ref_relevance(scores) if kind == "relevance" else ref_logic(scores, structure))
+    return sum(totals) / len(totals)
+
+
+def test_relevance_scores_by_number_correct() -> None:
+    assert [relevance_group_score([1] * c + [0] * (4 - c)) for c in range(5)] == [0.0, 6.25, 25.0, 56.25, 100.0]
+    assert relevance_group_score([0, 1, 0, 1]) == 25.0
+
+
+def test_logic_scores_by_longest_correct_prefix() -> None:
+    chain = "[1, 2, 3, 4]"
+    assert logic_group_score([1, 1, 1, 1], chain) == 100.0
+    assert logic_group_score([0, 1, 1, 1], chain) == 0.0
+    assert logic_group_score([1, 1, 0, 1], chain) == 25.0
+    assert logic_group_score([1, 1, 1, 0], chain) == 56.25
+    # [1, [2, 3], 4]: step 3 may stand in for a failed step 2
+    assert logic_group_score([1, 0, 1, 0], "[1, [2, 3], 4]") == pytest.approx(100 * 4 / 12)
+    assert logic_group_score([1, 0, 1, 1], "[1, [2, 3], 4]") == pytest.approx(100 * 4 / 12)
+    assert logic_group_score([1, 1, 1, 0], "[1, [2, 3], 4]") == pytest.approx(100 * 7 / 12)
+    # [[1, 2], 3, 4]: step 2 counts when step 1 fails
+    assert logic_group_score([0, 1, 1, 1], "[[1, 2], 3, 4]") == pytest.approx(10.0)
+    assert logic_group_score([1, 1, 1, 0], "[[1, 2], 3, 4]") == pytest.approx(50.0)
+    with pytest.raises(ValueError, match="unknown Video-MME-v2 group structure"):
+        parse_group_structure("[1, 2, [3, 4]]")
+
+
+def test_group_functions_match_the_reference_on_every_pattern() -> None:
+    import itertools
+
+    for pattern in itertools.product([1, 0, -1], repeat=4):
+        scores = list(pattern)
+        assert relevance_group_score(scores) == ref_relevance(scores)
+        for structure in ("[1, 2, 3, 4]", "[1, [2, 3], 4]", "[[1, 2], 3, 4]"):
+            assert logic_group_score(scores, structure) == pytest.approx(ref_logic(scores, structure))
+
+
+POOL = CandidatePool.from_timestamps([0.0, 1.0])
+SEL = Selection((0,))
+
+
+def _records(groups: list[tuple[str, str, list[tuple[str, str]]]], ev: VideoMMEv2Group, order: bool = True) -> list[SampleRecord]:
+    """groups of (type, structure, [(reply, truth)] * 4) scored by ``ev``."""
+    out = []
+    for g, (kind, structure, qas) in enumerate(groups):
+        for pos, (reply, truth) in enumerate(qas):
+            md = {"group_id": f"g{g}", "group_type": kind, "group_structure": structure}
+            if order:
+                md["group_order"] = pos + 1
+            sample = Sample(f"g{g}q{pos}", "v.mp4", Query("q", tuple("ABCDEFGH")), truth, (), md)
+            out.append(SampleRecord(sample.id, dict(ev.score(sample, POOL, SEL, Answer(reply))), metadata=md))
+    return out
+
+
+GROUPS = [
+    ("relevance", "[1, 2, 3, 4]", [("A", "A"), ("The answer is B", "B"), ("C", "D"), ("Final Answer: H", "H")]),
+    ("relevance", "[1, 2, 3, 4]", [("no letter here", "A"), ("B", "B"), ("F", "F"), ("G", "G")]),
+    ("logic", "[1, 2, 3, 4]", [("A", "A"), ("B", "B"), ("no letter", "C"), ("D", "D")]),
+    ("logic", "[1, [2, 3], 4]", [("A", "A"), ("C", "B"), ("C", "C"), ("D", "D")]),
+    ("logic", "[[1, 2], 3, 4]", [("B", "A"), ("B", "B"), ("E", "E"), ("E", "D")]),
+]
+
+
+def _reference_rows(unparsed: str) -> list[tuple[str, str, int]]:
+    """The reference's per-question score: int(extracted == answer) if extracted else -1."""
+    rows = []
+    for kind, structure, qas in GROUPS:
+        for reply, truth in qas:
+            letter = videomme_v2_extract(reply)
+            score = int(letter == truth) if letter else (-1 if unparsed == "reference" else 0)
+            rows.append((kind, structure, score))
+    return rows
+
+
+@pytest.mark.parametrize("unparsed", ["wrong", "reference"])
+def test_aggregate_matches_the_reference_scorer(unparsed: str) -> None:
+    ev = VideoMMEv2Group(unparsed)
+    table = ev.aggregate(_records(GROUPS, ev))
+    assert table["videomme_v2_group"] == pytest.approx(ref_total(_reference_rows(unparsed)))
+    rows = _reference_rows(unparsed)
+    relevance = [ref_relevance([r[2] for r in rows[4 * g : 4 * g + 4]]) for g in range(2)]
+    assert table["videomme_v2_relevance"] == pytest.approx(sum(relevance) / 2)
+
+
+def test_hand_computed_group_scores() -> None:
+    ev = VideoMMEv2Group()
+    table = ev.aggregate(_records(GROUPS, ev))
+    # relevance: 3 right -> 56.25; 3 right (no letter = wrong) -> 56.25
+    # logic chain: A B right, C unparsed -> prefix 2 -> 25; [1,[2,3],4]: 1 right, 2 wrong, 3 right -> 2 -> 33.3;
+    # [[1,2],3,4]: 1 wrong, 2 right -> 1 -> 10
+    logic = [25.0, 100 * 4 / 12, 10.0]
+    assert table["videomme_v2_relevance"] == pytest.approx(56.25)
+    assert table["videomme_v2_logic"] == pytest.approx(sum(logic) / 3)
+    assert table["videomme_v2_group"] == pytest.approx((56.25 * 2 + sum(logic)) / 5)
+
+
+def test_group_order_is_used_and_missing_members_count_as_wrong() -> None:
+    ev = VideoMMEv2Group()
+    records = _records([GROUPS[2]], ev)
+    shuffled = [records[3], records[0], records[2], records[1]]
+    assert ev.aggregate(shuffled)["videomme_v2_logic"] == 25.0
+    # drop question 2 (a right answer): the chain now breaks after question 1
+    assert ev.aggregate([records[0], records[2], records[3]])["videomme_v2_logic"] == 6.25
+    # without group_order the records' own order is the chain order
+    unordered = _records([GROUPS[2]], ev, order=False)
+    assert ev.aggregate(unordered)["videomme_v2_logic"] == 25.0
+
+
+def test_resampled_duplicates_form_separate_group_copies() -> None:
+    ev = VideoMMEv2Group()
+    records = _records(GROUPS[:3], ev)
+    once = ev.aggregate(records)["videomme_v2_group"]
+    assert ev.aggregate(records + records)["videomme_v2_group"] == pytest.approx(once)
+    # group 0 twice, group 2 once: the mean over three group copies
+    doubled = records[:4] + records[:4] + records[8:12]
+    assert ev.aggregate(doubled)["videomme_v2_group"] == pytest.approx((56.25 * 2 + 25.0) / 3)
+
+
+def test_no_groups_gives_nan_and_bad_type_is_an_error() -> None:
+    ev = VideoMMEv2Group()
+    assert math.isnan(ev.aggregate([])["videomme_v2_group"])
+    bad = [SampleRecord("x", {"videomme_v2_correct": 1.0}, metadata={"group_id": "g", "group_type": "other"})]
+    with pytest.raises(ValueError, match="group_type"):
+        ev.aggregate(bad)
+    with pytest.raises(ValueError, match="unparsed"):
+        VideoMMEv2Group("skip")
+
+
+def test_type_and_structure_may_sit_on_the_last_question_only() -> None:
+    """The official release sets some group fields on a group's last question; the scorer reads that row."""
+    ev = VideoMMEv2Group()
+    results = [("A", "A"), ("D", "B"), ("C", "C"), ("D", "D")]  # [1, [2, 3], 4]: prefix 1, step 3 right -> 2
+    records = []
+    for pos, (reply, truth) in enumerate(results):
+        md: dict[str, object] = {"group_id": "v1", "group_order": pos + 1, "group_structure": None, "group_type": float("nan")}
+        if pos == 3:
+            md.update(group_type="logic", group_structure="[1, [2, 3], 4]")
+        sample = Sample(f"q{pos}", "v.mp4", Query("q", tuple("ABCDEFGH")), truth, (), md)
+        records.append(SampleRecord(sample.id, dict(ev.score(sample, POOL, SEL, Answer(reply))), metadata=md))
+    assert ev.aggregate(records)["videomme_v2_logic"] == pytest.approx(ref_logic([1, 0, 1, 1], "[1, [2, 3], 4]"))

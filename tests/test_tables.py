@@ -1,0 +1,233 @@
+"""`frameselect table` and `frameselect ranks` on a real store, checked against values computed from Store.records."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import frameselect
+from frameselect.cli import main
+from frameselect.stats import Interval, bootstrap_mean, format_interval, paired_difference
+from frameselect.store import Store
+from frameselect.types import SampleRecord, Selection
+
+SELECTORS = ("uniform", "random", "kcenter")
+EVALUATORS = ("evidence_recall", "frame_precision", "kfs_ukss", "redundancy")
+
+
+@pytest.fixture(scope="module")
+def store_path(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    root = tmp_path_factory.mktemp("tables")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("FRAMESELECT_CACHE", str(root / "cache"))
+        for name in SELECTORS:
+            result = frameselect.evaluate(
+                selector=name, evaluators=EVALUATORS, dataset="tiny", k=2, store=root / "s.sqlite", cache_dir=root / "c", encoder="color_histogram"
+            )
+            assert not result.failed
+    yield root / "s.sqlite"
+
+
+def _runs(path: Path) -> list[tuple[str, list[SampleRecord], list[str]]]:
+    """(label, ok records, video of each record) per stored run."""
+    out = []
+    with Store(path) as st:
+        for info in st.runs():
+            records = st.records(info.run_id, status="ok")
+            videos = []
+            for r in records:
+                stored = st.selection(info.run_id, r.sample_id)
+                assert stored is not None
+                videos.append(stored[1]["video_id"])
+            out.append((info.label, records, videos))
+    return out
+
+
+def _markdown_rows(text: str) -> tuple[list[str], dict[str, list[str]]]:
+    lines = [line for line in text.splitlines() if line.startswith("| ")]
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    rows = {}
+    for line in lines[1:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        rows[" · ".join(cells[: header.index("n")])] = cells
+    return header, rows
+
+
+def _geo_ukss(values: list[float]) -> float:
+    return float(np.exp(np.mean(np.log(np.maximum(values, 0.01)))))
+
+
+def test_table_cells_are_intervals_computed_from_the_store(store_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["table", "--store", str(store_path)]) == 0
+    out = capsys.readouterr().out
+    assert "## tiny-v1" in out and "95% percentile bootstrap intervals (1000 resamples of videos, seed 0)" in out
+    header, rows = _markdown_rows(out)
+    assert header[:2] == ["selector", "n"]
+    assert {"evidence_recall", "frame_precision", "kfs_ukss", "redundancy", "selection_latency_s"} <= set(header)
+    runs = _runs(store_path)
+    assert len(runs) == 3
+    for label, records, videos in runs:
+        cells = rows[label]
+        assert cells[header.index("n")] == str(len(records)) == "6"
+        for metric in ("evidence_recall", "frame_precision", "redundancy"):
+            values = [r.metrics[metric] for r in records]
+            cell = cells[header.index(metric)]
+            assert cell.startswith(f"{np.mean(values):.3f} [")
+            assert cell == format_interval(bootstrap_mean(values, videos, n_boot=1000, seed=0))
+        ukss = [r.metrics["kfs_ukss"] for r in records]
+        assert cells[header.index("kfs_ukss")].startswith(f"{_geo_ukss(ukss):.3f} [")
+    # two videos: the interval of evidence_recall can only take values of the two per-video means and their mixes
+    label, records, videos = runs[0]
+    values = np.array([r.metrics["evidence_recall"] for r in records])
+    per_video = {v: values[[x == v for x in videos]] for v in set(videos)}
+    low, high = rows[label][header.index("evidence_recall")].split("[")[1].rstrip("]").split(", ")
+    candidates = {f"{m:.2f}" for m in (per_video[v].mean() for v in per_video)} | {f"{values.mean():.2f}"}
+    candidates |= {f"{np.concatenate([per_video[a], per_video[a], per_video[b]]).mean():.2f}" for a in per_video for b in per_video}
+    assert low in candidates and high in candidates
+
+
+def test_table_by_kind_as_csv(store_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        main(
+            [
+                "table",
+                "--store",
+                str(store_path),
+                "--by",
+                "kind",
+                "--format",
+                "csv",
+                "--metric",
+                "evidence_recall,kfs_ukss",
+                "--cluster",
+                "none",
+                "--boot",
+                "200",
+                "--seed",
+                "7",
+            ]
+        )
+        == 0
+    )
+    table = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert list(table[0]) == [
+        "dataset",
+        "selector",
+        "kind",
+        "n",
+        "evidence_recall",
+        "evidence_recall_low",
+        "evidence_recall_high",
+        "kfs_ukss",
+        "kfs_ukss_low",
+        "kfs_ukss_high",
+    ]
+    for label, records, _ in _runs(store_path):
+        for kind in ("all", "needle", "counting", "global", "ordering"):
+            chosen = [r for r in records if kind == "all" or r.metadata["kind"] == kind]
+            row = next(x for x in table if x["selector"] == label and x["kind"] == kind)
+            values = [r.metrics["evidence_recall"] for r in chosen]
+            assert row["n"] == str(len(chosen))
+            assert float(row["evidence_recall"]) == pytest.approx(np.mean(values), rel=1e-5)
+            iv = bootstrap_mean(values, None, n_boot=200, seed=7)
+            assert (float(row["evidence_recall_low"]), float(row["evidence_recall_high"])) == pytest.approx((iv.low, iv.high), rel=1e-5)
+            assert float(row["kfs_ukss"]) == pytest.approx(_geo_ukss([r.metrics["kfs_ukss"] for r in chosen]), rel=1e-5)
+
+
+def test_table_latex_and_run_selection(store_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    label, records, _ = _runs(store_path)[1]
+    with Store(store_path) as st:
+        run_id = next(i.run_id for i in st.runs() if i.label == label)
+    assert main(["table", run_id[:10], "--store", str(store_path), "--format", "latex", "-m", "evidence_recall"]) == 0
+    out = capsys.readouterr().out
+    assert r"\begin{tabular}{llc}" in out and r"selector & n & evidence\_recall \\" in out
+    assert out.count(r"\\") == 2 and f"{label} & 6 & {np.mean([r.metrics['evidence_recall'] for r in records]):.3f} [" in out
+
+
+def test_table_errors(store_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["table", "--store", str(store_path), "--metric", "nope"]) == 2
+    assert "unknown metric(s) nope" in capsys.readouterr().err
+    assert main(["table", "--store", str(tmp_path / "missing.sqlite")]) == 2
+    assert main(["table", "zzzz", "--store", str(store_path)]) == 2
+
+
+def _kind_means(records: list[SampleRecord], metric: str) -> dict[str, float]:
+    kinds = sorted({str(r.metadata["kind"]) for r in records})
+    return {k: float(np.mean([r.metrics[metric] for r in records if r.metadata["kind"] == k])) for k in kinds}
+
+
+def test_ranks_prints_rankings_and_kendall_tau_from_the_store(store_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    scipy_stats = pytest.importorskip("scipy.stats")
+    assert main(["ranks", "--store", str(store_path), "--by", "kind", "--metric", "evidence_recall", "-m", "redundancy"]) == 0
+    out = capsys.readouterr().out
+    runs = _runs(store_path)
+    # the ranking over all questions, by the means of the stored values
+    means = {label: float(np.mean([r.metrics["evidence_recall"] for r in recs])) for label, recs, _ in runs}
+    ranking_line = next(line for line in out.splitlines() if line.startswith("| tiny-v1 | evidence_recall | all |"))
+    best = max(means, key=lambda k: (means[k], [-ord(c) for c in k]))
+    assert ranking_line.split("| all | ")[1].startswith(f"{best} ({means[best]:.3f})")
+    # τ_b between the per-kind rankings
+    per_kind = {label: _kind_means(recs, "evidence_recall") for label, recs, _ in runs}
+    labels = sorted(per_kind)
+    kinds = sorted(per_kind[labels[0]])
+    finite = 0
+    for a, b in [(a, b) for i, a in enumerate(kinds) for b in kinds[i + 1 :]]:
+        tau = scipy_stats.kendalltau([per_kind[x][a] for x in labels], [per_kind[x][b] for x in labels]).statistic
+        expected = "–" if math.isnan(tau) else f"{tau:.3f}"
+        finite += not math.isnan(tau)
+        row = f"| kind | tiny-v1 · evidence_recall · kind={a} | tiny-v1 · evidence_recall · kind={b} | {expected} | 3 |"
+        assert row in out
+    assert finite >= 1
+    # τ_b between metrics: redundancy is lower-is-better, so its ranking uses the negated means
+    red = {label: float(np.mean([r.metrics["redundancy"] for r in recs])) for label, recs, _ in runs}
+    tau = scipy_stats.kendalltau([means[x] for x in labels], [-red[x] for x in labels]).statistic
+    assert f"| metric | tiny-v1 · evidence_recall · all | tiny-v1 · redundancy · all | {tau:.3f} | 3 |" in out
+    assert "## Inversions significant in both groups (α = 0.05, paired sign-flip test)" in out
+
+
+def _synthetic_store(path: Path) -> None:
+    """Two selectors on 16 questions: A beats B on kind x, B beats A on kind y (8 questions each)."""
+    with Store(path) as st:
+        for name, sign in (("sel_a", 1.0), ("sel_b", -1.0)):
+            config = {
+                "selector": {"kind": "selectors", "name": name, "params": {}},
+                "evaluators": [{"kind": "evaluators", "name": "evidence_recall", "params": {}}],
+                "dataset": "synthetic",
+            }
+            st.open_run(name, config, label=name)
+            for i in range(16):
+                kind = "x" if i < 8 else "y"
+                good = (sign > 0) == (kind == "x")
+                value = 0.9 - 0.05 * (i % 3) if good else 0.1 + 0.05 * (i % 2)
+                record = SampleRecord(
+                    f"q{i}", {"evidence_recall": value, "selection_latency_s": 0.01}, selection=(0,), timestamps=(0.0,), k=1, metadata={"kind": kind}
+                )
+                st.write_sample(name, record, Selection((0,)), video_id=f"video{i}")
+
+
+def test_ranks_reports_inversions_significant_in_both_kinds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "syn.sqlite"
+    _synthetic_store(path)
+    assert main(["ranks", "--store", str(path), "--metric", "evidence_recall"]) == 0
+    out = capsys.readouterr().out
+    assert "| synthetic | evidence_recall | kind=x | sel_a (" in out and "| synthetic | evidence_recall | kind=y | sel_b (" in out
+    assert "| kind | synthetic · evidence_recall · kind=x | synthetic · evidence_recall · kind=y | -1.000 | 2 |" in out
+    inversion = next(line for line in out.splitlines() if line.startswith("| kind | synthetic · evidence_recall · kind=x |") and "sel_a | sel_b" in line)
+    with Store(path) as st:
+        a = {r.sample_id: r for r in st.records("sel_a")}
+        b = {r.sample_id: r for r in st.records("sel_b")}
+    for lo, hi in ((0, 8), (8, 16)):
+        ids = [f"q{i}" for i in range(lo, hi)]
+        d = paired_difference([a[s].metrics["evidence_recall"] for s in ids], [b[s].metrics["evidence_recall"] for s in ids], n_boot=1000, seed=0)
+        assert d.p_value == pytest.approx(2 / 256)  # every one of 8 videos favours the same side
+        assert format_interval(Interval(d.mean_diff, d.low, d.high), signed=True) in inversion
+    assert inversion.count("0.008") == 2
+    # at a level below the smallest possible p-value (2/256) nothing is significant
+    assert main(["ranks", "--store", str(path), "--metric", "evidence_recall", "--alpha", "0.001"]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("none")
