@@ -1,0 +1,368 @@
+"""FOCUS: Frame-Optimistic Confidence Upper-bound Selection.
+
+"FOCUS: Efficient Keyframe Selection for Long Video Understanding", ICLR
+2026. Reference code: github.com/NUS-HPC-AI-Lab/FOCUS, ``focus.py``
+(``run_focus_algorithm`` and the functions it calls) driven by
+``select_keyframe.py`` (``process_single_video``, command-line defaults).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+from frameselect.errors import SelectionError
+from frameselect.registry import selectors
+from frameselect.selectors.base import Selector, fill_to_k, normalize_minmax
+from frameselect.types import CandidatePool, Features, Query
+
+__all__ = ["FOCUS", "FocusPlan", "focus_plan", "focus_arms", "focus_select"]
+
+
+@dataclass
+class _Arm:
+    """A temporal arm: pool frames ``start..end`` (inclusive) and what was learnt about it."""
+
+    start: int
+    end: int
+    sampled: list[int] = field(default_factory=list)  # coarse indices drawn in this arm
+    scores: list[tuple[int, float]] = field(default_factory=list)  # (index, relevance) seen
+    samples: int = 0
+    mean: float = 0.0
+    variance: float = 0.0
+    ucb: float = 0.0
+
+
+@dataclass(frozen=True)
+class FocusPlan:
+    """The frame-unit quantities the reference derives from length and frame rate."""
+
+    fps: float
+    duration: float
+    desired_coarse: int
+    coarse_stride: int
+    fine_stride: int
+    region_half_window: int
+    gap_frames: int
+
+
+def focus_plan(n: int, duration: float, k: int, p: FOCUS) -> FocusPlan:
+    """Strides, windows and minimum gap in pool frames, as ``process_single_video`` computes them.
+
+    The pool's frames play the video's frames, at the pool's mean rate
+    ``fps = n / duration``.
+    """
+    fps = n / duration
+    avg_spacing = duration / max(1, k)
+    if avg_spacing <= p.disable_gap_below_sec:
+        min_gap = 0.0
+    else:
+        min_gap = min(p.gap_ratio_of_avg * avg_spacing, p.min_gap_sec)
+    desired = max(p.min_coarse_segments, int(np.ceil(duration / max(1e-6, p.coarse_every_sec))))
+    coarse_stride = max(1, int(round(p.coarse_every_sec * fps)))
+    if desired > 0:
+        coarse_stride = max(1, int(np.floor(n / desired)))
+    fine_stride = min(max(1, int(round(p.fine_every_sec * fps))), coarse_stride)
+    half_sec = p.region_half_window_sec
+    if half_sec is None:
+        half_sec = max(1.0 / fps, max(1e-6, duration / max(1, desired)) / 2.0)
+    half = max(1, int(round(half_sec * fps)))
+    gap = int(round(min_gap * fps)) if min_gap > 0 else 0
+    return FocusPlan(fps, duration, desired, coarse_stride, fine_stride, half, gap)
+
+
+def focus_arms(timestamps: NDArray[np.float64], coarse_stride: int, fps: float) -> list[tuple[int, int]]:
+    """Arms as inclusive ``(start, end)`` index ranges, cut by time.
+
+    The reference cuts ``n // coarse_stride`` regions of ``n // regions``
+    frames each (frames past the last region belong to no arm). Here region
+    j spans the times ``[j, j + 1) * size / fps`` after the first frame, so a
+    uniformly spaced pool gets exactly the reference's arms and an irregular
+    one gets arms of equal duration; empty arms are skipped, as the
+    reference skips empty regions.
+    """
+    n = len(timestamps)
+    regions = max(1, n // coarse_stride)
+    size = max(1, n // regions)
+    rel = np.asarray(timestamps, dtype=np.float64) - float(timestamps[0])
+    tol = 1e-6 / fps
+    edges = np.searchsorted(rel, np.arange(regions + 1) * (size / fps) - tol, side="left")
+    return [(int(a), int(b) - 1) for a, b in zip(edges[:-1], edges[1:], strict=True) if b > a]
+
+
+def _update_arm_stats(arm: _Arm, known: dict[int, float]) -> None:
+    """``update_arms_with_scores`` for one arm: record its drawn frames' scores, recompute mean and variance."""
+    seen = {i for i, _ in arm.scores}
+    for idx in arm.sampled:
+        if idx in known and idx not in seen:
+            arm.scores.append((idx, known[idx]))
+            seen.add(idx)
+    if arm.scores:
+        values = [s for _, s in arm.scores]
+        arm.samples = len(values)
+        arm.mean = float(np.mean(values))
+        arm.variance = float(np.var(values)) if len(values) > 1 else 0.0
+
+
+def _update_ucb(arms: Sequence[_Arm], min_variance: float) -> None:
+    """Bernstein upper confidence bound: mean + sqrt(2 ln n var / n_i) + 3 ln n / n_i."""
+    total = sum(a.samples for a in arms)
+    for arm in arms:
+        ucb = arm.mean
+        if total > 1 and arm.samples > 0:
+            var = max(arm.variance, min_variance)
+            ucb += math.sqrt(max(0.0, 2 * math.log(total) * var / arm.samples))
+            ucb += 3 * math.log(total) / arm.samples
+        arm.ucb = ucb
+
+
+def _by_ucb(arms: Sequence[_Arm]) -> list[int]:
+    """Arm positions by descending UCB, earlier arm first on ties (Python's stable sort)."""
+    return sorted(range(len(arms)), key=lambda i: arms[i].ucb, reverse=True)
+
+
+def _coarse_sampling(arms: Sequence[_Arm], extra: int, rng: np.random.Generator) -> list[int]:
+    """``coarse_sampling_in_arms``: each arm's centre plus ``extra`` distinct random frames of it."""
+    out: list[int] = []
+    for arm in arms:
+        centre = (arm.start + arm.end) // 2
+        picked = [centre]
+        available = [i for i in range(arm.start, arm.end + 1) if i != centre]
+        if available:
+            draw = rng.choice(len(available), size=min(extra, len(available)), replace=False)
+            picked += [available[int(j)] for j in draw]
+        arm.sampled = picked
+        out += picked
+    return out
+
+
+def _fine_sampling(arms: Sequence[_Arm], n: int, plan: FocusPlan, coarse: set[int], uniform_ratio: float, rng: np.random.Generator) -> list[int]:
+    """``fine_sampling_in_arms``: uniform plus random frames in a window around each arm's centre."""
+    chosen: set[int] = set()
+    for arm in arms:
+        centre = (arm.start + arm.end) // 2
+        start = max(0, centre - plan.region_half_window)
+        end = min(n - 1, centre + plan.region_half_window)
+        window = end - start + 1
+        required = max(1, window // plan.fine_stride)
+        n_uniform = int(round(required * uniform_ratio))
+        n_random = required - n_uniform
+        if n_uniform > 0:
+            if window <= n_uniform:
+                targets = [(start + end) // 2]
+            else:
+                step = window / n_uniform
+                targets = [min(start + int(i * step + step / 2), end) for i in range(n_uniform)]
+            chosen.update(t for t in targets if t not in coarse)
+        if n_random > 0:
+            available = [i for i in range(start, end + 1) if i not in coarse and i not in chosen]
+            if available:
+                draw = rng.choice(len(available), size=min(n_random, len(available)), replace=False)
+                chosen.update(available[int(j)] for j in draw)
+    return sorted(chosen)
+
+
+def _estimate(arm: _Arm, method: str) -> dict[int, float]:
+    """``estimate_arm_scores``: every frame of the arm scored from the arm's sampled frames, clipped to [0, 1]."""
+    if not arm.scores:
+        return {}
+    xs = np.array([i for i, _ in arm.scores], dtype=float)
+    ys = np.array([s for _, s in arm.scores], dtype=float)
+    cands = np.arange(arm.start, arm.end + 1, dtype=float)
+    try:
+        if method == "nearest":
+            est = ys[np.argmin(np.abs(xs[None, :] - cands[:, None]), axis=1)]
+        elif method == "linear":
+            est = np.interp(cands, xs, ys) if len(xs) >= 2 else np.full_like(cands, ys[0])
+        elif method == "rbf":
+            if len(xs) >= 2:
+                from scipy.interpolate import Rbf
+
+                est = np.asarray(Rbf(xs, ys, function="gaussian", smooth=0.0)(cands), dtype=float)
+            else:
+                est = np.full_like(cands, ys[0])
+        else:
+            raise ValueError(f"unknown interpolation method {method!r}")
+        est = np.clip(est, 0.0, 1.0)
+    except Exception:  # as the reference: any failure falls back to the arm's mean score
+        est = np.full_like(cands, float(np.mean(ys)))
+    return {int(c): float(v) for c, v in zip(cands, est, strict=True)}
+
+
+def _final_allocation(arms: Sequence[_Arm], remaining: int, selected: list[int], plan: FocusPlan, p: FOCUS, rng: np.random.Generator) -> list[int]:
+    """``sample_remaining_frames_by_focus_fixed_top``: the remaining budget spread over the top arms."""
+    gap = plan.gap_frames
+    current = set(selected)
+
+    def respects_gap(c: int) -> bool:
+        return gap <= 0 or all(abs(c - f) >= gap for f in current)
+
+    def draw_uniform(available: list[int], need: int) -> list[int]:
+        spaced = [c for c in available if respects_gap(c)] if gap > 0 else available
+        candidates = spaced or available
+        draw = rng.choice(len(candidates), size=min(need, len(candidates)), replace=False)
+        return [candidates[int(j)] for j in draw]
+
+    def draw_softmax(scored: list[tuple[int, float]], need: int) -> list[int]:
+        values = np.array([v for _, v in scored], dtype=np.float64)
+        if values.max() > values.min():
+            values = (values - values.min()) / (values.max() - values.min())
+        else:
+            values = np.ones_like(values)
+        logits = values / max(1e-12, p.temperature)
+        probs = np.exp(logits - logits.max())
+        probs = probs / probs.sum()
+        draw = rng.choice(len(scored), size=min(need, len(scored)), p=probs, replace=False)
+        return [scored[int(j)][0] for j in draw]
+
+    s = int(np.ceil(len(arms) * max(0.0, min(1.0, float(p.zoom_ratio)))))
+    s = min(max(p.final_min_arms, s), p.final_max_arms, len(arms))
+    if s <= 0:
+        return []
+    base, extra = divmod(remaining, s)
+    new: list[int] = []
+    for rank, pos in enumerate(_by_ucb(arms)[:s]):
+        need = base + (1 if rank < extra else 0)
+        arm = arms[pos]
+        available = [c for c in range(arm.start, arm.end + 1) if c not in current]
+        if need == 0 or not available:
+            continue
+        if p.interpolation_method == "uniform":
+            picks = draw_uniform(available, need)
+        else:
+            est = _estimate(arm, p.interpolation_method)
+            scored = [(c, est[c]) for c in available if c in est and respects_gap(c)]
+            if not scored:  # ignore the gap rather than take nothing
+                scored = [(c, est[c]) for c in available if c in est]
+            picks = draw_softmax(scored, need) if scored else draw_uniform(available, need)
+        for c in picks:
+            new.append(int(c))
+            current.add(int(c))
+    return new
+
+
+def focus_select(scores: NDArray[np.float64], timestamps: NDArray[np.float64], duration: float, k: int, p: FOCUS, rng: np.random.Generator) -> list[int]:
+    """FOCUS on one pool: ascending indices, possibly fewer than ``k`` (as the reference).
+
+    ``scores`` are the relevance the reference gets from BLIP (in [0, 1]).
+    ``p.reference_exact`` reproduces the released code, whose
+    ``run_focus_algorithm`` rebuilds the arms and so never sees the coarse
+    scores; otherwise the arms keep their coarse samples.
+    """
+    n = len(scores)
+    plan = focus_plan(n, duration, k, p)
+    arms = [_Arm(a, b) for a, b in focus_arms(timestamps, plan.coarse_stride, plan.fps)]
+    coarse = _coarse_sampling(arms, p.extra_samples_per_region, rng)
+    known = {i: float(scores[i]) for i in coarse}
+    if p.reference_exact:
+        arms = [_Arm(a.start, a.end) for a in arms]  # the released code's fresh arms: no samples, UCB 0
+    for arm in arms:
+        _update_arm_stats(arm, known)
+    _update_ucb(arms, p.min_variance_threshold)
+    zoom = min(max(p.min_zoom_segments, int(np.ceil(len(arms) * p.zoom_ratio))), len(arms))
+    promising = [arms[i] for i in _by_ucb(arms)[:zoom]]
+    fine = _fine_sampling(promising, n, plan, set(coarse), p.fine_uniform_ratio, rng)
+    if p.score_fine and not p.reference_exact:
+        known.update((i, float(scores[i])) for i in fine)
+    selected: list[int] = []
+    if known and k > 0:
+        k_top = int(round(p.top_ratio * min(k, len(known))))
+        selected = [i for i, _ in sorted(known.items(), key=lambda kv: kv[1], reverse=True)[:k_top]]
+    remaining = max(0, k - len(selected))
+    if remaining > 0 and arms:
+        selected += _final_allocation(arms, remaining, selected, plan, p, rng)
+    return sorted(dict.fromkeys(selected))[:k]
+
+
+def _pool_duration(pool: CandidatePool) -> float:
+    """Seconds the pool spans: its video's duration, else N times the mean frame spacing."""
+    n = len(pool)
+    if pool.duration is not None and pool.duration > 0:
+        return float(pool.duration)
+    ts = np.asarray(pool.timestamps, dtype=np.float64)
+    span = float(ts[-1] - ts[0]) if n > 1 else 0.0
+    return round(span * n / (n - 1), 9) if span > 0 else float(n)
+
+
+@selectors.register("focus")
+@dataclass(frozen=True)
+class FOCUS(Selector):
+    """FOCUS (ICLR 2026): bandit-style coarse-to-fine keyframe selection.
+
+    Follows ``focus.py`` / ``select_keyframe.py`` of
+    github.com/NUS-HPC-AI-Lab/FOCUS. The pool is cut into arms of
+    ``coarse_every_sec`` seconds (at least ``min_coarse_segments``; arm
+    boundaries from ``pool.timestamps``); each arm is probed at its centre
+    plus ``extra_samples_per_region`` random frames and scored by a
+    Bernstein upper confidence bound ``mean + sqrt(2 ln n var / n_i) + 3 ln n
+    / n_i``; the best ``zoom_ratio`` of the arms (at least
+    ``min_zoom_segments``) get fine samples (half uniform, half random, one
+    per ``fine_every_sec``); the top ``top_ratio`` of all probed frames are
+    kept, and the rest of the budget is spread evenly over the best arms
+    (``zoom_ratio`` of them, between ``final_min_arms`` and
+    ``final_max_arms``), inside each drawn by a softmax (``temperature``) over
+    the nearest probed score, keeping a minimum gap (``min_gap_sec``, scaled
+    down for dense budgets). All defaults are the reference's command-line
+    defaults. Randomness comes only from the ``rng`` passed in: a seeded run
+    is reproducible.
+
+    Adaptation: the reference works on a video's frames at its frame rate;
+    here the pool's frames play that part at the pool's mean rate
+    ``N / duration`` (index-based steps — arm centres, fine windows, the gap
+    — are exact for uniformly spaced pools). The duration is the pool's own
+    (the reference's ``frames / max(1, fps)`` differs only below 1 fps).
+    Relevance is min-max normalised to [0, 1] first (``normalize=True``):
+    the reference's scores are BLIP match probabilities and it clips
+    interpolated scores to [0, 1].
+
+    Disagreement with the released code (default repairs it): the released
+    ``run_focus_algorithm`` rebuilds the arms after coarse sampling, so no
+    arm ever receives its scores — every UCB is 0, the "best" arms are the
+    first ones in time and the final frames are drawn uniformly at random
+    there; and ``select_keyframe.py`` never scores the fine samples (it passes
+    none), so fine sampling only consumes random numbers. By default the arms
+    keep their coarse scores (so the UCB works as the paper describes) and
+    the fine samples are scored (``score_fine=True``) and join the top-ratio
+    pool; ``reference_exact=True`` reproduces the released code draw for draw
+    (given the same Generator), including a possible shortfall. The default
+    fills a shortfall (arms too small for their share) with the shared
+    :func:`fill_to_k` rule, priority = relevance.
+    """
+
+    needs = frozenset({"relevance"})
+    coarse_every_sec: float = 16.0
+    fine_every_sec: float = 1.0
+    zoom_ratio: float = 0.25
+    min_coarse_segments: int = 8
+    min_zoom_segments: int = 4
+    region_half_window_sec: float | None = None
+    extra_samples_per_region: int = 2
+    min_variance_threshold: float = 1e-6
+    fine_uniform_ratio: float = 0.5
+    interpolation_method: str = "nearest"
+    final_min_arms: int = 4
+    final_max_arms: int = 32
+    top_ratio: float = 0.2
+    temperature: float = 0.06
+    min_gap_sec: float = 1.0
+    disable_gap_below_sec: float = 0.2
+    gap_ratio_of_avg: float = 0.25
+    score_fine: bool = True
+    normalize: bool = True
+    reference_exact: bool = False
+
+    def _select(self, pool: CandidatePool, query: Query | None, k: int, features: Features, rng: np.random.Generator) -> list[int]:
+        if self.interpolation_method not in ("nearest", "linear", "rbf", "uniform"):
+            raise SelectionError(f"unknown interpolation_method {self.interpolation_method!r}; use 'nearest', 'linear', 'rbf' or 'uniform'")
+        if self.coarse_every_sec <= 0 or self.fine_every_sec <= 0 or self.temperature <= 0:
+            raise SelectionError("focus needs coarse_every_sec, fine_every_sec and temperature > 0")
+        relevance = features.relevance()
+        scores = normalize_minmax(relevance) if self.normalize else relevance
+        chosen = focus_select(scores, np.asarray(pool.timestamps), _pool_duration(pool), k, self, rng)
+        if self.reference_exact:
+            return chosen
+        return fill_to_k(chosen, k, len(pool), priority=relevance)
