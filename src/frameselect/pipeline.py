@@ -447,7 +447,10 @@ def _run_sample(
     try:
         pool = build_pool(sample, policy, ctx)
         video_id = pool.video_id
+        # evaluators get what the encoder can give; a metric whose needs are unmet scores NaN
         ev_needs = set().union(*(e.needs for e in evs)) if evs and enc is not None else set()
+        if enc is not None and not enc.has_text:
+            ev_needs -= {"text", "relevance"}
         features = featurize(pool, sample, set(sel.needs) | ev_needs, enc, ctx)
         sample_seed = seed if seed is None else (seed * 1_000_003 + _stable_int(sample.id)) % (2**32)
         selection = sel.select(pool, sample.query, k, features, seed=sample_seed)

@@ -856,6 +856,7 @@ def test_parquet_needs_pyarrow_or_reads(tmp_path: Path) -> None:
         with pytest.raises(ImportError, match="pyarrow"):
             load("videomme", root=str(tmp_path))
         return
+    path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(VMME_ROWS[:2]), path)
     samples, _ = load("videomme", root=str(tmp_path))
     assert [(s.id, s.answer) for s in samples] == [("001-1", "C"), ("001-2", "B")]
