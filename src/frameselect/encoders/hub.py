@@ -264,13 +264,21 @@ class OpenClipEncoder(HubEncoder):
         import open_clip
         from open_clip.pretrained import download_pretrained_from_hf
 
-        pretrained = self.pretrained
-        found = self._hub_file() if self.revision is not None else None
+        pretrained, overrides = self.pretrained, {}
         if self.revision is not None:
+            found = self._hub_file()
             if found is None:
                 raise ValueError(f"open_clip weights {self.model_id}/{self.pretrained} are not on the Hugging Face hub; revision= cannot pin them")
+            # the file at that revision, with the preprocessing open_clip would take from the tag
             pretrained = download_pretrained_from_hf(found[0], filename=found[1] or None, revision=self.revision)
-        model, _, preprocess = open_clip.create_model_and_transforms(self.model_id, pretrained=pretrained)
+            cfg = open_clip.get_pretrained_cfg(self.model_id, str(self.pretrained))
+            overrides = {
+                "image_mean": cfg.get("mean"),
+                "image_std": cfg.get("std"),
+                "image_interpolation": cfg.get("interpolation"),
+                "image_resize_mode": cfg.get("resize_mode"),
+            }
+        model, _, preprocess = open_clip.create_model_and_transforms(self.model_id, pretrained=pretrained, **overrides)
         self._model = model.to(device=device, dtype=dtype)
         if self._preprocess is None:
             self._preprocess = preprocess

@@ -1,0 +1,356 @@
+"""Local answering backends: video VLMs run with transformers.
+
+``qwen2_vl``, ``qwen2_5_vl``, ``llava_onevision`` and ``internvl`` each get the
+selected frames (``AnswerRequest.frames()``) and their timestamps the way the
+model expects them:
+
+* Qwen2-VL / Qwen2.5-VL: one video of the selected frames through the chat
+  template (``{"type": "video"}``) and the processor, with a
+  ``VideoMetadata`` whose frame rate is the selection's mean rate,
+  ``(n - 1) / (t_last - t_first)``. Qwen2.5-VL turns it into absolute time
+  (``second_per_grid_ts``); Qwen2-VL's positions are frame order only. An
+  odd number of frames is padded by the processor with the last frame
+  (temporal patches are 2 frames), as in the reference. Frames are capped
+  in pixels the way qwen-vl-utils does (``cap_pixels_per_frame``).
+* LLaVA-OneVision: one video (``{"type": "video"}``) through its processor,
+  which resizes every frame to 384 px and pools its tokens.
+* InternVL (transformers-native "-hf" checkpoints): one 448-px tile per
+  frame and a ``Frame{i}: <image>`` line each before the question, as in
+  InternVL's reference video chat.
+
+The text is the same for all four (:func:`build_prompt`): the time
+instruction of LLaVA-Video / lmms-eval naming the video length and the
+frames' timestamps (``time_instruction=True``; "uniformly sampled" becomes
+"sampled", the frames being selected), then the question, the lettered
+options and "Answer with the option's letter from the given choices
+directly." Decoding is greedy (no sampling, one beam), ``max_new_tokens``
+tokens at most, one request at a time.
+
+The backend's ``id`` names the model, the revision its weights were loaded
+at (the resolved commit; ``local-<hash>`` for an injected model), the
+precision and every decoding and prompt parameter, so the answer cache
+(keyed by the ``id``, the prompt and the frames) can never serve an answer
+from another configuration. Weights load on first use; torch and
+transformers are imported inside methods only. Pass ``model=`` a built
+model and ``processor=`` its processor to run without the hub (tests).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from frameselect._hub import cached_commit, dtype_kwarg, dtype_name, module_device, module_dtype, pick_device, pick_dtype, weights_fingerprint
+from frameselect.answerers.base import Answerer, AnswerRequest, option_letters
+from frameselect.errors import AnswererError
+from frameselect.registry import answerers
+from frameselect.types import Answer, Query
+
+__all__ = ["TransformersVLM", "Qwen2VL", "Qwen2_5VL", "LlavaOneVision", "InternVL", "build_prompt", "time_instruction_text", "selection_fps"]
+
+MULTIPLE_CHOICE_SUFFIX = "Answer with the option's letter from the given choices directly."
+OPEN_ENDED_SUFFIX = "Answer the question using a single word or phrase."
+_LETTER_PREFIX = re.compile(r"^\s*\(?([A-Z])[.):]\s+")
+
+
+def time_instruction_text(timestamps: Sequence[float], duration: float | None = None) -> str:
+    """The LLaVA-Video time instruction for frames at ``timestamps`` (seconds).
+
+    >>> time_instruction_text([0.5, 2.0], duration=4.0)
+    'The video lasts for 4.00 seconds, and 2 frames are sampled from it. These frames are located at 0.50s,2.00s. Please answer the following questions related to this video.'
+    """
+    length = duration if duration is not None and duration > 0 else (max(timestamps) if len(timestamps) else 0.0)
+    located = ",".join(f"{t:.2f}s" for t in timestamps)
+    return (
+        f"The video lasts for {length:.2f} seconds, and {len(timestamps)} frames are sampled from it. "
+        f"These frames are located at {located}. Please answer the following questions related to this video."
+    )
+
+
+def build_prompt(query: Query, timestamps: Sequence[float] = (), duration: float | None = None, time_instruction: bool = True) -> str:
+    """The question text given to every VLM backend.
+
+    Options get letters A, B, ...; an option that already starts with its
+    own letter (``"A. red"``) keeps it once.
+
+    >>> print(build_prompt(Query("What colour is the car?", ("red", "B. blue")), [1.0, 3.0], duration=4.0))
+    The video lasts for 4.00 seconds, and 2 frames are sampled from it. These frames are located at 1.00s,3.00s. Please answer the following questions related to this video.
+    What colour is the car?
+    A. red
+    B. blue
+    Answer with the option's letter from the given choices directly.
+    """
+    lines = [time_instruction_text(timestamps, duration)] if time_instruction and len(timestamps) else []
+    lines.append(query.text.strip())
+    if query.options:
+        for letter, option in zip(option_letters(len(query.options)), query.options, strict=True):
+            match = _LETTER_PREFIX.match(option)
+            text = option[match.end() :] if match and match.group(1) == letter else option
+            lines.append(f"{letter}. {text.strip()}")
+        lines.append(MULTIPLE_CHOICE_SUFFIX)
+    else:
+        lines.append(OPEN_ENDED_SUFFIX)
+    return "\n".join(lines)
+
+
+def selection_fps(timestamps: Sequence[float]) -> float:
+    """Mean frame rate of a selection, ``(n - 1) / (t_last - t_first)``; 1.0 when undefined.
+
+    >>> selection_fps([0.0, 2.0, 4.0])
+    0.5
+    """
+    if len(timestamps) < 2:
+        return 1.0
+    span = float(timestamps[-1]) - float(timestamps[0])
+    return (len(timestamps) - 1) / span if span > 0 else 1.0
+
+
+def _transformers_major() -> int:
+    import transformers
+
+    return int(transformers.__version__.split(".")[0])
+
+
+class TransformersVLM(Answerer):
+    """Shared machinery of the transformers VLM backends (not registered itself)."""
+
+    #: transformers class that loads the checkpoint
+    model_class: ClassVar[str] = "AutoModelForImageTextToText"
+    #: precision on a GPU when ``dtype`` is not given (the checkpoints' own)
+    gpu_dtype: ClassVar[str] = "bfloat16"
+
+    def __init__(
+        self,
+        model: Any,
+        *,
+        processor: Any = None,
+        revision: str | None = None,
+        model_id: str | None = None,
+        max_new_tokens: int = 16,
+        time_instruction: bool = True,
+        device: str | None = None,
+        dtype: str | None = None,
+    ) -> None:
+        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be a positive integer, got {max_new_tokens!r}")
+        self.injected = not isinstance(model, str)
+        if self.injected and processor is None:
+            raise ValueError(f"{type(self).__name__} got a model object but no processor; pass processor=...")
+        config = getattr(model, "config", None)
+        self.model_id = str(model) if isinstance(model, str) else (model_id or getattr(config, "_name_or_path", "") or type(model).__name__)
+        self.revision = revision
+        self.max_new_tokens = max_new_tokens
+        self.time_instruction = bool(time_instruction)
+        self.device = device
+        self.dtype = dtype
+        self._model: Any = None if isinstance(model, str) else model
+        self._processor = processor
+        self._ready = False
+        self._revision_label: str | None = None
+        self._device = ""
+        self._dtype: Any = None
+
+    # -- loading and identity -----------------------------------------------
+    def _ensure_loaded(self) -> None:
+        if self._ready:
+            return
+        if self._model is None:
+            import transformers
+
+            device = pick_device(self.device)
+            dtype = pick_dtype(self.dtype, device, self.gpu_dtype)
+            cls = getattr(transformers, self.model_class)
+            self._model = cls.from_pretrained(self.model_id, revision=self.revision, **dtype_kwarg(dtype)).to(device)
+            if self._processor is None:
+                self._processor = transformers.AutoProcessor.from_pretrained(self.model_id, revision=self.revision)  # type: ignore[no-untyped-call]
+        else:
+            device = pick_device(self.device) if self.device is not None else module_device(self._model)
+            dtype = pick_dtype(self.dtype, device) if self.dtype is not None else module_dtype(self._model)
+            if self.device is not None or self.dtype is not None:
+                self._model.to(device=device, dtype=dtype)
+        self._model.eval()
+        self._device, self._dtype = device, dtype
+        self._ready = True
+
+    def resolved_revision(self) -> str:
+        """The revision recorded in the ``id`` (loads the model the first time, if it must)."""
+        if self._revision_label is None:
+            if self.injected:
+                self._revision_label = self.revision or f"local-{weights_fingerprint(self._model)}"
+            else:
+                import os
+
+                if os.path.exists(self.model_id):
+                    self._revision_label = self.revision or "local"
+                else:
+                    commit = cached_commit(self.model_id, self.revision)
+                    if commit is None:
+                        self._ensure_loaded()
+                        commit = cached_commit(self.model_id, self.revision)
+                    self._revision_label = commit or self.revision or "main"
+        return self._revision_label
+
+    def _dtype_label(self) -> str:
+        if self._ready:
+            return dtype_name(self._dtype)
+        if self.injected and self.dtype is None:
+            return dtype_name(module_dtype(self._model))
+        return dtype_name(pick_dtype(self.dtype, pick_device(self.device), self.gpu_dtype))
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "model": self.model_id,
+            "revision": self.resolved_revision(),
+            "dtype": self._dtype_label(),
+            "max_new_tokens": self.max_new_tokens,
+            "do_sample": False,
+            "num_beams": 1,
+            "time_instruction": self.time_instruction,
+            **self._extra_params(),
+        }
+
+    def _extra_params(self) -> dict[str, Any]:
+        return {}
+
+    @property
+    def model_label(self) -> str:
+        """``model@revision``: what :attr:`Answer.model` records."""
+        return f"{self.model_id}@{self.resolved_revision()}"
+
+    # -- answering ----------------------------------------------------------
+    def prompt(self, request: AnswerRequest) -> str:
+        """The question text (before the model's chat template) for one request."""
+        return build_prompt(request.sample.query, request.timestamps, request.pool.duration, self.time_instruction)
+
+    def prepare(self, request: AnswerRequest) -> tuple[str, Any]:
+        """The chat-formatted text and the processor's model inputs for one request."""
+        self._ensure_loaded()
+        frames = request.frames()
+        if not frames:
+            raise AnswererError(f"sample {request.sample.id!r}: no frames selected")
+        return self._inputs(self.prompt(request), frames, request.timestamps)
+
+    def _inputs(self, prompt: str, frames: list[NDArray[np.uint8]], timestamps: list[float]) -> tuple[str, Any]:
+        raise NotImplementedError
+
+    def _chat(self, content: list[dict[str, Any]]) -> str:
+        messages = [{"role": "user", "content": content}]
+        return str(self._processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))
+
+    def answer(self, requests: Sequence[AnswerRequest]) -> list[Answer]:
+        return [self._answer_one(r) for r in requests]
+
+    def _answer_one(self, request: AnswerRequest) -> Answer:
+        import torch
+
+        start = time.perf_counter()
+        try:
+            _, inputs = self.prepare(request)
+            inputs = inputs.to(self._device)
+            # pixels in the model's precision; other float inputs (Qwen2.5-VL's second_per_grid_ts) stay exact
+            inputs = {k: (v.to(self._dtype) if k.startswith("pixel_values") and torch.is_tensor(v) else v) for k, v in inputs.items()}
+            with torch.inference_mode():
+                output = self._model.generate(**inputs, max_new_tokens=self.max_new_tokens, do_sample=False, num_beams=1)
+            prompt_tokens = int(inputs["input_ids"].shape[1])
+            new_tokens = output[0, prompt_tokens:]
+            text = self._processor.decode(new_tokens, skip_special_tokens=True).strip()
+            return Answer(
+                text=text,
+                latency_s=time.perf_counter() - start,
+                prompt_tokens=prompt_tokens,
+                completion_tokens=int(new_tokens.shape[0]),
+                model=self.model_label,
+            )
+        except Exception as exc:  # one failed request must not stop the run
+            return Answer(text="", latency_s=time.perf_counter() - start, model=self.model_id, error=f"{type(exc).__name__}: {exc}")
+
+
+class _QwenVL(TransformersVLM):
+    """Qwen2-VL and Qwen2.5-VL: the frames as one video, with their frame rate."""
+
+    def __init__(self, model: Any, *, max_pixels: int | None = None, **kwargs: Any) -> None:
+        super().__init__(model, **kwargs)
+        self.max_pixels = max_pixels
+
+    def _extra_params(self) -> dict[str, Any]:
+        return {"max_pixels": self.max_pixels} if self.max_pixels is not None else {}
+
+    def _inputs(self, prompt: str, frames: list[NDArray[np.uint8]], timestamps: list[float]) -> tuple[str, Any]:
+        text = self._chat([{"type": "video"}, {"type": "text", "text": prompt}])
+        video = np.stack(frames)
+        fps = selection_fps(timestamps)
+        kwargs: dict[str, Any] = {"do_sample_frames": False, "return_tensors": "pt"}
+        video_processor = getattr(self._processor, "video_processor", None)
+        if _transformers_major() >= 5:
+            from transformers.video_utils import VideoMetadata
+
+            n = len(frames)
+            kwargs["video_metadata"] = [VideoMetadata(total_num_frames=n, fps=fps, frames_indices=list(range(n)), height=video.shape[1], width=video.shape[2])]
+        else:  # transformers 4: Qwen2.5-VL reads the frame rate from ``fps``
+            kwargs["fps"] = [fps]
+        if video_processor is not None and hasattr(video_processor, "cap_pixels_per_frame"):
+            kwargs["cap_pixels_per_frame"] = True
+        if self.max_pixels is not None:
+            size = dict(getattr(video_processor, "size", None) or {})
+            kwargs["size"] = {"shortest_edge": min(int(size.get("shortest_edge", self.max_pixels)), self.max_pixels), "longest_edge": self.max_pixels}
+        return text, self._processor(text=[text], videos=[video], **kwargs)
+
+
+@answerers.register("qwen2_vl")
+class Qwen2VL(_QwenVL):
+    """Qwen2-VL-Instruct (default Qwen/Qwen2-VL-7B-Instruct): the selected frames as one video."""
+
+    model_class = "Qwen2VLForConditionalGeneration"
+
+    def __init__(self, model: Any = "Qwen/Qwen2-VL-7B-Instruct", **kwargs: Any) -> None:
+        super().__init__(model, **kwargs)
+
+
+@answerers.register("qwen2_5_vl")
+class Qwen2_5VL(_QwenVL):
+    """Qwen2.5-VL-Instruct (default Qwen/Qwen2.5-VL-7B-Instruct): one video, absolute time from the frame rate."""
+
+    model_class = "Qwen2_5_VLForConditionalGeneration"
+
+    def __init__(self, model: Any = "Qwen/Qwen2.5-VL-7B-Instruct", **kwargs: Any) -> None:
+        super().__init__(model, **kwargs)
+
+
+@answerers.register("llava_onevision")
+class LlavaOneVision(TransformersVLM):
+    """LLaVA-OneVision (default llava-hf/llava-onevision-qwen2-7b-ov-hf): one video through its processor."""
+
+    model_class = "LlavaOnevisionForConditionalGeneration"
+
+    def __init__(self, model: Any = "llava-hf/llava-onevision-qwen2-7b-ov-hf", **kwargs: Any) -> None:
+        super().__init__(model, **kwargs)
+
+    def _inputs(self, prompt: str, frames: list[NDArray[np.uint8]], timestamps: list[float]) -> tuple[str, Any]:
+        text = self._chat([{"type": "video"}, {"type": "text", "text": prompt}])
+        return text, self._processor(text=[text], videos=[np.stack(frames)], return_tensors="pt")
+
+
+@answerers.register("internvl")
+class InternVL(TransformersVLM):
+    """InternVL 2.5 / 3 through transformers (default OpenGVLab/InternVL3-8B-hf): ``Frame{i}: <image>`` per frame.
+
+    As InternVL's reference video chat: each frame is one 448-px tile (no
+    dynamic tiling, ``max_num=1``) announced by a ``Frame{i}: <image>`` line
+    before the question. Needs a transformers-native ("-hf") checkpoint.
+    """
+
+    model_class = "InternVLForConditionalGeneration"
+
+    def __init__(self, model: Any = "OpenGVLab/InternVL3-8B-hf", **kwargs: Any) -> None:
+        super().__init__(model, **kwargs)
+
+    def _inputs(self, prompt: str, frames: list[NDArray[np.uint8]], timestamps: list[float]) -> tuple[str, Any]:
+        image = self._processor.image_token
+        prefix = "".join(f"Frame{i + 1}: {image}\n" for i in range(len(frames)))
+        text = self._chat([{"type": "text", "text": prefix + prompt}])
+        return text, self._processor(text=[text], images=list(frames), crop_to_patches=False, return_tensors="pt")
