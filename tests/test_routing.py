@@ -149,3 +149,26 @@ def frameselect_store(path: Path):  # type: ignore[no-untyped-def]
     from frameselect.store import Store
 
     return Store(path)
+
+
+def test_routing_report_pairs_routed_with_constant_runs(tiny, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    from frameselect.cli import main
+    from frameselect.routing.report import compare_routing, routing_study
+    from frameselect.store import Store
+
+    store_path = tmp_path / "r.sqlite"
+    with Store(store_path) as st_:
+        ids = routing_study(tiny, store=st_, budgets=(8,), routers=("text_cue",), bank=("uniform", "kcenter"), encoder="color_histogram", cache_dir=tmp_path / "c")
+        assert len(ids) == 2
+        rows = compare_routing(st_, ["evidence_recall"], n_boot=200)
+        routed = {r.sample_id: r.metrics["evidence_recall"] for r in st_.records(ids[1])}
+        const = {r.sample_id: r.metrics["evidence_recall"] for r in st_.records(ids[0])}
+    overall = next(r for r in rows if r.group == "all")
+    assert overall.router == "text_cue" and overall.mean_budget == 8
+    assert overall.routed.estimate == pytest.approx(np.mean(list(routed.values())))
+    assert overall.constant.estimate == pytest.approx(np.mean(list(const.values())))
+    assert overall.difference.mean_diff == pytest.approx(overall.routed.estimate - overall.constant.estimate)
+    assert {r.group for r in rows} == {"all", "needle", "ordering", "global", "counting"}
+    assert main(["route-report", "--store", str(store_path), "--n-boot", "200"]) == 0
+    out = capsys.readouterr().out
+    assert "| 8 | text_cue | evidence_recall | all | 6 |" in out

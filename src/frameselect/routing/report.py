@@ -1,0 +1,141 @@
+"""Routed runs against constant-budget runs at the same mean budget.
+
+:func:`routing_study` runs, for each mean budget B, the constant reference
+and every router on one dataset (same encoder, answerer, evaluators and bank),
+then :func:`compare_routing` pairs each routed run with the constant run of
+the same B on the same samples and reports, per metric, overall and by
+question kind: both means with bootstrap intervals, the paired difference
+(routed − constant) with its interval and sign-flip p-value
+(:func:`frameselect.stats.paired_difference`). It reports what it finds,
+better or worse; nothing is filtered.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from frameselect.stats import Interval, PairedDifference, bootstrap_mean, format_interval, format_p, paired_difference
+from frameselect.store import RunInfo, Store
+from frameselect.tables import _cluster_key
+from frameselect.types import SampleRecord
+
+__all__ = ["RoutingComparison", "compare_routing", "render_routing", "routing_study"]
+
+
+@dataclass(frozen=True)
+class RoutingComparison:
+    mean_budget: int
+    router: str
+    metric: str
+    group: str  # "all" or a question kind
+    routed: Interval
+    constant: Interval
+    difference: PairedDifference
+
+
+def _records(store: Store, run_id: str) -> dict[str, SampleRecord]:
+    return {r.sample_id: r for r in store.records(run_id, status="ok")}
+
+
+def _same_setting(a: RunInfo, b: RunInfo) -> bool:
+    keys = ("dataset", "k", "encoder", "answerer", "pool", "seed", "limit")
+    return all(a.config.get(key) == b.config.get(key) for key in keys)
+
+
+def compare_routing(
+    store: Store,
+    metrics: Sequence[str],
+    *,
+    by: str | None = "kind",
+    n_boot: int = 1000,
+    seed: int = 0,
+    run_ids: Sequence[str] | None = None,
+) -> list[RoutingComparison]:
+    """Pair every routed run with the constant-router run of the same setting."""
+    runs = [store.run(r) for r in run_ids] if run_ids else store.runs()
+    routed = [r for r in runs if r.kind == "routed" and (r.config.get("router") or {}).get("name") != "constant"]
+    constants = [r for r in runs if r.kind == "routed" and (r.config.get("router") or {}).get("name") == "constant"]
+    out: list[RoutingComparison] = []
+    for run in routed:
+        ref = next((c for c in constants if _same_setting(run, c)), None)
+        if ref is None:
+            continue
+        a, b = _records(store, run.run_id), _records(store, ref.run_id)
+        shared = [sid for sid in a if sid in b]
+        groups: dict[str, list[str]] = {"all": shared}
+        if by:
+            for sid in shared:
+                if by in a[sid].metadata:
+                    groups.setdefault(str(a[sid].metadata[by]), []).append(sid)
+        for metric in metrics:
+            for group, ids in groups.items():
+                ids = [i for i in ids if metric in a[i].metrics and metric in b[i].metrics]
+                if not ids:
+                    continue
+                clusters = [_cluster_key(store, run.run_id, a[i], "video") for i in ids]
+                va = [a[i].metrics[metric] for i in ids]
+                vb = [b[i].metrics[metric] for i in ids]
+                out.append(
+                    RoutingComparison(
+                        mean_budget=int(run.config["k"]),
+                        router=str(run.config["router"]["name"]),
+                        metric=metric,
+                        group=group,
+                        routed=bootstrap_mean(va, clusters, n_boot=n_boot, seed=seed),
+                        constant=bootstrap_mean(vb, clusters, n_boot=n_boot, seed=seed),
+                        difference=paired_difference(va, vb, clusters, n_boot=n_boot, seed=seed),
+                    )
+                )
+    return out
+
+
+def render_routing(rows: Sequence[RoutingComparison]) -> str:
+    """A Markdown table, one line per (B, router, metric, group)."""
+    lines = [
+        "| B | router | metric | group | n | routed | constant | routed − constant | p |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in sorted(rows, key=lambda r: (r.mean_budget, r.router, r.metric, r.group != "all", r.group)):
+        verdict = "" if math.isnan(r.difference.p_value) else (" better" if r.difference.p_value < 0.05 and r.difference.mean_diff > 0 else (" worse" if r.difference.p_value < 0.05 and r.difference.mean_diff < 0 else ""))
+        lines.append(
+            f"| {r.mean_budget} | {r.router} | {r.metric} | {r.group} | {r.routed.n} | {format_interval(r.routed)} | {format_interval(r.constant)} | "
+            f"{format_interval(_as_interval(r.difference), signed=True)}{verdict} | {format_p(r.difference.p_value)} |"
+        )
+    return "\n".join(lines)
+
+
+def _as_interval(d: PairedDifference) -> Interval:
+    return Interval(d.mean_diff, d.low, d.high, d.level, d.n, d.clusters)
+
+
+def routing_study(
+    dataset: Any,
+    *,
+    store: Store | str,
+    budgets: Sequence[int] = (8, 16),
+    routers: Sequence[str] = ("text_cue", "relevance_shape", "hybrid"),
+    bank: Sequence[str] = ("uniform",),
+    evaluators: Sequence[str] = ("evidence_recall",),
+    encoder: Any = None,
+    answerer: Any = None,
+    cache_dir: Any = None,
+    router_params: Mapping[str, Any] | None = None,
+    progress: bool | None = None,
+) -> list[str]:
+    """Run the constant reference and each router at each mean budget; returns run ids."""
+    from frameselect.pipeline import evaluate
+    from frameselect.registry import routers as router_registry
+
+    run_ids = []
+    for b in budgets:
+        for name in ("constant", *routers):
+            rt = router_registry.create(name, **dict(router_params or {})) if name != "constant" else router_registry.create(name)
+            result = evaluate(
+                selector=bank[0], router=rt, bank=list(bank), dataset=dataset, k=b, encoder=encoder, answerer=answerer,
+                evaluators=list(evaluators), store=store, cache_dir=cache_dir, progress=progress,
+            )
+            run_ids.append(result.run_id)
+    return run_ids
