@@ -365,3 +365,17 @@ def test_encoders_are_registered_and_lazy() -> None:
     assert OpenClipEncoder().model_id == "ViT-B-32" and OpenClipEncoder().pretrained == "laion2b_s34b_b79k"
     with pytest.raises(ValueError, match="batch_size"):
         ClipEncoder(batch_size=0)
+
+
+def test_aks_runs_end_to_end_on_blip_itm_scores(blip_tiny: tuple[Any, Any], tiny: Any, tmp_path: Path) -> None:
+    """evaluate(selector="aks", encoder=blip_itm): relevance comes from the ITM head, computed once per pool and query."""
+    from frameselect.pipeline import evaluate
+
+    model, tok = blip_tiny
+    enc = BlipItmEncoder(model=model, tokenizer=tok, batch_size=16)
+    run = evaluate("aks", ("evidence_recall",), tiny, k=2, encoder=enc, pool="fps=1.0", cache_dir=tmp_path, limit=2)
+    assert run.table["failed"] == 0 and run.table["n"] == 2
+    assert all(len(r.selection) == 2 for r in run.records)
+    again = evaluate("aks", ("evidence_recall",), tiny, k=2, encoder=enc, pool="fps=1.0", cache_dir=tmp_path, limit=2, store=tmp_path / "other.db")
+    assert again.counters.encoder_calls == 0  # embeddings and ITM scores both come from the cache
+    assert [r.selection for r in again.records] == [r.selection for r in run.records]
