@@ -247,8 +247,9 @@ class MDP3(Selector):
     Defaults: ``lam=0.2``, ``condition_size=1`` (the reference's), and one
     segment spanning the pool (``segment_size=0``). The reference sets
     ``segment_size = 32 if k <= 32 else 128``; with one segment the DP is a
-    single greedy run (N=3600, D=512, k=32 in ~30 ms), with the reference's
-    segments it runs about (k + 1) * N / segment_size greedy passes. The
+    single greedy run (N=3600, D=512, k=32: ~20 ms on one core); with the
+    reference's segments it runs about (k + 1) * N / segment_size greedy
+    passes (the same case: ~2 s with ``segment_size=32``). The
     reference assumes N is a multiple of the segment size (it indexes past
     the end otherwise); here the last segment may be shorter. Always returns
     k distinct frames.
