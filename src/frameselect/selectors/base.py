@@ -59,14 +59,21 @@ def normalize_minmax(x: NDArray[Any]) -> NDArray[np.float64]:
     return (x - lo) / (hi - lo)
 
 
-def fill_to_k(chosen: Sequence[int], k: int, n: int, priority: NDArray[Any] | None = None) -> list[int]:
+def fill_to_k(chosen: Sequence[int], k: int, n: int, priority: NDArray[Any] | None = None, times: NDArray[Any] | None = None) -> list[int]:
     """Deduplicate ``chosen`` (keeping first occurrences) and fill up to ``k``.
 
     The fill rule, shared by every selector whose reference can return fewer
     frames than asked or duplicates: add the not-yet-chosen frames in
     descending ``priority`` (ties broken by the earlier frame); without a
-    priority, add the frames farthest in time from those already chosen,
-    one at a time (earliest on ties). Returns ascending indices.
+    priority, add one at a time the frame farthest from those already chosen,
+    measured in ``times`` (seconds) when given, else in pool positions
+    (earliest on ties; the first frame when nothing is chosen yet).
+    Returns ascending indices.
+
+    >>> fill_to_k([5, 5, 2], 4, 10)
+    [0, 2, 5, 9]
+    >>> fill_to_k([1], 3, 4, priority=[0.0, 9.0, 5.0, 5.0])
+    [1, 2, 3]
     """
     k = min(k, n)
     seen: dict[int, None] = {}
@@ -77,27 +84,28 @@ def fill_to_k(chosen: Sequence[int], k: int, n: int, priority: NDArray[Any] | No
         if len(seen) == k:
             break
     out = list(seen)
-    if len(out) < k:
-        if priority is not None:
-            order = np.lexsort((np.arange(n), -np.asarray(priority, dtype=np.float64)))
-            for i in order:
-                if len(out) == k:
-                    break
-                if int(i) not in seen:
-                    seen[int(i)] = None
-                    out.append(int(i))
-        else:
-            positions = np.arange(n, dtype=np.float64)
-            if out:
-                dist = np.min(np.abs(positions[:, None] - np.asarray(out, dtype=np.float64)[None, :]), axis=1)
-            else:
-                dist = np.full(n, np.inf)
-                dist[0] = np.inf
-            while len(out) < k:
-                dist_masked = np.where(np.isin(np.arange(n), out), -1.0, dist)
-                i = int(np.argmax(dist_masked))
-                out.append(i)
-                dist = np.minimum(dist, np.abs(positions - i))
+    if len(out) == k:
+        return sorted(out)
+    if priority is not None:
+        order = np.lexsort((np.arange(n), -np.asarray(priority, dtype=np.float64)))
+        for i in order:
+            if len(out) == k:
+                break
+            if int(i) not in seen:
+                seen[int(i)] = None
+                out.append(int(i))
+        return sorted(out)
+    pos = np.asarray(times, dtype=np.float64) if times is not None else np.arange(n, dtype=np.float64)
+    dist = np.full(n, np.inf)
+    for i in out:
+        dist = np.minimum(dist, np.abs(pos - pos[i]))
+    taken = np.zeros(n, dtype=bool)
+    taken[out] = True
+    while len(out) < k:
+        i = int(np.argmax(np.where(taken, -1.0, dist)))
+        out.append(i)
+        taken[i] = True
+        dist = np.minimum(dist, np.abs(pos - pos[i]))
     return sorted(out)
 
 

@@ -67,19 +67,25 @@ def kcenter_greedy(embeddings: np.ndarray, k: int, first: int = 0) -> list[int]:
 
     Starts from ``first``; each step adds the frame farthest from every frame
     chosen so far (earliest index on ties). A 2-approximation of k-center.
+    Squared distances come from one matrix-vector product per step
+    (``|x|² − 2 x·c + |c|²``), so a step costs O(N·D).
+
+    >>> kcenter_greedy(np.array([[0.0], [1.0], [10.0], [4.0]]), 3)
+    [0, 2, 3]
     """
-    x = np.asarray(embeddings, dtype=np.float64)
+    x = np.asarray(embeddings, dtype=np.float32)
     n = x.shape[0]
     k = min(k, n)
+    sq = np.einsum("ij,ij->i", x, x)
     chosen = [first]
-    dist = np.linalg.norm(x - x[first], axis=1)
+    dist = np.maximum(sq - 2.0 * (x @ x[first]) + sq[first], 0.0)
     dist[first] = -1.0
     while len(chosen) < k:
         i = int(np.argmax(dist))
         if dist[i] < 0:
             break
         chosen.append(i)
-        dist = np.minimum(dist, np.linalg.norm(x - x[i], axis=1))
+        dist = np.minimum(dist, np.maximum(sq - 2.0 * (x @ x[i]) + sq[i], 0.0))
         dist[chosen] = -1.0
     return chosen
 
@@ -129,7 +135,9 @@ class FixedFps(Selector):
         ts = np.asarray(pool.timestamps, dtype=np.float64)
         count = int(np.floor((ts[-1] - ts[0]) * self.fps + 1e-9)) + 1
         targets = ts[0] + np.arange(count) / self.fps
-        nearest = np.unique(np.argmin(np.abs(ts[None, :] - targets[:, None]), axis=1)) if count <= 100_000 else np.arange(len(ts))
+        right = np.clip(np.searchsorted(ts, targets), 0, len(ts) - 1)
+        left = np.clip(right - 1, 0, len(ts) - 1)
+        nearest = np.unique(np.where(np.abs(ts[left] - targets) <= np.abs(ts[right] - targets), left, right))
         if len(nearest) > k:
             nearest = nearest[uniform_indices(len(nearest), k)]
-        return fill_to_k(list(nearest), k, len(pool))
+        return fill_to_k(list(nearest), k, len(pool), times=ts)
