@@ -1,12 +1,15 @@
 """FOCUS against a direct re-statement of NUS-HPC-AI-Lab/FOCUS (``select_keyframe.py`` + ``focus.py``).
 
 The re-statement follows the released code step by step, drawing from the same
-numpy Generator. ``keep_arms`` / ``score_fine`` switch on the two repairs the
-default selector makes (arms keep their coarse scores; fine samples are scored).
+numpy Generator. The default selector is the released code (plus the shared fill
+where it returns fewer than k frames); ``keep_arms`` / ``score_fine`` switch on the
+two repairs the selector offers (``keep_arm_scores``: arms keep their coarse
+scores; ``score_fine``: fine samples are scored).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -14,6 +17,7 @@ import pytest
 
 from frameselect.errors import SelectionError
 from frameselect.registry import selectors
+from frameselect.selectors.base import fill_to_k
 from frameselect.selectors.focus import FOCUS
 from frameselect.types import CandidatePool, Features
 
@@ -203,6 +207,8 @@ def ref_focus(scores, fps, k, rng, keep_arms=False, score_fine=False, a=ARGS):  
 
 # -- tests --------------------------------------------------------------------------------------
 
+REPAIRED = FOCUS(keep_arm_scores=True, score_fine=True)
+
 
 def pool_of(n: int, fps: float = 1.0) -> CandidatePool:
     return CandidatePool(video_id="v", timestamps=np.arange(n) / fps, frame_indices=np.arange(n), duration=n / fps)
@@ -213,7 +219,8 @@ def run(selector: FOCUS, scores: np.ndarray, k: int, seed: int, fps: float = 1.0
     return list(selector.select(pool, None, k, Features(scores=scores), rng=np.random.default_rng(seed)).indices)
 
 
-CASES = [(40, 1.0, 8), (100, 1.0, 16), (333, 2.0, 32), (600, 1.0, 32), (1200, 4.0, 64), (150, 1.0, 4), (20, 1.0, 16)]
+# (n, fps, k); in the last two the released code returns fewer than k frames (arms smaller than their share)
+CASES = [(40, 1.0, 8), (100, 1.0, 16), (333, 2.0, 32), (600, 1.0, 32), (1200, 4.0, 64), (150, 1.0, 4), (20, 1.0, 16), (48, 2.0, 30)]
 
 
 @pytest.mark.parametrize(("n", "fps", "k"), CASES)
@@ -222,62 +229,86 @@ def test_reference_exact_matches_the_released_code_draw_for_draw(n: int, fps: fl
     for seed in range(3):
         want = ref_focus(scores, fps, k, np.random.default_rng(seed))
         assert run(FOCUS(reference_exact=True, normalize=False), scores, k, seed, fps) == want
+        assert run(FOCUS(reference_exact=True), scores, k, seed, fps) == want
 
 
 @pytest.mark.parametrize(("n", "fps", "k"), CASES)
-def test_default_is_the_released_code_with_both_repairs(n: int, fps: float, k: int) -> None:
+def test_default_is_the_released_code_filled_to_k(n: int, fps: float, k: int) -> None:
     scores = np.random.default_rng(n + 1).random(n) ** 3
     for seed in range(3):
-        want = ref_focus(scores, fps, k, np.random.default_rng(seed), keep_arms=True, score_fine=True)
-        got = run(FOCUS(normalize=False), scores, k, seed, fps)
-        assert set(want) <= set(got) and len(got) == min(k, n)
-        if len(want) == min(k, n):
-            assert got == want
-        no_fine = ref_focus(scores, fps, k, np.random.default_rng(seed), keep_arms=True, score_fine=False)
-        assert set(no_fine) <= set(run(FOCUS(normalize=False, score_fine=False), scores, k, seed, fps))
+        released = ref_focus(scores, fps, k, np.random.default_rng(seed))
+        want = fill_to_k(released, k, n, priority=scores)
+        assert run(FOCUS(), scores, k, seed, fps) == want
+        assert run(FOCUS(normalize=False), scores, k, seed, fps) == want
+        # without scores in the arms, nothing reads interpolated scores or the variance floor
+        assert run(FOCUS(interpolation_method="uniform", temperature=1.0, min_variance_threshold=0.5), scores, k, seed, fps) == want
+
+
+def test_the_cases_cover_a_released_shortfall_and_a_full_selection() -> None:
+    short = [len(ref_focus(np.random.default_rng(n + 1).random(n) ** 3, fps, k, np.random.default_rng(0))) < min(k, n) for n, fps, k in CASES]
+    assert any(short) and not all(short)
+
+
+@pytest.mark.parametrize(("n", "fps", "k"), CASES)
+def test_repairs_match_the_restatement_with_the_same_repairs(n: int, fps: float, k: int) -> None:
+    scores = np.random.default_rng(n + 2).random(n) ** 3
+    variants = [(REPAIRED, True, True), (FOCUS(keep_arm_scores=True), True, False), (FOCUS(score_fine=True), False, True)]
+    for seed in range(2):
+        for selector, keep_arms, score_fine in variants:
+            released = ref_focus(scores, fps, k, np.random.default_rng(seed), keep_arms=keep_arms, score_fine=score_fine)
+            assert run(dataclasses.replace(selector, normalize=False), scores, k, seed, fps) == fill_to_k(released, k, n, priority=scores)
 
 
 def test_hand_worked_one_frame_arms() -> None:
     # 8 frames at 1 fps: 8 arms of one frame, every frame probed (no random draw decides anything).
-    # top_ratio: round(0.2 * 4) = 1 -> frame 1 (0.9). The other 3 go to the top max(4, ceil(8 * .25)) = 4 arms,
-    # one each to the first three: by UCB (= by score) frames 1 (taken already: nothing), 3, 5 -> [1, 3, 5],
-    # one short; the fill adds the most relevant frame left, 7.
+    # top_ratio: round(0.2 * 4) = 1 -> frame 1 (0.9). The other 3 go one each to the first three of the top
+    # max(4, ceil(8 * .25)) = 4 arms.
     scores = np.array([0.1, 0.9, 0.3, 0.8, 0.2, 0.7, 0.4, 0.6])
     for seed in range(5):
-        assert run(FOCUS(normalize=False), scores, 4, seed) == [1, 3, 5, 7]
-        # the released code: all UCBs 0, so the "top" arms are the first four in time -> 0, (1 taken), 2
-        assert run(FOCUS(normalize=False, reference_exact=True), scores, 4, seed) == [0, 1, 2]
+        # released: all UCBs 0, so the "top" arms are the first four in time -> 0, (1 taken), 2 = [0, 1, 2];
+        # reference_exact returns that, the default fills the shortfall with the most relevant frame left, 3
         assert ref_focus(scores, 1.0, 4, np.random.default_rng(seed)) == [0, 1, 2]
+        assert run(FOCUS(normalize=False, reference_exact=True), scores, 4, seed) == [0, 1, 2]
+        assert run(FOCUS(), scores, 4, seed) == [0, 1, 2, 3]
+        # repaired: by UCB (= by score) frames 1 (taken), 3, 5 -> [1, 3, 5]; the fill adds 7
+        assert run(FOCUS(normalize=False, keep_arm_scores=True), scores, 4, seed) == [1, 3, 5, 7]
+        assert run(REPAIRED, scores, 4, seed) == [1, 3, 5, 7]
 
 
 def test_same_generator_seed_reproduces_and_seeds_differ() -> None:
     scores = np.random.default_rng(0).random(900)
-    first = run(FOCUS(), scores, 32, seed=11)
-    assert run(FOCUS(), scores, 32, seed=11) == first
-    assert len({tuple(run(FOCUS(), scores, 32, seed=s)) for s in range(6)}) > 1
+    for selector in (FOCUS(), REPAIRED, FOCUS(reference_exact=True)):
+        first = run(selector, scores, 32, seed=11)
+        assert run(selector, scores, 32, seed=11) == first
+        assert len({tuple(run(selector, scores, 32, seed=s)) for s in range(6)}) > 1
+    by_seed = FOCUS().select(pool_of(900), None, 32, Features(scores=scores), seed=11).indices
+    assert by_seed == FOCUS().select(pool_of(900), None, 32, Features(scores=scores), seed=11).indices
+    assert list(by_seed) == run(FOCUS(), scores, 32, seed=11)  # seed=s is default_rng(s)
 
 
-def test_the_ucb_finds_the_relevant_stretch() -> None:
+def test_the_repaired_ucb_finds_the_relevant_stretch_the_released_code_misses() -> None:
     # 20 minutes at 1 fps: 75 arms of 16 frames, relevant only in [600, 640) (arms 37-39). Top ratio takes
     # round(0.2 * 16) = 3 probed frames (all in the stretch); the other 13 go one each to the 13 best of the
-    # top 19 arms. With the repaired UCB the stretch's arms lead; in the released code every UCB is 0, so the
-    # 13 go to the first 13 arms in time (frames < 13 * 16 = 208).
+    # top 19 arms. In the released code (the default) every UCB is 0, so the 13 go to the first 13 arms in
+    # time (frames < 13 * 16 = 208); with the repaired UCB the stretch's arms lead.
     scores = np.full(1200, 0.1) + 0.01 * np.random.default_rng(1).random(1200)
     scores[600:640] = 0.9
     for seed in range(4):
-        out = run(FOCUS(), scores, 16, seed)
-        assert sum(600 <= i < 640 for i in out) >= 5
-        released = run(FOCUS(reference_exact=True), scores, 16, seed)
+        released = run(FOCUS(), scores, 16, seed)
+        assert released == run(FOCUS(reference_exact=True), scores, 16, seed)
         assert sum(600 <= i < 640 for i in released) == 3
         assert all(i < 208 for i in released if not 600 <= i < 640)
+        for repaired in (REPAIRED, FOCUS(keep_arm_scores=True)):
+            assert sum(600 <= i < 640 for i in run(repaired, scores, 16, seed)) >= 5
 
 
 def test_irregular_pool_uses_timestamps_for_arms() -> None:
     rng = np.random.default_rng(2)
     ts = np.cumsum(rng.uniform(0.25, 1.5, size=300))
     pool = CandidatePool(video_id="v", timestamps=ts, frame_indices=np.arange(300), duration=float(ts[-1] + 1.0))
-    sel = FOCUS().select(pool, None, 24, Features(scores=rng.random(300)), rng=np.random.default_rng(0))
-    assert len(sel.indices) == 24 and len(set(sel.indices)) == 24
+    for selector in (FOCUS(), REPAIRED):
+        sel = selector.select(pool, None, 24, Features(scores=rng.random(300)), rng=np.random.default_rng(0))
+        assert len(sel.indices) == 24 and len(set(sel.indices)) == 24 and list(sel.indices) == sorted(sel.indices)
 
 
 def test_non_finite_scores_raise() -> None:
@@ -291,10 +322,18 @@ def test_registered_and_conformant() -> None:
     assert selectors.get("focus") is FOCUS
     testing = pytest.importorskip("frameselect.testing")
     testing.check_selector("focus")
-    testing.check_selector("focus", params={"interpolation_method": "linear"})
+    testing.check_selector("focus", params={"keep_arm_scores": True, "score_fine": True})
+    testing.check_selector("focus", params={"keep_arm_scores": True, "interpolation_method": "linear"})
+    testing.check_selector("focus", params={"reference_exact": True})
 
 
 def test_bad_hyper_parameters_raise() -> None:
-    for bad in (FOCUS(interpolation_method="cubic"), FOCUS(temperature=0.0)):
+    bad_ones = (
+        FOCUS(interpolation_method="cubic"),
+        FOCUS(temperature=0.0),
+        FOCUS(reference_exact=True, keep_arm_scores=True),
+        FOCUS(reference_exact=True, score_fine=True),
+    )
+    for bad in bad_ones:
         with pytest.raises(SelectionError):
             bad.select(pool_of(50), None, 8, Features(scores=np.linspace(0, 1, 50)))

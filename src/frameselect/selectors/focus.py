@@ -4,6 +4,10 @@
 2026. Reference code: github.com/NUS-HPC-AI-Lab/FOCUS, ``focus.py``
 (``run_focus_algorithm`` and the functions it calls) driven by
 ``select_keyframe.py`` (``process_single_video``, command-line defaults).
+
+The registered default follows the released code, including its arm
+rebuild (no arm keeps its scores); ``keep_arm_scores=True`` is the variant
+the paper describes. See :class:`FOCUS`.
 """
 
 from __future__ import annotations
@@ -246,19 +250,21 @@ def _final_allocation(arms: Sequence[_Arm], remaining: int, selected: list[int],
 
 
 def focus_select(scores: NDArray[np.float64], timestamps: NDArray[np.float64], duration: float, k: int, p: FOCUS, rng: np.random.Generator) -> list[int]:
-    """FOCUS on one pool: ascending indices, possibly fewer than ``k`` (as the reference).
+    """FOCUS on one pool: ascending indices, possibly fewer than ``k`` (as the released code).
 
     ``scores`` are the relevance the reference gets from BLIP (in [0, 1]).
-    ``p.reference_exact`` reproduces the released code, whose
-    ``run_focus_algorithm`` rebuilds the arms and so never sees the coarse
-    scores; otherwise the arms keep their coarse samples.
+    As the released code (``keep_arm_scores=False``), ``run_focus_algorithm``
+    starts again from fresh arms that hold none of the coarse samples, so
+    every UCB is 0; ``p.keep_arm_scores`` keeps the coarse samples in their
+    arms. ``p.score_fine`` adds the fine samples' scores to the top-ratio pool
+    (the released ``select_keyframe.py`` passes none).
     """
     n = len(scores)
     plan = focus_plan(n, duration, k, p)
     arms = [_Arm(a, b) for a, b in focus_arms(timestamps, plan.coarse_stride, plan.fps)]
     coarse = _coarse_sampling(arms, p.extra_samples_per_region, rng)
     known = {i: float(scores[i]) for i in coarse}
-    if p.reference_exact:
+    if not p.keep_arm_scores:
         arms = [_Arm(a.start, a.end) for a in arms]  # the released code's fresh arms: no samples, UCB 0
     for arm in arms:
         _update_arm_stats(arm, known)
@@ -266,7 +272,7 @@ def focus_select(scores: NDArray[np.float64], timestamps: NDArray[np.float64], d
     zoom = min(max(p.min_zoom_segments, int(np.ceil(len(arms) * p.zoom_ratio))), len(arms))
     promising = [arms[i] for i in _by_ucb(arms)[:zoom]]
     fine = _fine_sampling(promising, n, plan, set(coarse), p.fine_uniform_ratio, rng)
-    if p.score_fine and not p.reference_exact:
+    if p.score_fine:
         known.update((i, float(scores[i])) for i in fine)
     selected: list[int] = []
     if known and k > 0:
@@ -297,18 +303,45 @@ class FOCUS(Selector):
     github.com/NUS-HPC-AI-Lab/FOCUS. The pool is cut into arms of
     ``coarse_every_sec`` seconds (at least ``min_coarse_segments``; arm
     boundaries from ``pool.timestamps``); each arm is probed at its centre
-    plus ``extra_samples_per_region`` random frames and scored by a
-    Bernstein upper confidence bound ``mean + sqrt(2 ln n var / n_i) + 3 ln n
-    / n_i``; the best ``zoom_ratio`` of the arms (at least
-    ``min_zoom_segments``) get fine samples (half uniform, half random, one
-    per ``fine_every_sec``); the top ``top_ratio`` of all probed frames are
-    kept, and the rest of the budget is spread evenly over the best arms
+    plus ``extra_samples_per_region`` random frames. The paper scores each
+    arm by a Bernstein upper confidence bound ``mean + sqrt(2 ln n var / n_i)
+    + 3 ln n / n_i`` of its probes; the best ``zoom_ratio`` of the arms (at
+    least ``min_zoom_segments``) get fine samples (half uniform, half random,
+    one per ``fine_every_sec``); the top ``top_ratio`` of all probed frames
+    are kept, and the rest of the budget is spread evenly over the best arms
     (``zoom_ratio`` of them, between ``final_min_arms`` and
     ``final_max_arms``), inside each drawn by a softmax (``temperature``) over
     the nearest probed score, keeping a minimum gap (``min_gap_sec``, scaled
     down for dense budgets). All defaults are the reference's command-line
     defaults. Randomness comes only from the ``rng`` passed in: a seeded run
     is reproducible.
+
+    Paper and released code disagree; the default follows the released code,
+    since that is what the published numbers came from. The released
+    ``run_focus_algorithm`` rebuilds the arms (``setup_arms``) after coarse
+    sampling, so no arm ever holds its probes' scores: every UCB is 0, the
+    "best" arms are the first ones in time (a stable sort of equal keys),
+    fine sampling zooms into those, and after the top ``top_ratio`` probed
+    frames the rest of the budget is drawn uniformly at random (with the
+    gap) in the first ``S`` arms, there being no score to interpolate. And
+    ``select_keyframe.py`` passes no fine scores, so the fine samples only
+    consume random numbers. The default does exactly this, draw for draw
+    from the same Generator; so by default relevance enters only through the
+    ranking of the coarse probes, and ``interpolation_method``, ``temperature``,
+    ``min_variance_threshold`` and ``normalize`` change nothing. Where the
+    released code returns fewer than ``k`` frames (an arm smaller than its
+    share of the budget; it never returns duplicates), the default fills the
+    shortfall with the shared :func:`fill_to_k` rule, priority = relevance;
+    ``reference_exact=True`` returns the released code's raw output instead
+    (possibly fewer than ``k`` frames).
+
+    The repaired variant, as the paper describes it:
+    ``FOCUS(keep_arm_scores=True, score_fine=True)``. ``keep_arm_scores``
+    lets the arms keep their coarse scores, so the UCB ranks them and the
+    final frames are drawn by the softmax over interpolated scores;
+    ``score_fine`` scores the fine samples and adds them to the top-ratio
+    pool (what ``run_focus_algorithm`` does when it is handed fine scores).
+    Either may be set alone; neither combines with ``reference_exact``.
 
     Adaptation: the reference works on a video's frames at its frame rate;
     here the pool's frames play that part at the pool's mean rate
@@ -317,20 +350,8 @@ class FOCUS(Selector):
     (the reference's ``frames / max(1, fps)`` differs only below 1 fps).
     Relevance is min-max normalised to [0, 1] first (``normalize=True``):
     the reference's scores are BLIP match probabilities and it clips
-    interpolated scores to [0, 1].
-
-    Disagreement with the released code (default repairs it): the released
-    ``run_focus_algorithm`` rebuilds the arms after coarse sampling, so no
-    arm ever receives its scores — every UCB is 0, the "best" arms are the
-    first ones in time and the final frames are drawn uniformly at random
-    there; and ``select_keyframe.py`` never scores the fine samples (it passes
-    none), so fine sampling only consumes random numbers. By default the arms
-    keep their coarse scores (so the UCB works as the paper describes) and
-    the fine samples are scored (``score_fine=True``) and join the top-ratio
-    pool; ``reference_exact=True`` reproduces the released code draw for draw
-    (given the same Generator), including a possible shortfall. The default
-    fills a shortfall (arms too small for their share) with the shared
-    :func:`fill_to_k` rule, priority = relevance.
+    interpolated scores to [0, 1] (this matters only with
+    ``keep_arm_scores``; min-max keeps the ranking).
     """
 
     needs = frozenset({"relevance"})
@@ -351,7 +372,8 @@ class FOCUS(Selector):
     min_gap_sec: float = 1.0
     disable_gap_below_sec: float = 0.2
     gap_ratio_of_avg: float = 0.25
-    score_fine: bool = True
+    keep_arm_scores: bool = False
+    score_fine: bool = False
     normalize: bool = True
     reference_exact: bool = False
 
@@ -360,6 +382,11 @@ class FOCUS(Selector):
             raise SelectionError(f"unknown interpolation_method {self.interpolation_method!r}; use 'nearest', 'linear', 'rbf' or 'uniform'")
         if self.coarse_every_sec <= 0 or self.fine_every_sec <= 0 or self.temperature <= 0:
             raise SelectionError("focus needs coarse_every_sec, fine_every_sec and temperature > 0")
+        if self.reference_exact and (self.keep_arm_scores or self.score_fine):
+            raise SelectionError(
+                "focus: reference_exact=True reproduces the released code, which keeps no arm scores and scores no fine samples; "
+                "drop keep_arm_scores/score_fine, or drop reference_exact"
+            )
         relevance = features.relevance()
         scores = normalize_minmax(relevance) if self.normalize else relevance
         chosen = focus_select(scores, np.asarray(pool.timestamps), _pool_duration(pool), k, self, rng)
