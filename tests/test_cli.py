@@ -17,7 +17,9 @@ def test_list_selectors(capsys: pytest.CaptureFixture[str]) -> None:
     assert "kcenter" in capsys.readouterr().out.split()
 
 
-def test_run_two_selectors_prints_table_and_counters(tiny_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_run_two_selectors_prints_table_and_counters(
+    tiny_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("FRAMESELECT_CACHE", str(tmp_path / "cache"))
     store = str(tmp_path / "cli.sqlite")
     from frameselect.datasets import tiny
@@ -38,7 +40,9 @@ def test_run_two_selectors_prints_table_and_counters(tiny_root: Path, tmp_path: 
     assert '"name": "kcenter"' in shown and "tiny_a/order" in shown
 
 
-def test_second_embedding_selector_decodes_and_encodes_nothing(tiny_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_second_embedding_selector_decodes_and_encodes_nothing(
+    tiny_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("FRAMESELECT_CACHE", str(tmp_path / "cache"))
     from frameselect.datasets import tiny
 

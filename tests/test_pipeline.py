@@ -24,7 +24,9 @@ def test_two_selectors_share_decoding_and_encoding(tiny, tmp_path: Path) -> None
     store, cache = tmp_path / "runs.sqlite", tmp_path / "cache"
     first = frameselect.evaluate(selector="kcenter", dataset=tiny, k=4, encoder="color_histogram", store=store, cache_dir=cache)
     assert first.counters.frames_encoded > 0 and first.counters.frames_decoded > 0
-    second = frameselect.evaluate(selector="kcenter", selector_params={"start": "medoid"}, dataset=tiny, k=4, encoder="color_histogram", store=store, cache_dir=cache)
+    second = frameselect.evaluate(
+        selector="kcenter", selector_params={"start": "medoid"}, dataset=tiny, k=4, encoder="color_histogram", store=store, cache_dir=cache
+    )
     assert second.run_id != first.run_id
     assert second.counters.frames_decoded == 0
     assert second.counters.frames_encoded == 0

@@ -104,8 +104,16 @@ def test_relevance_router_gives_flat_relevance_more_frames() -> None:
     peaked = np.zeros(50)
     peaked[10] = 5.0
     flat = np.random.default_rng(0).random(50) * 0.01 + 1.0
-    contexts = {"s0": RouteContext(features=Features(scores=peaked)), "s1": RouteContext(features=Features(scores=flat)), "s2": RouteContext(features=Features(scores=peaked))}
-    bank = [frameselect.selectors.create("uniform"), frameselect.selectors.create("topk")] if "topk" in frameselect.selectors.names() else [frameselect.selectors.create("uniform"), frameselect.selectors.create("kcenter")]
+    contexts = {
+        "s0": RouteContext(features=Features(scores=peaked)),
+        "s1": RouteContext(features=Features(scores=flat)),
+        "s2": RouteContext(features=Features(scores=peaked)),
+    }
+    bank = (
+        [frameselect.selectors.create("uniform"), frameselect.selectors.create("topk")]
+        if "topk" in frameselect.selectors.names()
+        else [frameselect.selectors.create("uniform"), frameselect.selectors.create("kcenter")]
+    )
     routes = router.allocate(samples, contexts, 16, bank)
     # total 48 from {4..64}: (8, 32, 8) gains 0.1*3 + 1.09*5 + 0.1*3 > (16, 16, 16)
     assert [routes.budget(s) for s in ("s0", "s1", "s2")] == [8, 32, 8]
@@ -115,7 +123,9 @@ def test_relevance_router_gives_flat_relevance_more_frames() -> None:
 
 def test_routed_run_is_stored_and_shown_beside_constant_runs(tiny, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
     store, cache = tmp_path / "s.sqlite", tmp_path / "c"
-    routed = frameselect.evaluate(selector="uniform", router="text_cue", bank=["uniform", "kcenter"], dataset=tiny, k=8, encoder="color_histogram", store=store, cache_dir=cache)
+    routed = frameselect.evaluate(
+        selector="uniform", router="text_cue", bank=["uniform", "kcenter"], dataset=tiny, k=8, encoder="color_histogram", store=store, cache_dir=cache
+    )
     const = frameselect.evaluate(selector="uniform", dataset=tiny, k=8, store=store, cache_dir=cache)
     ks = [r.k for r in routed.records]
     assert sum(ks) == 8 * len(ks) and set(ks) <= set(ALLOWED)
@@ -124,7 +134,9 @@ def test_routed_run_is_stored_and_shown_beside_constant_runs(tiny, tmp_path: Pat
     assert by_id["tiny_a/scenes"].k > by_id["tiny_a/square_scene"].k  # "how many" vs one moment
     assert by_id["tiny_a/scenes"].metadata["route_policy"] == "uniform"
     assert by_id["tiny_a/square_scene"].metadata["route_policy"] == "kcenter"
-    again = frameselect.evaluate(selector="uniform", router="text_cue", bank=["uniform", "kcenter"], dataset=tiny, k=8, encoder="color_histogram", store=store, cache_dir=cache)
+    again = frameselect.evaluate(
+        selector="uniform", router="text_cue", bank=["uniform", "kcenter"], dataset=tiny, k=8, encoder="color_histogram", store=store, cache_dir=cache
+    )
     assert again.run_id == routed.run_id and again.counters.selector_calls == 0
     from frameselect.cli import main
 
@@ -158,7 +170,9 @@ def test_routing_report_pairs_routed_with_constant_runs(tiny, tmp_path: Path, ca
 
     store_path = tmp_path / "r.sqlite"
     with Store(store_path) as st_:
-        ids = routing_study(tiny, store=st_, budgets=(8,), routers=("text_cue",), bank=("uniform", "kcenter"), encoder="color_histogram", cache_dir=tmp_path / "c")
+        ids = routing_study(
+            tiny, store=st_, budgets=(8,), routers=("text_cue",), bank=("uniform", "kcenter"), encoder="color_histogram", cache_dir=tmp_path / "c"
+        )
         assert len(ids) == 2
         rows = compare_routing(st_, ["evidence_recall"], n_boot=200)
         routed = {r.sample_id: r.metrics["evidence_recall"] for r in st_.records(ids[1])}

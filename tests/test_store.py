@@ -12,7 +12,17 @@ from frameselect.types import SampleRecord, Selection
 
 
 def _record(sid: str, status: str = "ok", value: float = 1.0) -> SampleRecord:
-    return SampleRecord(sample_id=sid, metrics={"m": value, "nan": math.nan}, status=status, error=None if status == "ok" else "boom", selection=(1, 3), timestamps=(0.5, 1.5), k=2, policy="fps=1", metadata={"kind": "needle"})
+    return SampleRecord(
+        sample_id=sid,
+        metrics={"m": value, "nan": math.nan},
+        status=status,
+        error=None if status == "ok" else "boom",
+        selection=(1, 3),
+        timestamps=(0.5, 1.5),
+        k=2,
+        policy="fps=1",
+        metadata={"kind": "needle"},
+    )
 
 
 def test_open_run_reports_resume_and_records_round_trip(tmp_path: Path) -> None:

@@ -13,8 +13,15 @@ from frameselect.errors import FrameselectError, UnknownNameError
 from frameselect.registry import REGISTRIES, Registry, get_registry
 from frameselect.types import Answer, CandidatePool, Features, FrameSource, Query, Sample, SampleRecord, Selection, Span
 
-
-_PART_PACKAGES = {"selectors": "selectors", "encoders": "encoders", "evaluators": "evaluators", "datasets": "datasets", "answerers": "answerers", "routing": "routing", "routers": "routing"}
+_PART_PACKAGES = {
+    "selectors": "selectors",
+    "encoders": "encoders",
+    "evaluators": "evaluators",
+    "datasets": "datasets",
+    "answerers": "answerers",
+    "routing": "routing",
+    "routers": "routing",
+}
 
 
 def __getattr__(name: str) -> object:

@@ -49,7 +49,7 @@ class RunCounters:
     def as_dict(self) -> dict[str, int]:
         return dict(self.__dict__)
 
-    def add(self, other: "RunCounters") -> None:
+    def add(self, other: RunCounters) -> None:
         for k, v in other.__dict__.items():
             setattr(self, k, getattr(self, k) + v)
 
@@ -130,7 +130,14 @@ class Cache:
             meta = json.loads(meta_path.read_text())
         except (OSError, ValueError):
             return None
-        return VideoInfo(path=meta["path"], pts=pts.astype(np.int64), time_base=Fraction(meta["tb_num"], meta["tb_den"]), duration=float(meta["duration"]), width=int(meta["width"]), height=int(meta["height"]))
+        return VideoInfo(
+            path=meta["path"],
+            pts=pts.astype(np.int64),
+            time_base=Fraction(meta["tb_num"], meta["tb_den"]),
+            duration=float(meta["duration"]),
+            width=int(meta["width"]),
+            height=int(meta["height"]),
+        )
 
     def save_probe(self, video_hash: str, info: VideoInfo) -> None:
         meta_path = self._path("probe", video_hash, ".json")
@@ -138,7 +145,14 @@ class Cache:
             self._memory[f"probe/{video_hash}"] = info
             return
         self.save_array("probe", video_hash, info.pts)
-        meta = {"path": info.path, "tb_num": info.time_base.numerator, "tb_den": info.time_base.denominator, "duration": info.duration, "width": info.width, "height": info.height}
+        meta = {
+            "path": info.path,
+            "tb_num": info.time_base.numerator,
+            "tb_den": info.time_base.denominator,
+            "duration": info.duration,
+            "width": info.width,
+            "height": info.height,
+        }
         fd, tmp = tempfile.mkstemp(dir=meta_path.parent, suffix=".tmp")
         with os.fdopen(fd, "w") as fh:
             json.dump(meta, fh)

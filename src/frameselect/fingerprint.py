@@ -23,7 +23,10 @@ __all__ = ["canonical", "fingerprint", "part_config", "hash_bytes"]
 def canonical(value: Any) -> Any:
     """A JSON-serialisable, order-independent form of ``value``."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {"__type__": type(value).__name__, **{f.name: canonical(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init and not f.name.startswith("_")}}
+        return {
+            "__type__": type(value).__name__,
+            **{f.name: canonical(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init and not f.name.startswith("_")},
+        }
     if isinstance(value, Mapping):
         return {str(k): canonical(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
     if isinstance(value, (list, tuple)):

@@ -27,7 +27,6 @@ from typing import Any
 
 import numpy as np
 
-from frameselect.registry import get_registry
 from frameselect.answerers.base import Answerer, AnswerRequest
 from frameselect.cache import Cache, RunCounters, default_cache_dir
 from frameselect.datasets.base import Dataset, InMemoryDataset
@@ -35,6 +34,7 @@ from frameselect.encoders.base import Encoder
 from frameselect.errors import FrameselectError, SelectionError
 from frameselect.evaluators.base import Evaluator
 from frameselect.fingerprint import fingerprint, part_config
+from frameselect.registry import get_registry
 from frameselect.selectors.base import Selector
 from frameselect.store import Store
 from frameselect.types import Answer, CandidatePool, Features, Sample, SampleRecord, Selection
@@ -240,7 +240,9 @@ def featurize(pool: CandidatePool, sample: Sample, needs: Iterable[str], encoder
     return Features(embeddings=embeddings, text=text, scores=scores, pixels=pixels, encoder_id=encoder.id if encoder else "")
 
 
-def _score(evaluators: Sequence[Evaluator], sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> dict[str, float]:
+def _score(
+    evaluators: Sequence[Evaluator], sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None
+) -> dict[str, float]:
     metrics: dict[str, float] = {}
     for ev in evaluators:
         if ev.needs_answer and answer is None:
@@ -396,7 +398,15 @@ def evaluate(
         records = [r for r in stored if r.sample_id in wanted]
         table = aggregate(records, evs)
         bd = {by: breakdown(records, evs, by)} if by else {}
-        return RunResult(run_id=run_id, config=config, records=records, table=table, counters=counters, store_path=None if st.path.name == ":memory:" else str(st.path), breakdown=bd)
+        return RunResult(
+            run_id=run_id,
+            config=config,
+            records=records,
+            table=table,
+            counters=counters,
+            store_path=None if st.path.name == ":memory:" else str(st.path),
+            breakdown=bd,
+        )
     finally:
         if own_store:
             st.close()
@@ -462,8 +472,14 @@ def _run_sample(
                 raise _AnswerFailed(answer.error)
         metrics = _score(evs, sample, pool, selection, answer, features)
         record = SampleRecord(
-            sample_id=sample.id, metrics=metrics, answer=None if answer is None else answer.text,
-            selection=selection.indices, timestamps=tuple(selection.timestamps(pool)), k=k, policy=policy, metadata=dict(sample.metadata),
+            sample_id=sample.id,
+            metrics=metrics,
+            answer=None if answer is None else answer.text,
+            selection=selection.indices,
+            timestamps=tuple(selection.timestamps(pool)),
+            k=k,
+            policy=policy,
+            metadata=dict(sample.metadata),
         )
         return record, selection, video_id
     except (FrameselectError, _AnswerFailed, OSError, ValueError, RuntimeError, AssertionError, LookupError) as exc:

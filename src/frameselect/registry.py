@@ -129,9 +129,7 @@ datasets: Registry[Any] = Registry("datasets", ("frameselect.datasets",))
 answerers: Registry[Any] = Registry("answerers", ("frameselect.answerers",))
 routers: Registry[Any] = Registry("routers", ("frameselect.routing",))
 
-REGISTRIES: dict[str, Registry[Any]] = {
-    r.kind: r for r in (selectors, encoders, evaluators, datasets, answerers, routers)
-}
+REGISTRIES: dict[str, Registry[Any]] = {r.kind: r for r in (selectors, encoders, evaluators, datasets, answerers, routers)}
 
 
 def get_registry(kind: str) -> Registry[Any]:

@@ -185,11 +185,31 @@ class Store:
             if selection is not None:
                 conn.execute(
                     "INSERT OR REPLACE INTO selections (run_id, sample_id, video_id, policy, selector, k, indices, timestamps, scores, latency_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (run_id, record.sample_id, video_id, policy or record.policy, selection.selector, record.k, _json(list(selection.indices)), _json(list(record.timestamps)), None if selection.scores is None else _json(list(selection.scores)), selection.latency_s),
+                    (
+                        run_id,
+                        record.sample_id,
+                        video_id,
+                        policy or record.policy,
+                        selection.selector,
+                        record.k,
+                        _json(list(selection.indices)),
+                        _json(list(record.timestamps)),
+                        None if selection.scores is None else _json(list(selection.scores)),
+                        selection.latency_s,
+                    ),
                 )
             conn.execute(
                 "INSERT OR REPLACE INTO records (run_id, sample_id, status, error, metrics, answer, metadata, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (run_id, record.sample_id, record.status, record.error, _json(_clean_metrics(record.metrics)), record.answer, _json({**record.metadata, "k": record.k, "policy": record.policy}), now),
+                (
+                    run_id,
+                    record.sample_id,
+                    record.status,
+                    record.error,
+                    _json(_clean_metrics(record.metrics)),
+                    record.answer,
+                    _json({**record.metadata, "k": record.k, "policy": record.policy}),
+                    now,
+                ),
             )
 
     def records(self, run_id: str, *, status: str | None = None) -> list[SampleRecord]:
@@ -208,9 +228,16 @@ class Store:
             m = {k: (math.nan if v is None else float(v)) for k, v in json.loads(metrics).items()}
             out.append(
                 SampleRecord(
-                    sample_id=sid, metrics=m, status=st, error=err, answer=answer,
-                    selection=tuple(json.loads(idx)) if idx else (), timestamps=tuple(json.loads(ts)) if ts else (),
-                    k=int(md.pop("k", 0)), policy=str(md.pop("policy", "")), metadata=md,
+                    sample_id=sid,
+                    metrics=m,
+                    status=st,
+                    error=err,
+                    answer=answer,
+                    selection=tuple(json.loads(idx)) if idx else (),
+                    timestamps=tuple(json.loads(ts)) if ts else (),
+                    k=int(md.pop("k", 0)),
+                    policy=str(md.pop("policy", "")),
+                    metadata=md,
                 )
             )
         return out

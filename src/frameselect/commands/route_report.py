@@ -19,14 +19,22 @@ def run(args: argparse.Namespace) -> int:
 
                 dataset = datasets.create(args.dataset, **parse_params(args.dataset_param))
             routing_study(
-                dataset, store=store, budgets=args.budget or [8, 16], routers=args.router or ["text_cue", "relevance_shape", "hybrid"],
-                bank=[b.strip() for b in args.bank.split(",")], evaluators=args.evaluator or ["evidence_recall"],
-                encoder=args.encoder, answerer=args.answerer, progress=None if not args.no_progress else False,
+                dataset,
+                store=store,
+                budgets=args.budget or [8, 16],
+                routers=args.router or ["text_cue", "relevance_shape", "hybrid"],
+                bank=[b.strip() for b in args.bank.split(",")],
+                evaluators=args.evaluator or ["evidence_recall"],
+                encoder=args.encoder,
+                answerer=args.answerer,
+                progress=None if not args.no_progress else False,
             )
         metrics = args.metric or args.evaluator or ["evidence_recall"]
         rows = compare_routing(store, metrics, by=args.by or None, n_boot=args.n_boot)
     if not rows:
-        print(f"no routed runs with a constant-router reference of the same setting in {args.store}; run with --study, or `frameselect run --router constant ...` beside `--router NAME`")
+        print(
+            f"no routed runs with a constant-router reference of the same setting in {args.store}; run with --study, or `frameselect run --router constant ...` beside `--router NAME`"
+        )
         return 1
     print(render_routing(rows))
     print("\nintervals: 95% cluster bootstrap over videos; p: paired sign-flip test; 'better'/'worse' where p < 0.05")

@@ -66,7 +66,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p = sub.add_parser("run", help="run selectors on a dataset and store the results")
     p.add_argument("--selector", "-s", action="append", help="registered selector name (repeatable)")
     p.add_argument("--router", action="append", help="budget router (repeatable); -k is then the mean budget")
-    p.add_argument("--bank", default=None, help="comma-separated selectors a router may assign (first = coverage policy); default: the --selector names, else uniform")
+    p.add_argument(
+        "--bank", default=None, help="comma-separated selectors a router may assign (first = coverage policy); default: the --selector names, else uniform"
+    )
     p.add_argument("--dataset", "-d", default="tiny", help="registered dataset name (default: %(default)s)")
     p.add_argument("--dataset-param", "-D", action="append", help="dataset parameter name=value, e.g. root=/data/videomme (repeatable)")
     p.add_argument("--k", "-k", type=int, default=8, help="frame budget (default: %(default)s)")

@@ -22,7 +22,18 @@ def run(args: argparse.Namespace) -> int:
             rows = []
             for info in store.runs():
                 counts = store.count(info.run_id)
-                rows.append((info.run_id[:12], {"label": info.label, "kind": info.kind, "ok": counts.get("ok", 0), "failed": counts.get("failed", 0), "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(info.created))}))
+                rows.append(
+                    (
+                        info.run_id[:12],
+                        {
+                            "label": info.label,
+                            "kind": info.kind,
+                            "ok": counts.get("ok", 0),
+                            "failed": counts.get("failed", 0),
+                            "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(info.created)),
+                        },
+                    )
+                )
             if not rows:
                 print(f"no runs in {args.store}")
                 return 0
@@ -38,7 +49,11 @@ def run(args: argparse.Namespace) -> int:
         print("counters of the last invocation:", json.dumps(dict(info.counters), sort_keys=True))
         ok = [r for r in records if r.status == "ok"]
         keys = sorted({k for r in ok for k in r.metrics})
-        means = {k: sum(r.metrics[k] for r in ok if k in r.metrics and r.metrics[k] == r.metrics[k]) / max(1, sum(1 for r in ok if k in r.metrics and r.metrics[k] == r.metrics[k])) for k in keys}
+        means = {
+            k: sum(r.metrics[k] for r in ok if k in r.metrics and r.metrics[k] == r.metrics[k])
+            / max(1, sum(1 for r in ok if k in r.metrics and r.metrics[k] == r.metrics[k]))
+            for k in keys
+        }
         print(markdown_table([(info.label, {**means, "n": float(len(ok)), "failed": float(len(records) - len(ok))})]))
         if args.samples:
             for r in records:

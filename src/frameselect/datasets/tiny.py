@@ -98,12 +98,49 @@ def ensure_videos(folder: Path) -> dict[str, Path]:
 def _samples(paths: dict[str, Path]) -> list[Sample]:
     a, b = (str(paths[s.name]) for s in TINY_VIDEOS)
     return [
-        Sample("tiny_a/square_scene", a, Query("What colour is the background when the white square appears?", ("red", "green", "blue", "yellow")), "B", (Span(4.0, 4.6),), {"kind": "needle"}),
-        Sample("tiny_a/bar_scene", a, Query("What colour is the background when the black bar appears?", ("red", "green", "blue", "yellow")), "D", (Span(10.2, 10.8),), {"kind": "needle"}),
-        Sample("tiny_a/order", a, Query("Which appears first, the white square or the black bar?", ("the white square", "the black bar")), "A", (Span(4.0, 4.6), Span(10.2, 10.8)), {"kind": "ordering"}),
-        Sample("tiny_a/scenes", a, Query("How many differently coloured scenes does the video show?", ("2", "3", "4", "5")), "C", (Span(0.0, 3.0), Span(3.0, 6.0), Span(6.0, 9.0), Span(9.0, 12.0)), {"kind": "global"}),
-        Sample("tiny_b/squares", b, Query("How many times does a white square appear?", ("1", "2", "3", "4")), "B", (Span(1.0, 1.5), Span(7.0, 7.5)), {"kind": "counting"}),
-        Sample("tiny_b/first_scene", b, Query("What colour is the first scene?", ("purple", "orange", "green", "red")), "A", (Span(0.0, 2.5),), {"kind": "needle"}),
+        Sample(
+            "tiny_a/square_scene",
+            a,
+            Query("What colour is the background when the white square appears?", ("red", "green", "blue", "yellow")),
+            "B",
+            (Span(4.0, 4.6),),
+            {"kind": "needle"},
+        ),
+        Sample(
+            "tiny_a/bar_scene",
+            a,
+            Query("What colour is the background when the black bar appears?", ("red", "green", "blue", "yellow")),
+            "D",
+            (Span(10.2, 10.8),),
+            {"kind": "needle"},
+        ),
+        Sample(
+            "tiny_a/order",
+            a,
+            Query("Which appears first, the white square or the black bar?", ("the white square", "the black bar")),
+            "A",
+            (Span(4.0, 4.6), Span(10.2, 10.8)),
+            {"kind": "ordering"},
+        ),
+        Sample(
+            "tiny_a/scenes",
+            a,
+            Query("How many differently coloured scenes does the video show?", ("2", "3", "4", "5")),
+            "C",
+            (Span(0.0, 3.0), Span(3.0, 6.0), Span(6.0, 9.0), Span(9.0, 12.0)),
+            {"kind": "global"},
+        ),
+        Sample(
+            "tiny_b/squares",
+            b,
+            Query("How many times does a white square appear?", ("1", "2", "3", "4")),
+            "B",
+            (Span(1.0, 1.5), Span(7.0, 7.5)),
+            {"kind": "counting"},
+        ),
+        Sample(
+            "tiny_b/first_scene", b, Query("What colour is the first scene?", ("purple", "orange", "green", "red")), "A", (Span(0.0, 2.5),), {"kind": "needle"}
+        ),
     ]
 
 

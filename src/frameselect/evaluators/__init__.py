@@ -1,8 +1,8 @@
 """Built-in evaluators. Every module in this package registers its parts on import."""
 
 from frameselect._autoload import import_submodules
-from frameselect.registry import evaluators as registry
 from frameselect.evaluators.base import Evaluator, mean_of
+from frameselect.registry import evaluators as registry
 
 #: the registry's API, so ``frameselect.evaluators.names()`` reads naturally
 register, get, create, names = registry.register, registry.get, registry.create, registry.names

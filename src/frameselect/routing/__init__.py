@@ -2,7 +2,7 @@
 
 from frameselect._autoload import import_submodules
 from frameselect.registry import routers as registry
-from frameselect.routing.base import Route, RouteSet, Router
+from frameselect.routing.base import Route, Router, RouteSet
 
 #: the registry's API, so ``frameselect.routing.names()`` reads naturally
 register, get, create, names = registry.register, registry.get, registry.create, registry.names

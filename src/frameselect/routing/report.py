@@ -99,7 +99,15 @@ def render_routing(rows: Sequence[RoutingComparison]) -> str:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in sorted(rows, key=lambda r: (r.mean_budget, r.router, r.metric, r.group != "all", r.group)):
-        verdict = "" if math.isnan(r.difference.p_value) else (" better" if r.difference.p_value < 0.05 and r.difference.mean_diff > 0 else (" worse" if r.difference.p_value < 0.05 and r.difference.mean_diff < 0 else ""))
+        verdict = (
+            ""
+            if math.isnan(r.difference.p_value)
+            else (
+                " better"
+                if r.difference.p_value < 0.05 and r.difference.mean_diff > 0
+                else (" worse" if r.difference.p_value < 0.05 and r.difference.mean_diff < 0 else "")
+            )
+        )
         lines.append(
             f"| {r.mean_budget} | {r.router} | {r.metric} | {r.group} | {r.routed.n} | {format_interval(r.routed)} | {format_interval(r.constant)} | "
             f"{format_interval(_as_interval(r.difference), signed=True)}{verdict} | {format_p(r.difference.p_value)} |"
@@ -134,8 +142,17 @@ def routing_study(
         for name in ("constant", *routers):
             rt = router_registry.create(name, **dict(router_params or {})) if name != "constant" else router_registry.create(name)
             result = evaluate(
-                selector=bank[0], router=rt, bank=list(bank), dataset=dataset, k=b, encoder=encoder, answerer=answerer,
-                evaluators=list(evaluators), store=store, cache_dir=cache_dir, progress=progress,
+                selector=bank[0],
+                router=rt,
+                bank=list(bank),
+                dataset=dataset,
+                k=b,
+                encoder=encoder,
+                answerer=answerer,
+                evaluators=list(evaluators),
+                store=store,
+                cache_dir=cache_dir,
+                progress=progress,
             )
             run_ids.append(result.run_id)
     return run_ids

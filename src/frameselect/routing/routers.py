@@ -64,7 +64,12 @@ class DemandRouter(Router):
 
 _CUES: tuple[tuple[float, re.Pattern[str]], ...] = (
     (1.0, re.compile(r"\bhow many\b|\bcount\b|\bnumber of\b|\bhow often\b|\btimes\b")),
-    (1.0, re.compile(r"\boverall\b|\bwhole (video|clip)\b|\bentire\b|\bthroughout\b|\bmostly\b|\bmost of\b|\bmajority\b|\bmain (topic|theme|subject|idea)\b|\bsummar|\bdominat|\bin general\b|\bthe video (is )?about\b")),
+    (
+        1.0,
+        re.compile(
+            r"\boverall\b|\bwhole (video|clip)\b|\bentire\b|\bthroughout\b|\bmostly\b|\bmost of\b|\bmajority\b|\bmain (topic|theme|subject|idea)\b|\bsummar|\bdominat|\bin general\b|\bthe video (is )?about\b"
+        ),
+    ),
     (0.6, re.compile(r"\bfirst\b|\bbefore\b|\bafter\b|\border\b|\bsequence\b|\bearlier\b|\blater\b|\bthen\b|\bfinally\b|\blast\b")),
 )
 

@@ -138,7 +138,7 @@ class Selector:
         start = time.perf_counter()
         out = self._select(pool, query, min(k, n), features, generator)
         latency = time.perf_counter() - start
-        indices, scores = (out if isinstance(out, tuple) else (out, None))
+        indices, scores = out if isinstance(out, tuple) else (out, None)
         idx = [int(i) for i in indices]
         if not getattr(self, "reference_exact", False):
             self._check_contract(idx, min(k, n), n)

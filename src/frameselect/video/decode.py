@@ -242,7 +242,9 @@ def select_pool_indices(times: NDArray[np.float64], duration: float, policy: Poo
     return np.unique(_on_screen(times, targets))
 
 
-def candidates(path: str | os.PathLike[str], policy: str | PoolPolicy = "fps=1.0", *, video_id: str | None = None, info: VideoInfo | None = None) -> CandidatePool:
+def candidates(
+    path: str | os.PathLike[str], policy: str | PoolPolicy = "fps=1.0", *, video_id: str | None = None, info: VideoInfo | None = None
+) -> CandidatePool:
     """Build the candidate pool of a video under a pool policy."""
     path = os.fspath(path)
     pol = parse_policy(policy)
@@ -322,7 +324,10 @@ class VideoFrameSource(FrameSource):
         finally:
             container.close()
         if remaining:
-            raise TruncatedVideoError(self.path, f"{len(remaining)} pool frame(s) never decoded (first missing at {min(remaining) * float(self.time_base):.3f}s); the file may be cut short")
+            raise TruncatedVideoError(
+                self.path,
+                f"{len(remaining)} pool frame(s) never decoded (first missing at {min(remaining) * float(self.time_base):.3f}s); the file may be cut short",
+            )
 
 
 _HASH_MEMO: dict[tuple[str, int, int], str] = {}
