@@ -31,7 +31,7 @@ from frameselect.answerers.base import Answerer, AnswerRequest
 from frameselect.cache import Cache, RunCounters, default_cache_dir
 from frameselect.datasets.base import Dataset, InMemoryDataset
 from frameselect.encoders.base import Encoder
-from frameselect.errors import FrameselectError, SelectionError
+from frameselect.errors import AnswererError, FrameselectError, SelectionError
 from frameselect.evaluators.base import Evaluator
 from frameselect.fingerprint import fingerprint, part_config
 from frameselect.registry import get_registry
@@ -374,22 +374,34 @@ def evaluate(
         todo = [s for s in samples if s.id not in done]
         counters.samples_skipped = len(samples) - len(todo)
         bar = Progress(len(todo), f"{config['label']}", progress)
-        for sample in todo:
-            sample_k, sample_sel = k, sel
-            if routes is not None:
-                sample_k, sample_sel = routes.budget(sample.id), routes.selector(sample.id)
-            record, selection, video_id = _run_sample(sample, sample_sel, sample_k, enc, ans, evs, policy, seed, ctx, st)
-            if routes is not None:
-                route = routes.routes[sample.id]
-                record = dataclasses.replace(record, metadata={**record.metadata, "route_policy": route.selector.name, "route_demand": route.demand})
-            st.write_sample(run_id, record, selection, video_id=video_id, policy=policy)
-            if record.status == "ok":
-                counters.samples_done += 1
-            else:
-                counters.samples_failed += 1
-            if on_record is not None:
-                on_record(record)
-            bar.update()
+        needs_answers = ans is not None and any(e.needs_answer for e in evs)
+        chunk_size = max(1, int(getattr(ans, "concurrency", 1) or 1)) if needs_answers else 1
+        for start in range(0, len(todo), chunk_size):
+            chunk = todo[start : start + chunk_size]
+            prepared = []
+            for sample in chunk:
+                sample_k, sample_sel = k, sel
+                if routes is not None:
+                    sample_k, sample_sel = routes.budget(sample.id), routes.selector(sample.id)
+                prepared.append(_select_sample(sample, sample_sel, sample_k, enc, evs, policy, seed, ctx))
+            ready = [p for p in prepared if p.request is not None]
+            answers = (
+                answer_batch(ans, [p.request for p in ready if p.request is not None], st, counters) if needs_answers and ready and ans is not None else []
+            )
+            answer_of = {id(p): a for p, a in zip(ready, answers)}
+            for p in prepared:
+                record, selection = _finish_sample(p, answer_of.get(id(p)), evs, policy)
+                if routes is not None:
+                    route = routes.routes[p.sample.id]
+                    record = dataclasses.replace(record, metadata={**record.metadata, "route_policy": route.selector.name, "route_demand": route.demand})
+                st.write_sample(run_id, record, selection, video_id=p.video_id, policy=policy)
+                if record.status == "ok":
+                    counters.samples_done += 1
+                else:
+                    counters.samples_failed += 1
+                if on_record is not None:
+                    on_record(record)
+                bar.update()
         bar.close()
         counters.frames_decoded = decode_counter.frames_decoded - decoded_before
         st.set_counters(run_id, counters.as_dict())
@@ -441,18 +453,23 @@ def _route(router: Any, samples: Sequence[Sample], mean_budget: int, bank: Seque
     return router.allocate(samples, contexts, mean_budget, bank)
 
 
-def _run_sample(
-    sample: Sample,
-    sel: Selector,
-    k: int,
-    enc: Encoder | None,
-    ans: Answerer | None,
-    evs: Sequence[Evaluator],
-    policy: str,
-    seed: int,
-    ctx: _Context,
-    store: Store,
-) -> tuple[SampleRecord, Selection | None, str]:
+@dataclass
+class _Prepared:
+    """One sample after selection, waiting for its answer (or the reason it failed)."""
+
+    sample: Sample
+    k: int
+    video_id: str = ""
+    request: AnswerRequest | None = None
+    features: Features | None = None
+    error: BaseException | None = None
+
+
+_SAMPLE_ERRORS = (FrameselectError, OSError, ValueError, RuntimeError, AssertionError, LookupError)
+
+
+def _select_sample(sample: Sample, sel: Selector, k: int, enc: Encoder | None, evs: Sequence[Evaluator], policy: str, seed: int, ctx: _Context) -> _Prepared:
+    """Pool, features and selection for one sample; errors become the sample's failure."""
     video_id = ""
     try:
         pool = build_pool(sample, policy, ctx)
@@ -462,32 +479,37 @@ def _run_sample(
         if enc is not None and not enc.has_text:
             ev_needs -= {"text", "relevance"}
         features = featurize(pool, sample, set(sel.needs) | ev_needs, enc, ctx)
-        sample_seed = seed if seed is None else (seed * 1_000_003 + _stable_int(sample.id)) % (2**32)
+        sample_seed = (seed * 1_000_003 + _stable_int(sample.id)) % (2**32)
         selection = sel.select(pool, sample.query, k, features, seed=sample_seed)
         ctx.counters.selector_calls += 1
-        answer = None
-        if ans is not None and any(e.needs_answer for e in evs):
-            answer = answer_one(ans, AnswerRequest(sample, pool, selection), store, ctx.counters)
-            if answer.error is not None:
-                raise _AnswerFailed(answer.error)
-        metrics = _score(evs, sample, pool, selection, answer, features)
-        record = SampleRecord(
-            sample_id=sample.id,
-            metrics=metrics,
-            answer=None if answer is None else answer.text,
-            selection=selection.indices,
-            timestamps=tuple(selection.timestamps(pool)),
-            k=k,
-            policy=policy,
-            metadata=dict(sample.metadata),
-        )
-        return record, selection, video_id
-    except (FrameselectError, _AnswerFailed, OSError, ValueError, RuntimeError, AssertionError, LookupError) as exc:
-        return _failure(sample, exc, k, policy), None, video_id
+        return _Prepared(sample, k, video_id, AnswerRequest(sample, pool, selection), features)
+    except _SAMPLE_ERRORS as exc:
+        return _Prepared(sample, k, video_id, error=exc)
 
 
-class _AnswerFailed(Exception):
-    """The answering backend returned an error for this sample."""
+def _finish_sample(p: _Prepared, answer: Answer | None, evs: Sequence[Evaluator], policy: str) -> tuple[SampleRecord, Selection | None]:
+    """Score a prepared sample (with its answer, if any) into its record."""
+    if p.request is None:
+        assert p.error is not None
+        return _failure(p.sample, p.error, p.k, policy), None
+    if answer is not None and answer.error is not None:
+        return _failure(p.sample, AnswererError(answer.error), p.k, policy), None
+    req = p.request
+    try:
+        metrics = _score(evs, p.sample, req.pool, req.selection, answer, p.features)
+    except _SAMPLE_ERRORS as exc:
+        return _failure(p.sample, exc, p.k, policy), None
+    record = SampleRecord(
+        sample_id=p.sample.id,
+        metrics=metrics,
+        answer=None if answer is None else answer.text,
+        selection=req.selection.indices,
+        timestamps=tuple(req.timestamps),
+        k=p.k,
+        policy=policy,
+        metadata=dict(p.sample.metadata),
+    )
+    return record, req.selection
 
 
 def _stable_int(text: str) -> int:
@@ -515,17 +537,36 @@ def answer_cache_key(answerer: Answerer, request: AnswerRequest) -> str:
     )
 
 
+def answer_batch(answerer: Answerer, requests: Sequence[AnswerRequest], store: Store, counters: RunCounters) -> list[Answer]:
+    """Answers through the store's answer cache; uncached requests go to the backend as one batch.
+
+    Errors are returned (``Answer.error``), never cached, and never raised: a
+    backend that raises fails this batch's samples, not the run.
+    """
+    keys = [answer_cache_key(answerer, r) for r in requests]
+    answers: list[Answer | None] = []
+    for key in keys:
+        cached = store.cached_answer(key)
+        answers.append(Answer(**cached) if cached is not None else None)
+    todo = [i for i, a in enumerate(answers) if a is None]
+    if todo:
+        counters.answerer_calls += len(todo)
+        try:
+            fresh = list(answerer.answer([requests[i] for i in todo]))
+            if len(fresh) != len(todo):
+                raise AnswererError(f"answerer {answerer.id} returned {len(fresh)} answers for {len(todo)} requests")
+        except Exception as exc:
+            fresh = [Answer(text="", model=answerer.id, error=f"{type(exc).__name__}: {exc}")] * len(todo)
+        for i, answer in zip(todo, fresh):
+            answers[i] = answer
+            if answer.error is None:
+                store.cache_answer(keys[i], answerer.id, dataclasses.asdict(answer))
+    return [a for a in answers if a is not None]
+
+
 def answer_one(answerer: Answerer, request: AnswerRequest, store: Store, counters: RunCounters) -> Answer:
-    """Answer one request through the store's answer cache (errors are not cached)."""
-    key = answer_cache_key(answerer, request)
-    cached = store.cached_answer(key)
-    if cached is not None:
-        return Answer(**cached)
-    counters.answerer_calls += 1
-    (answer,) = answerer.answer([request])
-    if answer.error is None:
-        store.cache_answer(key, answerer.id, dataclasses.asdict(answer))
-    return answer
+    """Answer one request through the store's answer cache."""
+    return answer_batch(answerer, [request], store, counters)[0]
 
 
 def nan_to_none(x: float) -> float | None:

@@ -45,14 +45,14 @@ from frameselect.pipeline import (
     _part_id,
     _score,
     aggregate,
-    answer_cache_key,
+    answer_batch,
     breakdown,
     build_pool,
     resolve,
 )
 from frameselect.registry import get_registry
 from frameselect.store import RunInfo, Store
-from frameselect.types import Answer, Sample, SampleRecord, Selection
+from frameselect.types import Sample, SampleRecord, Selection
 from frameselect.video.decode import decode_counter
 
 __all__ = ["replay", "dataset_from_config", "MissingSelectionError", "StaleSelectionError"]
@@ -169,7 +169,7 @@ def _replay_chunk(
     """Prepare requests for the chunk, answer them as one batch, score each."""
     prepared = [_prepare(sample, parent_id, default_policy, st, ctx) for sample in chunk]
     ready = [p for p in prepared if p.request is not None]
-    answers = dict(zip((id(p) for p in ready), _answer_batch(ans, [p.request for p in ready if p.request is not None], st, ctx.counters), strict=True))
+    answers = dict(zip((id(p) for p in ready), answer_batch(ans, [p.request for p in ready if p.request is not None], st, ctx.counters), strict=True))
     out: list[tuple[SampleRecord, Selection | None, str]] = []
     for p in prepared:
         video_id = p.request.pool.video_id if p.request is not None else ""
@@ -233,29 +233,6 @@ def _check_fits(sample: Sample, selection: Selection, meta: Mapping[str, Any], v
     stored_times = list(meta.get("timestamps") or [])
     if stored_times and (len(stored_times) != len(indices) or not np.allclose(pool_times[indices], stored_times, atol=1e-6)):
         raise StaleSelectionError(f"{where}: the pool's timestamps at the stored indices differ from the stored ones; the pool policy or decoder changed")
-
-
-def _answer_batch(ans: Answerer, requests: Sequence[AnswerRequest], st: Store, counters: RunCounters) -> list[Answer]:
-    """Answers through the store's answer cache; uncached requests go to the backend as one batch."""
-    keys = [answer_cache_key(ans, r) for r in requests]
-    answers: list[Answer | None] = []
-    for key in keys:
-        cached = st.cached_answer(key)
-        answers.append(Answer(**cached) if cached is not None else None)
-    todo = [i for i, a in enumerate(answers) if a is None]
-    if todo:
-        counters.answerer_calls += len(todo)
-        try:
-            fresh = list(ans.answer([requests[i] for i in todo]))
-            if len(fresh) != len(todo):
-                raise AnswererError(f"answerer {ans.id} returned {len(fresh)} answers for {len(todo)} requests")
-        except Exception as exc:  # a backend that raises fails this batch, not the run
-            fresh = [Answer(text="", model=ans.id, error=f"{type(exc).__name__}: {exc}")] * len(todo)
-        for i, answer in zip(todo, fresh, strict=True):
-            answers[i] = answer
-            if answer.error is None:
-                st.cache_answer(keys[i], ans.id, dataclasses.asdict(answer))
-    return [a for a in answers if a is not None]
 
 
 # -- what the original run used ---------------------------------------------------------
