@@ -249,7 +249,10 @@ class MDP3(Selector):
     ``segment_size = 32 if k <= 32 else 128``; with one segment the DP is a
     single greedy run (N=3600, D=512, k=32: ~20 ms on one core); with the
     reference's segments it runs about (k + 1) * N / segment_size greedy
-    passes (the same case: ~2 s with ``segment_size=32``). The
+    passes (the same case: ~2 s with ``segment_size=32``).
+    ``reference_exact=True`` applies the reference's own segment rule
+    (32 if k ≤ 32 else 128, ignoring ``segment_size``), reproducing the
+    plug-in's output for pools whose size is a multiple of it. The
     reference assumes N is a multiple of the segment size (it indexes past
     the end otherwise); here the last segment may be shorter. Always returns
     k distinct frames.
@@ -260,6 +263,7 @@ class MDP3(Selector):
     segment_size: int = 0
     condition_size: int = 1
     alphas: tuple[float, ...] = DEFAULT_ALPHAS
+    reference_exact: bool = False
 
     def _select(self, pool: CandidatePool, query: Query | None, k: int, features: Features, rng: np.random.Generator) -> list[int]:
         if self.lam <= 0 or self.condition_size < 1 or not self.alphas or min(self.alphas) <= 0:
@@ -270,4 +274,5 @@ class MDP3(Selector):
         t = np.asarray(features.text, dtype=np.float64)
         if t.reshape(-1).shape[0] != x.shape[1]:
             raise SelectionError(f"text embedding has {t.size} dimensions, frame embeddings {x.shape[1]}")
-        return sorted(mdp3_select(x, t, k, self.lam, self.segment_size, self.condition_size, tuple(self.alphas)))
+        size = (32 if k <= 32 else 128) if self.reference_exact else self.segment_size
+        return sorted(mdp3_select(x, t, k, self.lam, size, self.condition_size, tuple(self.alphas)))
