@@ -84,7 +84,7 @@ class Cache:
         if path is None or not path.exists():
             return None
         try:
-            arr = np.load(path, allow_pickle=False)
+            arr: NDArray[Any] = np.load(path, allow_pickle=False)
         except (OSError, ValueError):
             return None  # a damaged entry is a miss; it will be rewritten
         return arr

@@ -163,7 +163,7 @@ def _encode_text(text: str, encoder: Encoder, ctx: _Context) -> np.ndarray:
     cached = ctx.cache.load_array("text", key)
     if cached is not None:
         return cached
-    vec = np.asarray(encoder.encode_text([text]), dtype=np.float32)[0]
+    vec: np.ndarray = np.asarray(encoder.encode_text([text]), dtype=np.float32)[0]
     ctx.cache.save_array("text", key, vec)
     return vec
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -105,7 +106,7 @@ def _clean_metrics(metrics: Mapping[str, float]) -> dict[str, float | None]:
 class Store:
     """A SQLite results store. Use as a context manager or call :meth:`close`."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         if self.path.parent and not self.path.parent.exists():
             self.path.parent.mkdir(parents=True, exist_ok=True)

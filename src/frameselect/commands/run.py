@@ -20,7 +20,7 @@ def run(args: argparse.Namespace) -> int:
     rows = []
     counter_rows = []
     breakdown_rows = []
-    runs = [(name, None) for name in args.selector or []]
+    runs: list[tuple[str, tuple[str, list[str]] | None]] = [(name, None) for name in args.selector or []]
     if args.router:
         bank = [b.strip() for b in (args.bank or ",".join(args.selector or ["uniform"])).split(",") if b.strip()]
         runs = [(bank[0], (router, bank)) for router in args.router]

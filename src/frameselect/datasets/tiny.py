@@ -9,6 +9,7 @@ a second) and deterministic: the same bytes every time.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -90,7 +91,7 @@ def ensure_videos(folder: Path) -> dict[str, Path]:
         path = folder / f"{spec.name}.mp4"
         if not path.exists():
             n = int(round(spec.duration * _FPS))
-            write_video(path, n, lambda i, spec=spec: _draw(spec, i), fps=_FPS, gop=10)
+            write_video(path, n, functools.partial(_draw, spec), fps=_FPS, gop=10)
         paths[spec.name] = path
     return paths
 

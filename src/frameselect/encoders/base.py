@@ -20,7 +20,8 @@ __all__ = ["Encoder", "l2_normalize"]
 def l2_normalize(x: NDArray[Any], axis: int = -1) -> NDArray[np.float32]:
     x = np.asarray(x, dtype=np.float32)
     norm = np.linalg.norm(x, axis=axis, keepdims=True)
-    return (x / np.maximum(norm, 1e-12)).astype(np.float32)
+    out: NDArray[np.float32] = (x / np.maximum(norm, 1e-12)).astype(np.float32)
+    return out
 
 
 class Encoder:

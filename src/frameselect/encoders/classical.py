@@ -28,7 +28,8 @@ def color_histogram(frames: NDArray[np.uint8], bins: int = 8) -> NDArray[np.floa
     flat = codes.reshape(codes.shape[0], -1)
     hist = np.stack([np.bincount(row, minlength=bins**3) for row in flat]).astype(np.float64)
     hist /= np.maximum(hist.sum(axis=1, keepdims=True), 1.0)
-    return np.sqrt(hist).astype(np.float32)
+    out: NDArray[np.float32] = np.sqrt(hist).astype(np.float32)
+    return out
 
 
 def _area_resize_gray(frame: NDArray[np.uint8], size: int) -> NDArray[np.float64]:
@@ -41,7 +42,8 @@ def _area_resize_gray(frame: NDArray[np.uint8], size: int) -> NDArray[np.float64
     c[1:, 1:] = gray.cumsum(0).cumsum(1)
     total = c[rows[1:, None], cols[None, 1:]] - c[rows[:-1, None], cols[None, 1:]] - c[rows[1:, None], cols[None, :-1]] + c[rows[:-1, None], cols[None, :-1]]
     area = np.maximum(np.diff(rows)[:, None] * np.diff(cols)[None, :], 1)
-    return total / area
+    out: NDArray[np.float64] = total / area
+    return out
 
 
 def thumbnail(frames: NDArray[np.uint8], size: int = 16) -> NDArray[np.float32]:

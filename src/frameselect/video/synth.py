@@ -7,6 +7,7 @@ import tempfile
 from collections.abc import Callable, Iterable
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -40,7 +41,7 @@ def write_frames(
     rate = Fraction(fps).limit_denominator(1000)
     try:
         with av.open(tmp, mode="w") as container:
-            stream = container.add_stream(codec, rate=rate)
+            stream: Any = container.add_stream(codec, rate=rate)
             stream.pix_fmt = "yuv420p"
             stream.codec_context.gop_size = gop
             if codec == "libx264":
