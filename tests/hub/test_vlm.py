@@ -6,6 +6,14 @@ expects (video placeholder in the chat template, one temporal patch per two
 frames, the frame rate, the time instruction), decoding is greedy and
 deterministic, token counts add up, and the backend's id names model,
 revision and decoding parameters (it keys the answer cache).
+
+No torchvision here (transformers' video processors need it, and so do the
+processors that own one): the backends run on the numpy/PIL stand-ins of
+frameselect.answerers._vlm_inputs, whose pixels are checked against
+transformers' own PIL image processors (Qwen2VLImageProcessorPil,
+LlavaOnevisionImageProcessorPil's resize/rescale/normalize) and whose
+patch order is checked against a transliteration of
+Qwen2VLVideoProcessor.patchify.
 """
 
 from __future__ import annotations
@@ -17,8 +25,18 @@ import pytest
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
-pytest.importorskip("torchvision", reason="transformers video processors need torchvision")
+if not hasattr(transformers, "Qwen2VLImageProcessorPil"):
+    pytest.skip("needs transformers 5 (PIL image processors as references)", allow_module_level=True)
 
+from frameselect.answerers._vlm_inputs import (  # noqa: E402
+    InternVLInputs,
+    LlavaOnevisionInputs,
+    LlavaVideoConfig,
+    QwenVideoConfig,
+    QwenVLInputs,
+    qwen_patchify,
+    torchvision_available,
+)
 from frameselect.answerers.base import AnswerRequest  # noqa: E402
 from frameselect.answerers.transformers_vlm import Qwen2_5VL, Qwen2VL, build_prompt, selection_fps  # noqa: E402
 from frameselect.cache import RunCounters  # noqa: E402
@@ -37,11 +55,12 @@ QWEN_TEMPLATE = (
     "{% elif c['type'] == 'text' %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
+OPENAI_MEAN = (0.48145466, 0.4578275, 0.40821073)
+OPENAI_STD = (0.26862954, 0.26130258, 0.27577711)
 SIDE = 56  # frames are resized to 56x56 px: 4x4 patches of 14 px, 2x2 merged tokens per temporal patch
 
 
-@pytest.fixture(scope="module")
-def qwen_processors() -> dict[str, Any]:
+def _qwen_tokenizer() -> Any:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE())
@@ -51,17 +70,14 @@ def qwen_processors() -> dict[str, Any]:
     tok.train_from_iterator(
         ["The video lasts for 10.00 seconds and 3 frames are sampled.", "What colour is the car? A. red B. blue", "user assistant"] * 5, trainer
     )
-    tokenizer = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>")
-    size = {"shortest_edge": SIDE * SIDE, "longest_edge": SIDE * SIDE}
-    out = {}
-    for name, cls in (("qwen2_vl", transformers.Qwen2VLProcessor), ("qwen2_5_vl", transformers.Qwen2_5_VLProcessor)):
-        out[name] = cls(
-            image_processor=transformers.Qwen2VLImageProcessor(size=size),
-            video_processor=transformers.Qwen2VLVideoProcessor(size=size),
-            tokenizer=tokenizer,
-            chat_template=QWEN_TEMPLATE,
-        )
-    return out
+    return transformers.PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>")
+
+
+@pytest.fixture(scope="module")
+def qwen_processors() -> dict[str, Any]:
+    """The torchvision-free stand-in (both models share Qwen2VLVideoProcessor's preprocessing)."""
+    stand_in = QwenVLInputs(_qwen_tokenizer(), QwenVideoConfig(min_pixels=SIDE * SIDE, max_pixels=SIDE * SIDE), chat_template=QWEN_TEMPLATE)
+    return {"qwen2_vl": stand_in, "qwen2_5_vl": stand_in}
 
 
 def _qwen_model(name: str, tokenizer: Any, seed: int = 0) -> Any:
@@ -209,6 +225,169 @@ def test_qwen2_5_vl_gets_absolute_time_from_the_selection_frame_rate(qwen_proces
     assert fewer["video_grid_thw"].tolist() == [[2, 2, 2]] and "max_pixels=1568" in small.id
 
 
+# -- Qwen2-VL preprocessing without torchvision, against transformers' references ------------
+
+
+def _torch_patchify(video: Any, patch: int, merge: int, temporal: int) -> Any:
+    """Qwen2VLVideoProcessor.patchify (transformers 5), transliterated for one video ``(T, C, H, W)``."""
+    videos = video[None]
+    batch, frames, channel, height, width = videos.shape
+    if pad := -frames % temporal:
+        videos = torch.cat((videos, videos[:, -1:].expand(-1, pad, -1, -1, -1)), dim=1)
+        frames += pad
+    grid_t, grid_h, grid_w = frames // temporal, height // patch, width // patch
+    patches = videos.view(batch, grid_t, temporal, channel, grid_h // merge, merge, patch, grid_w // merge, merge, patch)
+    patches = patches.permute(0, 1, 4, 7, 5, 8, 3, 2, 6, 9)
+    return patches.reshape(batch, grid_t * grid_h * grid_w, channel * temporal * patch * patch)[0]
+
+
+@pytest.mark.parametrize("frames", [1, 2, 3, 4])
+def test_qwen_patch_order_is_the_video_processors(frames: int) -> None:
+    rng = np.random.default_rng(frames)
+    video = rng.standard_normal((frames, 3, 56, 84)).astype(np.float32)  # 4x6 patches of 14 px: a non-square grid
+    rows, grid = qwen_patchify(video, patch_size=14, merge_size=2, temporal_patch_size=2)
+    assert grid == ((frames + 1) // 2, 4, 6)
+    np.testing.assert_array_equal(rows, _torch_patchify(torch.from_numpy(video), 14, 2, 2).numpy())
+
+
+def _pil_reference_video(frames: list[Any], size: dict[str, int]) -> tuple[Any, list[int]]:
+    """The frames through Qwen2VLImageProcessorPil one by one, regrouped two per temporal patch.
+
+    The image processor repeats each frame over the temporal axis of a row
+    (channel, frame, row, column); a video row takes frame 2t for the first
+    slot and frame 2t + 1 (or the repeated last frame) for the second.
+    """
+    reference = transformers.Qwen2VLImageProcessorPil(size=size)
+    out = reference(images=frames, return_tensors="np")
+    (_, grid_h, grid_w) = out["image_grid_thw"][0].tolist()
+    per_frame = out["pixel_values"].reshape(len(frames), grid_h * grid_w, 3, 2, 14 * 14)[:, :, :, 0]  # the first copy
+    if len(frames) % 2:
+        per_frame = np.concatenate([per_frame, per_frame[-1:]])
+    pairs = per_frame.reshape(-1, 2, grid_h * grid_w, 3, 14 * 14).transpose(0, 2, 3, 1, 4)  # (t, h*w, C, T, P*P)
+    return pairs.reshape(-1, 3 * 2 * 14 * 14), [len(pairs), grid_h, grid_w]
+
+
+@pytest.mark.parametrize("n_frames", [2, 3, 4])
+def test_qwen_pixels_equal_transformers_pil_image_processor(qwen2_vl: Qwen2VL, n_frames: int) -> None:
+    request = _request(n_frames)
+    _, inputs = qwen2_vl.prepare(request)
+    expected, grid = _pil_reference_video(request.frames(), {"shortest_edge": SIDE * SIDE, "longest_edge": SIDE * SIDE})
+    assert inputs["video_grid_thw"].tolist() == [grid]
+    assert inputs["pixel_values_videos"].dtype == torch.float32
+    np.testing.assert_array_equal(inputs["pixel_values_videos"].numpy(), expected)
+    merge = qwen2_vl._processor.config.merge_size
+    assert int((inputs["mm_token_type_ids"] == 2).sum()) == int((inputs["input_ids"] == qwen2_vl._processor.video_token_id).sum()) == np.prod(grid) // merge**2
+    assert int(inputs["mm_token_type_ids"].sum()) == 2 * np.prod(grid) // merge**2  # nothing else is marked
+    assert inputs["attention_mask"].tolist() == [[1] * inputs["input_ids"].shape[1]]
+
+
+def test_qwen_frames_keep_their_aspect_and_follow_the_pixel_bounds() -> None:
+    frames = [np.full((90, 160, 3), v, dtype=np.uint8) for v in (0, 255, 128)]
+    config = QwenVideoConfig(min_pixels=28 * 28, max_pixels=84 * 168)
+    pixels, grid = config.video(frames)
+    assert grid == (2, 6, 12)  # 90x160 -> 84x168 (nearest multiples of 28, area within bounds); 3 frames padded to 4
+    assert QwenVideoConfig(min_pixels=28 * 28, max_pixels=28 * 28 * 6).video(frames)[1] == (2, 2, 6)  # scaled down: 28x84
+    rows = pixels.reshape(2, 6 * 12, 3, 2, 14 * 14)  # (temporal patch, patch, channel, frame, pixels)
+    mean, std = np.float32(OPENAI_MEAN), np.float32(OPENAI_STD)
+    for c in range(3):
+        assert (rows[0, :, c, 0] == (np.float32(0.0) - mean[c]) / std[c]).all()  # frame 0: black
+        assert (rows[0, :, c, 1] == (np.float32(1.0) - mean[c]) / std[c]).all()  # frame 1: white
+    assert (rows[1, :, :, 0] == rows[1, :, :, 1]).all() and not (rows[1] == rows[0]).all()  # frame 2 and its copy
+    # the per-frame cap of qwen-vl-utils: an even share of max_video_tokens' pixels, floored at 1.05 x min_pixels
+    capped = QwenVideoConfig(min_pixels=784, max_pixels=280 * 280, max_video_tokens=100)
+    assert capped.frame_size(280, 280, 4, cap_pixels_per_frame=False) == (280, 280)
+    assert capped.frame_size(280, 280, 4) == (168, 168)  # share int(100 * 784 * 0.9) * 2 // 4 = 35280 px
+    assert capped.frame_size(280, 280, 400) == (28, 28)  # share 352 px < floor 823 px
+    assert capped.frame_size(280, 280, 4, max_pixels=784 * 4) == (56, 56)
+    with pytest.raises(ValueError, match="one size"):
+        config.video([frames[0], frames[0][:, :100]])
+
+
+def test_smart_resize_is_transformers_own() -> None:
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import smart_resize as reference
+
+    from frameselect.answerers._vlm_inputs import smart_resize
+
+    sizes = [(48, 64), (90, 160), (720, 1280), (1080, 1920), (17, 3000), (300, 7), (2160, 3840), (28, 28)]
+    bounds = [(56 * 56, 28 * 28 * 1280), (128 * 28 * 28, 28 * 28 * 768), (784, 3136), (3136, 12845056)]
+    for (h, w), (low, high) in ((s, b) for s in sizes for b in bounds):
+        assert smart_resize(h, w, 28, low, high) == reference(h, w, 28, low, high), (h, w, low, high)
+
+
+def test_qwen_stand_in_refuses_a_prompt_without_one_video_placeholder(qwen_processors: dict[str, Any]) -> None:
+    stand_in = qwen_processors["qwen2_vl"]
+    frame = np.zeros((56, 56, 3), dtype=np.uint8)
+    with pytest.raises(ValueError, match="exactly one"):
+        stand_in("no video here", [frame, frame])
+    with pytest.raises(ValueError, match="exactly one"):
+        stand_in("<|video_pad|><|video_pad|>", [frame, frame])
+
+
+def test_qwen2_vl_loads_a_checkpoint_folder_without_torchvision(tmp_path: Any, qwen_processors: dict[str, Any]) -> None:
+    import json
+
+    tokenizer = qwen_processors["qwen2_vl"].tokenizer
+    _qwen_model("qwen2_vl", tokenizer).save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    settings = {
+        "min_pixels": 28 * 28,
+        "max_pixels": 28 * 28 * 4,
+        "patch_size": 14,
+        "temporal_patch_size": 2,
+        "merge_size": 2,
+        "image_mean": [0.5, 0.5, 0.5],
+        "image_std": [0.5, 0.5, 0.5],
+        "image_processor_type": "Qwen2VLImageProcessor",
+        "processor_class": "Qwen2VLProcessor",
+    }
+    (tmp_path / "preprocessor_config.json").write_text(json.dumps(settings))  # the legacy layout of Qwen/Qwen2-VL-7B-Instruct
+    (tmp_path / "chat_template.json").write_text(json.dumps({"chat_template": QWEN_TEMPLATE}))
+    loaded = QwenVLInputs.from_pretrained(str(tmp_path))
+    assert loaded.config == QwenVideoConfig(min_pixels=784, max_pixels=3136, image_mean=(0.5,) * 3, image_std=(0.5,) * 3)
+    assert loaded.chat_template == QWEN_TEMPLATE and loaded.video_token_id == tokenizer.convert_tokens_to_ids("<|video_pad|>")
+    vlm = Qwen2VL(model=str(tmp_path), max_new_tokens=3, device="cpu")
+    text, inputs = vlm.prepare(_request(3))
+    assert vlm.uses_stand_in == (not torchvision_available())
+    if vlm.uses_stand_in:
+        assert inputs["video_grid_thw"].tolist() == [[2, 4, 4]]  # 48x64 -> 56x56 within 4 x 784 px
+        assert "preprocessing=pil" in vlm.id and "revision=local" in vlm.id
+    (answer,) = vlm.answer([_request(3)])
+    assert answer.error is None, answer.error
+    assert answer.prompt_tokens == inputs["input_ids"].shape[1] and text.startswith("<|im_start|>user\n<|vision_start|><|video_pad|>")
+
+
+def test_the_id_says_when_the_stand_in_builds_the_inputs(qwen2_vl: Qwen2VL) -> None:
+    assert qwen2_vl.uses_stand_in and "preprocessing=pil" in qwen2_vl.id
+    assert Qwen2VL().uses_stand_in == (not torchvision_available())  # a hub model: decided before loading, nothing loads
+    assert Qwen2VL()._model is None
+
+
+@pytest.mark.skipif(not torchvision_available(), reason="the transformers video processors need torchvision, absent here")
+@pytest.mark.parametrize("name", ["qwen2_vl", "qwen2_5_vl"])
+def test_qwen_stand_in_matches_the_transformers_processor(qwen_processors: dict[str, Any], name: str) -> None:
+    """Where torchvision is installed: same text, tokens and grid; pixels up to resampling rounding."""
+    stand_in = qwen_processors[name]
+    size = {"shortest_edge": SIDE * SIDE, "longest_edge": SIDE * SIDE}
+    cls = transformers.Qwen2VLProcessor if name == "qwen2_vl" else transformers.Qwen2_5_VLProcessor
+    real = cls(
+        image_processor=transformers.Qwen2VLImageProcessor(size=size),
+        video_processor=transformers.Qwen2VLVideoProcessor(size=size),
+        tokenizer=stand_in.tokenizer,
+        chat_template=QWEN_TEMPLATE,
+    )
+    backend = Qwen2VL if name == "qwen2_vl" else Qwen2_5VL
+    model = _qwen_model(name, stand_in.tokenizer)
+    request = _request(3)
+    text, ours = backend(model=model, processor=stand_in).prepare(request)
+    real_text, theirs = backend(model=model, processor=real).prepare(request)
+    assert text == real_text
+    for key in ("input_ids", "attention_mask", "mm_token_type_ids", "video_grid_thw"):
+        assert ours[key].tolist() == theirs[key].tolist(), key
+    torch.testing.assert_close(ours["pixel_values_videos"], theirs["pixel_values_videos"].float(), rtol=0, atol=0.1)
+    if name == "qwen2_5_vl":
+        torch.testing.assert_close(ours["second_per_grid_ts"].float(), theirs["second_per_grid_ts"].float())
+
+
 def test_backends_are_registered_lazily_with_published_defaults() -> None:
     assert {"qwen2_vl", "qwen2_5_vl", "llava_onevision", "internvl"} <= set(answerers.names())
     defaults = {name: answerers.create(name) for name in ("qwen2_vl", "qwen2_5_vl", "llava_onevision", "internvl")}
@@ -290,14 +469,7 @@ def test_llava_onevision_gets_the_frames_as_one_pooled_video() -> None:
     )
     torch.manual_seed(0)
     model = transformers.LlavaOnevisionForConditionalGeneration(config).eval()
-    processor = transformers.LlavaOnevisionProcessor(
-        image_processor=transformers.LlavaOnevisionImageProcessor(size={"height": 28, "width": 28}, image_grid_pinpoints=[[28, 28]]),
-        video_processor=transformers.LlavaOnevisionVideoProcessor(size={"height": 28, "width": 28}),
-        tokenizer=tok,
-        num_image_tokens=4,
-        vision_feature_select_strategy="full",
-        chat_template=PLAIN_TEMPLATE,
-    )
+    processor = LlavaOnevisionInputs(tok, num_image_tokens=4, config=LlavaVideoConfig(height=28, width=28), chat_template=PLAIN_TEMPLATE)
     vlm = LlavaOneVision(model=model, processor=processor, max_new_tokens=3)
     request = _request(3)
     text, inputs = vlm.prepare(request)
@@ -305,11 +477,18 @@ def test_llava_onevision_gets_the_frames_as_one_pooled_video() -> None:
         "<|im_start|>user\n<video>The video lasts for 10.00 seconds, and 3 frames are sampled from it. These frames are located at 1.50s,4.50s,6.50s."
     )
     assert inputs["pixel_values_videos"].shape == (1, 3, 3, 28, 28)  # one video of the three selected frames
+    # every frame as transformers' PIL backend resizes (bicubic), rescales and normalises it
+    from transformers.image_utils import PILImageResampling, SizeDict
+
+    reference = transformers.LlavaOnevisionImageProcessorPil()
+    for frame, pixels in zip(request.frames(), inputs["pixel_values_videos"][0].numpy()):
+        chw = reference.resize(np.moveaxis(frame, -1, 0), SizeDict(height=28, width=28), resample=PILImageResampling.BICUBIC)
+        np.testing.assert_array_equal(pixels, reference.normalize(reference.rescale(chw, 1 / 255), list(OPENAI_MEAN), list(OPENAI_STD)))
     # 2x2 patches per frame pooled to 1 token, 3 frames, plus one newline token
     assert int((inputs["input_ids"] == tok.convert_tokens_to_ids("<video>")).sum()) == 3 + 1
     (answer,) = vlm.answer([request])
     assert answer.error is None and answer.prompt_tokens == inputs["input_ids"].shape[1] and 1 <= answer.completion_tokens <= 3
-    assert vlm.id.startswith("llava_onevision(") and "max_new_tokens=3" in vlm.id
+    assert vlm.id.startswith("llava_onevision(") and "max_new_tokens=3" in vlm.id and "preprocessing=pil" in vlm.id
 
 
 def test_internvl_announces_every_frame_on_its_own_line() -> None:
@@ -333,23 +512,48 @@ def test_internvl_announces_every_frame_on_its_own_line() -> None:
     )
     torch.manual_seed(0)
     model = transformers.InternVLForConditionalGeneration(config).eval()
-    processor = transformers.InternVLProcessor(
-        image_processor=transformers.GotOcr2ImageProcessor(size={"height": 28, "width": 28}),
-        video_processor=transformers.InternVLVideoProcessor(size={"height": 28, "width": 28}),
-        tokenizer=tok,
-        image_seq_length=1,
-        chat_template=PLAIN_TEMPLATE,
-    )
+    image_processor = transformers.GotOcr2ImageProcessorPil(size={"height": 28, "width": 28})
+    processor = InternVLInputs(tok, image_processor, image_seq_length=1, chat_template=PLAIN_TEMPLATE)
     vlm = InternVL(model=model, processor=processor, max_new_tokens=3, time_instruction=False)
     request = _request(4)
     text, inputs = vlm.prepare(request)
     frame_lines = "".join(f"Frame{i}: <IMG_CONTEXT>\n" for i in range(1, 5))
     assert text.startswith(f"<|im_start|>user\n{frame_lines}What colour is the car?\nA. red\n")
     assert inputs["pixel_values"].shape == (4, 3, 28, 28)  # one tile per frame, no dynamic tiling
+    expected = image_processor(images=request.frames(), crop_to_patches=False, return_tensors="pt")["pixel_values"]
+    torch.testing.assert_close(inputs["pixel_values"], expected, rtol=0, atol=0)
     decoded = tok.decode(inputs["input_ids"][0])
     assert decoded.startswith("<|im_start|>user\n" + "".join(f"Frame{i}: <img><IMG_CONTEXT></img>\n" for i in range(1, 5)))
     (answer,) = vlm.answer([request])
     assert answer.error is None and answer.prompt_tokens == inputs["input_ids"].shape[1] and 1 <= answer.completion_tokens <= 3
+
+
+def test_llava_and_internvl_stand_ins_read_a_checkpoint_folder(tmp_path: Any) -> None:
+    import json
+
+    llava, intern = tmp_path / "llava", tmp_path / "internvl"
+    _plain_tokenizer().save_pretrained(llava)
+    (llava / "processor_config.json").write_text(json.dumps({"num_image_tokens": 729, "processor_class": "LlavaOnevisionProcessor"}))
+    video = {"size": {"height": 28, "width": 28}, "image_mean": [0.5] * 3, "image_std": [0.5] * 3, "video_processor_type": "LlavaOnevisionVideoProcessor"}
+    (llava / "video_preprocessor_config.json").write_text(json.dumps(video))
+    (llava / "chat_template.jinja").write_text(PLAIN_TEMPLATE)
+    inputs = LlavaOnevisionInputs.from_pretrained(str(llava))
+    assert inputs.config == LlavaVideoConfig(height=28, width=28, image_mean=(0.5,) * 3, image_std=(0.5,) * 3)
+    assert inputs.chat_template == PLAIN_TEMPLATE and inputs.num_video_tokens(3) == 3 * 14 * 14 + 1  # 27x27 patches pooled to 14x14
+    batch = inputs("<video>x", [np.full((48, 64, 3), 255, dtype=np.uint8)] * 3)
+    assert batch["pixel_values_videos"].shape == (1, 3, 3, 28, 28) and bool((batch["pixel_values_videos"] == 1.0).all())
+
+    named = {"start_image_token": "<img>", "end_image_token": "</img>", "context_image_token": "<IMG_CONTEXT>", "video_token": "<video>"}
+    _plain_tokenizer(extra_special_tokens=named).save_pretrained(intern)
+    (intern / "processor_config.json").write_text(json.dumps({"image_seq_length": 2, "processor_class": "InternVLProcessor"}))
+    image = {"size": {"height": 28, "width": 28}, "image_processor_type": "GotOcr2ImageProcessor", "crop_to_patches": False}
+    (intern / "preprocessor_config.json").write_text(json.dumps(image))
+    loaded = InternVLInputs.from_pretrained(str(intern))
+    assert loaded.image_seq_length == 2 and loaded.image_token == "<IMG_CONTEXT>" and loaded.chat_template is None
+    batch = loaded("Frame1: <IMG_CONTEXT>\nFrame2: <IMG_CONTEXT>\n?", [np.zeros((48, 64, 3), dtype=np.uint8)] * 2)
+    assert batch["pixel_values"].shape == (2, 3, 28, 28)
+    text = loaded.tokenizer.decode(batch["input_ids"][0])
+    assert text == "Frame1: <img><IMG_CONTEXT><IMG_CONTEXT></img>\nFrame2: <img><IMG_CONTEXT><IMG_CONTEXT></img>\n?"
 
 
 def test_docstring_examples() -> None:

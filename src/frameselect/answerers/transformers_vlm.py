@@ -26,13 +26,25 @@ options and "Answer with the option's letter from the given choices
 directly." Decoding is greedy (no sampling, one beam), ``max_new_tokens``
 tokens at most, one request at a time.
 
+Without torchvision, which transformers 5's video processors (and so the
+Qwen2-VL, Qwen2.5-VL, LLaVA-OneVision and InternVL processors) require, the
+backends build the same inputs with the stand-ins of
+:mod:`frameselect.answerers._vlm_inputs` (numpy and PIL, pixels as
+transformers' PIL backend makes them); the ``id`` then says
+``preprocessing=pil``. With torchvision, or given a transformers processor,
+the processor is used.
+
 The backend's ``id`` names the model, the revision its weights were loaded
 at (the resolved commit; ``local-<hash>`` for an injected model), the
 precision and every decoding and prompt parameter, so the answer cache
 (keyed by the ``id``, the prompt and the frames) can never serve an answer
 from another configuration. Weights load on first use; torch and
 transformers are imported inside methods only. Pass ``model=`` a built
-model and ``processor=`` its processor to run without the hub (tests).
+model and ``processor=`` its processor (a transformers processor, or a
+stand-in: :class:`~frameselect.answerers._vlm_inputs.QwenVLInputs`,
+:class:`~frameselect.answerers._vlm_inputs.LlavaOnevisionInputs`,
+:class:`~frameselect.answerers._vlm_inputs.InternVLInputs`) to run without
+the hub (tests).
 """
 
 from __future__ import annotations
@@ -46,6 +58,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from frameselect._hub import cached_commit, dtype_kwarg, dtype_name, module_device, module_dtype, pick_device, pick_dtype, weights_fingerprint
+from frameselect.answerers._vlm_inputs import InternVLInputs, LlavaOnevisionInputs, QwenVLInputs, torchvision_available
 from frameselect.answerers.base import Answerer, AnswerRequest, option_letters
 from frameselect.errors import AnswererError
 from frameselect.registry import answerers
@@ -123,6 +136,8 @@ class TransformersVLM(Answerer):
     model_class: ClassVar[str] = "AutoModelForImageTextToText"
     #: precision on a GPU when ``dtype`` is not given (the checkpoints' own)
     gpu_dtype: ClassVar[str] = "bfloat16"
+    #: stand-in for the processor when torchvision is missing (see :mod:`frameselect.answerers._vlm_inputs`)
+    inputs_class: ClassVar[Any] = None
 
     def __init__(
         self,
@@ -167,7 +182,7 @@ class TransformersVLM(Answerer):
             cls = getattr(transformers, self.model_class)
             self._model = cls.from_pretrained(self.model_id, revision=self.revision, **dtype_kwarg(dtype)).to(device)
             if self._processor is None:
-                self._processor = transformers.AutoProcessor.from_pretrained(self.model_id, revision=self.revision)  # type: ignore[no-untyped-call]
+                self._processor = self._load_processor()
         else:
             device = pick_device(self.device) if self.device is not None else module_device(self._model)
             dtype = pick_dtype(self.dtype, device) if self.dtype is not None else module_dtype(self._model)
@@ -176,6 +191,21 @@ class TransformersVLM(Answerer):
         self._model.eval()
         self._device, self._dtype = device, dtype
         self._ready = True
+
+    def _load_processor(self) -> Any:
+        """The checkpoint's processor; its torchvision-free stand-in when torchvision is missing."""
+        if self.inputs_class is not None and not torchvision_available():
+            return self.inputs_class.from_pretrained(self.model_id, revision=self.revision)
+        import transformers
+
+        return transformers.AutoProcessor.from_pretrained(self.model_id, revision=self.revision)  # type: ignore[no-untyped-call]
+
+    @property
+    def uses_stand_in(self) -> bool:
+        """Whether inputs are built by the numpy/PIL stand-in rather than a transformers processor."""
+        if self._processor is not None:
+            return isinstance(self._processor, (QwenVLInputs, LlavaOnevisionInputs, InternVLInputs))
+        return self.inputs_class is not None and not torchvision_available()
 
     def resolved_revision(self) -> str:
         """The revision recorded in the ``id`` (loads the model the first time, if it must)."""
@@ -211,6 +241,7 @@ class TransformersVLM(Answerer):
             "do_sample": False,
             "num_beams": 1,
             "time_instruction": self.time_instruction,
+            **({"preprocessing": "pil"} if self.uses_stand_in else {}),
             **self._extra_params(),
         }
 
@@ -273,6 +304,10 @@ class TransformersVLM(Answerer):
 class _QwenVL(TransformersVLM):
     """Qwen2-VL and Qwen2.5-VL: the frames as one video, with their frame rate."""
 
+    inputs_class = QwenVLInputs
+    #: Qwen2.5-VL's M-RoPE takes absolute time: ``second_per_grid_ts`` from the frame rate
+    absolute_time: ClassVar[bool] = False
+
     def __init__(self, model: Any, *, max_pixels: int | None = None, **kwargs: Any) -> None:
         super().__init__(model, **kwargs)
         self.max_pixels = max_pixels
@@ -282,8 +317,11 @@ class _QwenVL(TransformersVLM):
 
     def _inputs(self, prompt: str, frames: list[NDArray[np.uint8]], timestamps: list[float]) -> tuple[str, Any]:
         text = self._chat([{"type": "video"}, {"type": "text", "text": prompt}])
-        video = np.stack(frames)
         fps = selection_fps(timestamps)
+        if isinstance(self._processor, QwenVLInputs):
+            inputs = self._processor(text, frames, fps=fps if self.absolute_time else None, cap_pixels_per_frame=True, max_pixels=self.max_pixels)
+            return text, inputs
+        video = np.stack(frames)
         kwargs: dict[str, Any] = {"do_sample_frames": False, "return_tensors": "pt"}
         video_processor = getattr(self._processor, "video_processor", None)
         if _transformers_major() >= 5:
@@ -316,6 +354,7 @@ class Qwen2_5VL(_QwenVL):
     """Qwen2.5-VL-Instruct (default Qwen/Qwen2.5-VL-7B-Instruct): one video, absolute time from the frame rate."""
 
     model_class = "Qwen2_5_VLForConditionalGeneration"
+    absolute_time = True
 
     def __init__(self, model: Any = "Qwen/Qwen2.5-VL-7B-Instruct", **kwargs: Any) -> None:
         super().__init__(model, **kwargs)
@@ -326,12 +365,15 @@ class LlavaOneVision(TransformersVLM):
     """LLaVA-OneVision (default llava-hf/llava-onevision-qwen2-7b-ov-hf): one video through its processor."""
 
     model_class = "LlavaOnevisionForConditionalGeneration"
+    inputs_class = LlavaOnevisionInputs
 
     def __init__(self, model: Any = "llava-hf/llava-onevision-qwen2-7b-ov-hf", **kwargs: Any) -> None:
         super().__init__(model, **kwargs)
 
     def _inputs(self, prompt: str, frames: list[NDArray[np.uint8]], timestamps: list[float]) -> tuple[str, Any]:
         text = self._chat([{"type": "video"}, {"type": "text", "text": prompt}])
+        if isinstance(self._processor, LlavaOnevisionInputs):
+            return text, self._processor(text, frames)
         return text, self._processor(text=[text], videos=[np.stack(frames)], return_tensors="pt")
 
 
@@ -345,6 +387,7 @@ class InternVL(TransformersVLM):
     """
 
     model_class = "InternVLForConditionalGeneration"
+    inputs_class = InternVLInputs
 
     def __init__(self, model: Any = "OpenGVLab/InternVL3-8B-hf", **kwargs: Any) -> None:
         super().__init__(model, **kwargs)
@@ -353,4 +396,6 @@ class InternVL(TransformersVLM):
         image = self._processor.image_token
         prefix = "".join(f"Frame{i + 1}: {image}\n" for i in range(len(frames)))
         text = self._chat([{"type": "text", "text": prefix + prompt}])
+        if isinstance(self._processor, InternVLInputs):
+            return text, self._processor(text, frames, crop_to_patches=False)
         return text, self._processor(text=[text], images=list(frames), crop_to_patches=False, return_tensors="pt")
