@@ -24,7 +24,7 @@ def test_readme_starts_with_the_two_commands() -> None:
     assert "bash scripts/test.sh" in ci
 
 
-@pytest.mark.parametrize("index", range(2))
+@pytest.mark.parametrize("index", range(3))
 def test_readme_python_examples_run(index: int, tiny_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from frameselect.datasets import tiny
 
@@ -40,6 +40,10 @@ def test_readme_python_examples_run(index: int, tiny_root: Path, tmp_path: Path,
         result = namespace["result"]
         assert 0.0 <= result.table["evidence_recall"] <= 1.0  # type: ignore[attr-defined]
         assert (tmp_path / "frameselect.sqlite").exists()
+    elif index == 2:
+        out = namespace["out"]
+        assert len(out["indices"]) == 8 and out["indices"] == sorted(set(out["indices"]))  # type: ignore[index]
+        assert out["timestamps"] == [i / 2.0 for i in out["indices"]]  # type: ignore[index]
     else:
         import frameselect
         from frameselect.types import CandidatePool
