@@ -394,34 +394,51 @@ def evaluate(
                 if routes is not None:
                     route = routes.routes[p.sample.id]
                     record = dataclasses.replace(record, metadata={**record.metadata, "route_policy": route.selector.name, "route_demand": route.demand})
-                st.write_sample(run_id, record, selection, video_id=p.video_id, policy=policy)
-                if record.status == "ok":
-                    counters.samples_done += 1
-                else:
-                    counters.samples_failed += 1
-                if on_record is not None:
-                    on_record(record)
+                store_record(st, run_id, record, selection, p.video_id, counters, on_record)
                 bar.update()
         bar.close()
         counters.frames_decoded = decode_counter.frames_decoded - decoded_before
-        st.set_counters(run_id, counters.as_dict())
-        stored = st.records(run_id)
-        wanted = {s.id for s in samples}
-        records = [r for r in stored if r.sample_id in wanted]
-        table = aggregate(records, evs)
-        bd = {by: breakdown(records, evs, by)} if by else {}
-        return RunResult(
-            run_id=run_id,
-            config=config,
-            records=records,
-            table=table,
-            counters=counters,
-            store_path=None if st.path.name == ":memory:" else str(st.path),
-            breakdown=bd,
-        )
+        return finish_run(st, run_id, config, samples, evs, counters, by)
     finally:
         if own_store:
             st.close()
+
+
+def store_record(
+    st: Store,
+    run_id: str,
+    record: SampleRecord,
+    selection: Selection | None,
+    video_id: str,
+    counters: RunCounters,
+    on_record: Callable[[SampleRecord], None] | None,
+) -> None:
+    """Write one sample's record (one transaction) and count it."""
+    st.write_sample(run_id, record, selection, video_id=video_id, policy=record.policy)
+    if record.status == "ok":
+        counters.samples_done += 1
+    else:
+        counters.samples_failed += 1
+    if on_record is not None:
+        on_record(record)
+
+
+def finish_run(
+    st: Store, run_id: str, config: Mapping[str, Any], samples: Sequence[Sample], evs: Sequence[Evaluator], counters: RunCounters, by: str | None
+) -> RunResult:
+    """Store the invocation's counters and build the result from every stored record of the run."""
+    st.set_counters(run_id, counters.as_dict())
+    wanted = {s.id for s in samples}
+    records = [r for r in st.records(run_id) if r.sample_id in wanted]
+    return RunResult(
+        run_id=run_id,
+        config=config,
+        records=records,
+        table=aggregate(records, evs),
+        counters=counters,
+        store_path=None if st.path.name == ":memory:" else str(st.path),
+        breakdown={by: breakdown(records, evs, by)} if by else {},
+    )
 
 
 def _json_safe(value: Any) -> Any:

@@ -44,11 +44,11 @@ from frameselect.pipeline import (
     _failure,
     _part_id,
     _score,
-    aggregate,
     answer_batch,
-    breakdown,
     build_pool,
+    finish_run,
     resolve,
+    store_record,
 )
 from frameselect.registry import get_registry
 from frameselect.store import RunInfo, Store
@@ -122,30 +122,11 @@ def replay(
         for start in range(0, len(todo), batch):
             chunk = todo[start : start + batch]
             for record, selection, video_id in _replay_chunk(chunk, parent.run_id, ans, evs, default_policy, st, ctx):
-                st.write_sample(replay_id, record, selection, video_id=video_id, policy=record.policy)
-                if record.status == "ok":
-                    counters.samples_done += 1
-                else:
-                    counters.samples_failed += 1
-                if on_record is not None:
-                    on_record(record)
+                store_record(st, replay_id, record, selection, video_id, counters, on_record)
                 bar.update()
         bar.close()
         counters.frames_decoded = decode_counter.frames_decoded - decoded_before
-        st.set_counters(replay_id, counters.as_dict())
-        wanted = {s.id for s in samples}
-        records = [r for r in st.records(replay_id) if r.sample_id in wanted]
-        table = aggregate(records, evs)
-        bd = {by: breakdown(records, evs, by)} if by else {}
-        return RunResult(
-            run_id=replay_id,
-            config=config,
-            records=records,
-            table=table,
-            counters=counters,
-            store_path=None if st.path.name == ":memory:" else str(st.path),
-            breakdown=bd,
-        )
+        return finish_run(st, replay_id, config, samples, evs, counters, by)
     finally:
         if own_store:
             st.close()
