@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -25,11 +25,15 @@ def write_frames(
     codec: str = "libx264",
     gop: int = 12,
     crf: int = 23,
+    options: Mapping[str, str] | None = None,
 ) -> Path:
     """Encode RGB frames to ``path`` (written atomically).
 
     With ``pts`` (in units of ``time_base``) the file gets exactly those
     presentation timestamps, so variable-frame-rate files can be written.
+    ``options`` are extra encoder options, added to (or overriding) the
+    defaults; ``{"rc-lookahead": "0"}`` makes libx264's output byte-identical
+    from call to call (with its lookahead on, the first GOP can vary).
     """
     import av
 
@@ -45,7 +49,9 @@ def write_frames(
             stream.pix_fmt = "yuv420p"
             stream.codec_context.gop_size = gop
             if codec == "libx264":
-                stream.options = {"crf": str(crf), "preset": "veryfast", "bf": "2"}
+                stream.options = {"crf": str(crf), "preset": "veryfast", "bf": "2", **dict(options or {})}
+            elif options:
+                stream.options = dict(options)
             if time_base is not None:
                 stream.codec_context.time_base = time_base
                 stream.time_base = time_base

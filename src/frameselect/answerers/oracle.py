@@ -1,0 +1,97 @@
+"""``oracle``: an UPPER BOUND that sees the ground truth, not a model.
+
+It answers correctly exactly when the selected frames cover the evidence the
+question needs, and wrongly otherwise, so its accuracy is the fraction of
+questions whose evidence the selector captured. Rules, by
+``metadata["coverage"]`` (set by the haystack questions; other datasets get
+``"all_spans"``):
+
+``all_spans`` (needle: its span; ordering: both spans; counting: every span)
+    every evidence span holds at least one selected frame.
+``plurality`` (global questions over footage kinds)
+    ``metadata["option_spans"]`` maps each option to its footage spans; the
+    correct option's spans hold strictly more selected frames than any other
+    option's (a selection that cannot tell which footage dominates does not
+    cover the evidence).
+
+A sample without evidence spans (and without a plurality rule) cannot be
+covered and is answered wrongly. The wrong answer is the first option letter
+that is not the right one (``"Z"`` when there is none).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from frameselect.answerers.base import Answerer, AnswerRequest, option_letters
+from frameselect.registry import answerers
+from frameselect.types import Answer, Sample, Span
+
+__all__ = ["Oracle", "covers", "wrong_letter"]
+
+
+def _hits(times: Sequence[float], spans: Sequence[Span] | Sequence[Sequence[float]]) -> int:
+    out = 0
+    for t in times:
+        for s in spans:
+            start, end = (s.start, s.end) if isinstance(s, Span) else (float(s[0]), float(s[1]))
+            if start <= t <= end:
+                out += 1
+                break
+    return out
+
+
+def covers(sample: Sample, times: Sequence[float]) -> bool:
+    """Whether frames at ``times`` (seconds) cover the evidence ``sample`` needs.
+
+    >>> from frameselect.types import Query
+    >>> s = Sample("q", "v.mp4", Query("?", ("x", "y")), "A", (Span(1, 2), Span(5, 6)), {"kind": "ordering"})
+    >>> covers(s, [1.5, 5.0]), covers(s, [1.5, 3.0])
+    (True, False)
+    """
+    rule = str(sample.metadata.get("coverage", "all_spans"))
+    if rule == "plurality":
+        option_spans: Mapping[str, Any] = sample.metadata.get("option_spans") or {}
+        letters = option_letters(len(sample.query.options))
+        if sample.answer not in letters:
+            return False
+        correct = sample.query.options[letters.index(sample.answer)]
+        counts = {opt: _hits(times, spans) for opt, spans in option_spans.items()}
+        if correct not in counts:
+            return False
+        return all(counts[correct] > c for opt, c in counts.items() if opt != correct)
+    if rule != "all_spans":
+        raise ValueError(f"unknown coverage rule {rule!r} in sample {sample.id}; use 'all_spans' or 'plurality'")
+    if not sample.evidence:
+        return False
+    return all(any(span.contains(t) for t in times) for span in sample.evidence)
+
+
+def wrong_letter(sample: Sample) -> str:
+    for letter in option_letters(len(sample.query.options)):
+        if letter != sample.answer:
+            return letter
+    return "Z"
+
+
+@answerers.register("oracle")
+class Oracle(Answerer):
+    """UPPER BOUND (sees the ground truth): right iff the selection covers the evidence.
+
+    Not a model: its accuracy is evidence coverage under the rules of
+    :func:`covers` (module docstring). Tables label it ``oracle``.
+    """
+
+    is_oracle: ClassVar[bool] = True
+    needs_frames: ClassVar[bool] = False
+
+    def answer(self, requests: Sequence[AnswerRequest]) -> list[Answer]:
+        out = []
+        for r in requests:
+            start = time.perf_counter()
+            ok = covers(r.sample, r.timestamps)
+            text = (r.sample.answer or "") if ok else wrong_letter(r.sample)
+            out.append(Answer(text=text, latency_s=time.perf_counter() - start, model="oracle (upper bound)"))
+        return out

@@ -1,0 +1,398 @@
+"""The default benchmark: every registered selector on the haystack suite.
+
+:func:`run_bench` builds (or loads) the suite, encodes every candidate pool
+once with the relevance encoder, then calls :func:`frameselect.pipeline.evaluate`
+once per selector × budget × answering backend, with the answer-level
+(``mc_accuracy``) and the selection-level (``evidence_recall``,
+``frame_precision``) evaluators, into one SQLite store. All of it is cached:
+pools' embeddings in the feature cache, per-frame class probabilities and
+OCR text likewise, answers in the store, finished samples in the store. A
+second run with one more selector costs only that selector.
+
+The relevance encoder (``encoder``, default ``imagenet_label``) is one per
+run and serves every selector that needs embeddings, text or relevance:
+MobileNetV2 class probabilities matched to the question through MiniLM
+label embeddings. ``ocr_text`` (RapidOCR + MiniLM) is the alternative for
+questions that name words; it costs about 0.1 s per pool frame.
+
+Selectors whose needs the encoder cannot meet, or that cannot be created
+with their default parameters, are skipped with a note. A selector that fails
+on every sample is reported and left out of the rankings.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import inspect
+import math
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from frameselect.evaluators.base import Evaluator
+
+__all__ = ["BenchConfig", "BenchRow", "BenchResult", "run_bench", "format_report", "DEFAULT_ANSWERERS", "DEFAULT_BUDGETS", "QUERY_AWARE_NEEDS"]
+
+DEFAULT_BUDGETS = (8, 16)
+DEFAULT_ANSWERERS = ("label_ocr_reader", "label_reader", "ocr_reader", "oracle")
+SELECTION_EVALUATORS = ("evidence_recall", "frame_precision")
+ANSWER_EVALUATOR = "mc_accuracy"
+QUERY_AWARE_NEEDS = frozenset({"text", "relevance"})
+KINDS = ("needle", "ordering", "counting", "global")
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """What one ``frameselect bench`` invocation runs."""
+
+    budgets: tuple[int, ...] = DEFAULT_BUDGETS
+    selectors: tuple[str, ...] = ()  # fnmatch patterns; empty = every registered selector
+    answerers: tuple[str, ...] = DEFAULT_ANSWERERS
+    encoder: str | None = "imagenet_label"  # None or "none": only selectors without features run
+    store: str = "frameselect-bench.sqlite"
+    cache_dir: str | None = None  # suite in <cache_dir>/bench, features in <cache_dir>/features
+    n_videos: int = 9
+    minutes: float = 3.0
+    seed: int = 0
+    pool: str = "fps=1.0"
+    query_aware: str = "topk"  # the query-aware selector the ranking summary follows (if registered)
+
+
+@dataclass
+class BenchRow:
+    selector: str
+    k: int
+    answerer: str
+    run_id: str
+    table: dict[str, float]
+    by_kind: dict[str, dict[str, float]]
+    seconds: float
+    query_aware: bool
+    failed: int
+    first_error: str | None = None
+    computed: int = 0  # samples run in this invocation (the rest came from the store)
+
+
+@dataclass
+class BenchResult:
+    config: BenchConfig
+    rows: list[BenchRow]
+    notes: list[str]
+    timings: dict[str, float]
+    n_samples: int
+    n_videos: int
+    kinds: dict[str, int]
+    answer_metric: str
+    selectors_run: list[str] = field(default_factory=list)
+
+
+class _AccuracyFallback(Evaluator):
+    """Exact-letter multiple-choice accuracy, used only if ``mc_accuracy`` is not registered."""
+
+    registered_name = ANSWER_EVALUATOR
+    needs_answer = True
+
+    def score(self, sample: Any, pool: Any, selection: Any, answer: Any, features: Any = None) -> Mapping[str, float]:
+        text = "" if answer is None else answer.text.strip()
+        return {self.name: float(bool(text) and text[:1].upper() == (sample.answer or "").upper())}
+
+
+def _dirs(cache_dir: str | None) -> tuple[Path, Path]:
+    from frameselect.cache import default_cache_dir
+
+    base = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    return base / "bench", base / "features"
+
+
+def _answer_evaluator(notes: list[str]) -> Evaluator | str:
+    from frameselect.registry import evaluators
+
+    if ANSWER_EVALUATOR in evaluators:
+        return ANSWER_EVALUATOR
+    notes.append(f"evaluator {ANSWER_EVALUATOR!r} is not registered; using the built-in exact-letter fallback")
+    return _AccuracyFallback()
+
+
+def _make_answerer(name: str, features_dir: Path) -> Any:
+    from frameselect.registry import answerers
+
+    factory = answerers.get(name)
+    try:
+        accepts_cache = "cache_dir" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        accepts_cache = False
+    return factory(cache_dir=str(features_dir)) if accepts_cache else factory()
+
+
+def _selectors(patterns: Sequence[str], encoder: Any, notes: list[str]) -> list[tuple[str, Any]]:
+    from frameselect.registry import selectors
+
+    names = selectors.names()
+    if patterns:
+        names = [n for n in names if any(fnmatch.fnmatchcase(n, p) for p in patterns)]
+        if not names:
+            raise ValueError(f"no registered selector matches {list(patterns)}; known: {', '.join(selectors.names())}")
+    out = []
+    for name in names:
+        try:
+            sel = selectors.create(name)
+        except Exception as exc:  # a selector that needs arguments or a missing package
+            notes.append(f"skipped {name}: cannot be created with default parameters ({type(exc).__name__}: {exc})")
+            continue
+        needs = set(getattr(sel, "needs", ()))
+        if needs & {"embeddings", "text", "relevance"} and encoder is None:
+            notes.append(f"skipped {name}: needs {sorted(needs)} but no encoder was given")
+            continue
+        if needs & QUERY_AWARE_NEEDS and not getattr(encoder, "has_text", False):
+            notes.append(f"skipped {name}: needs query relevance, encoder {encoder.id} cannot embed text")
+            continue
+        unknown = needs - {"embeddings", "text", "relevance", "pixels"}
+        if unknown:
+            notes.append(f"skipped {name}: needs {sorted(unknown)}, which the bench cannot provide")
+            continue
+        out.append((name, sel))
+    return out
+
+
+def _prewarm(samples: Sequence[Any], encoder: Any, pool: str, features_dir: Path) -> int:
+    """Encode every video's pool once (before any selector), so readers find cached class probabilities."""
+    from frameselect.cache import Cache, RunCounters
+    from frameselect.pipeline import _Context, build_pool, featurize
+
+    ctx = _Context(cache=Cache(features_dir), counters=RunCounters())
+    seen: set[str] = set()
+    for sample in samples:
+        if sample.video in seen:
+            continue
+        seen.add(sample.video)
+        p = build_pool(sample, pool, ctx)
+        featurize(p, sample, {"embeddings"}, encoder, ctx)
+    return ctx.counters.frames_encoded
+
+
+def run_bench(config: BenchConfig = BenchConfig(), *, log: Callable[[str], None] | None = None, progress: bool | None = False) -> BenchResult:
+    """Run the benchmark (resuming whatever the store already holds)."""
+    from frameselect.datasets.haystack import HaystackDataset
+    from frameselect.pipeline import evaluate, resolve
+
+    say = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    notes: list[str] = []
+    timings: dict[str, float] = {}
+    bench_dir, features_dir = _dirs(config.cache_dir)
+
+    start = time.perf_counter()
+    dataset = HaystackDataset(n_videos=config.n_videos, minutes=config.minutes, seed=config.seed, root=bench_dir)
+    samples = list(dataset.samples())
+    timings["suite"] = time.perf_counter() - start
+    kinds: dict[str, int] = {}
+    for s in samples:
+        kinds[str(s.metadata.get("kind"))] = kinds.get(str(s.metadata.get("kind")), 0) + 1
+    say(f"suite: {config.n_videos} videos x {config.minutes:g} min, {len(samples)} questions {kinds} ({timings['suite']:.1f} s) in {bench_dir}")
+
+    encoder = resolve("encoders", config.encoder) if config.encoder and config.encoder.lower() != "none" else None
+    if encoder is not None:
+        start = time.perf_counter()
+        n = _prewarm(samples, encoder, config.pool, features_dir)
+        timings["encode"] = time.perf_counter() - start
+        say(f"encoder {encoder.id}: {n} pool frames encoded ({timings['encode']:.1f} s; cached in {features_dir})")
+
+    answer_ev = _answer_evaluator(notes)
+    evaluators: list[Any] = [answer_ev, *SELECTION_EVALUATORS]
+    answerer_parts = [(name, _make_answerer(name, features_dir)) for name in config.answerers]
+    chosen = _selectors(config.selectors, encoder, notes)
+    for note in notes:
+        say(f"note: {note}")
+
+    rows: list[BenchRow] = []
+    start_all = time.perf_counter()
+    for name, sel in chosen:
+        aware = bool(set(sel.needs) & QUERY_AWARE_NEEDS)
+        t_sel = time.perf_counter()
+        for k in config.budgets:
+            for ans_name, ans in answerer_parts:
+                t0 = time.perf_counter()
+                result = evaluate(
+                    selector=sel,
+                    evaluators=evaluators,
+                    dataset=dataset,
+                    k=k,
+                    encoder=encoder if set(sel.needs) & {"embeddings", "text", "relevance"} else None,
+                    answerer=ans,
+                    store=config.store,
+                    pool=config.pool,
+                    seed=config.seed,
+                    cache_dir=features_dir,
+                    by="kind",
+                    progress=progress,
+                    label=f"{name}@k={k}·{ans_name}",
+                )
+                failed = [r for r in result.records if r.status != "ok"]
+                rows.append(
+                    BenchRow(
+                        selector=name,
+                        k=k,
+                        answerer=ans_name,
+                        run_id=result.run_id,
+                        table=dict(result.table),
+                        by_kind=dict(result.breakdown.get("kind", {})),
+                        seconds=time.perf_counter() - t0,
+                        query_aware=aware,
+                        failed=len(failed),
+                        first_error=failed[0].error if failed else None,
+                        computed=result.counters.samples_done + result.counters.samples_failed,
+                    )
+                )
+        timings[f"selector:{name}"] = time.perf_counter() - t_sel
+        say(f"{name}: {timings[f'selector:{name}']:.1f} s" + (f" ({rows[-1].failed} failed: {rows[-1].first_error})" if rows[-1].failed else ""))
+    timings["selectors"] = time.perf_counter() - start_all
+
+    from frameselect.registry import evaluators as evaluator_registry
+
+    if ANSWER_EVALUATOR not in evaluator_registry:
+        notes.append(f"evaluator {ANSWER_EVALUATOR!r} is still not registered at the end of the run; the fallback was used")
+    return BenchResult(
+        config=config,
+        rows=rows,
+        notes=notes,
+        timings=timings,
+        n_samples=len(samples),
+        n_videos=config.n_videos,
+        kinds=kinds,
+        answer_metric=ANSWER_EVALUATOR,
+        selectors_run=[n for n, _ in chosen],
+    )
+
+
+# -- report -------------------------------------------------------------------------
+
+
+def _fmt(value: float | None) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    return f"{value:.2f}"
+
+
+def _usable(rows: Sequence[BenchRow]) -> list[BenchRow]:
+    return [r for r in rows if r.table.get("n", 0) > 0]
+
+
+def _rank(values: Mapping[str, float], name: str) -> tuple[int, int]:
+    """Competition rank (1 = best; ties share the better rank) of ``name`` among ``values``."""
+    clean = {k: v for k, v in values.items() if not math.isnan(v)}
+    if name not in clean:
+        return 0, len(clean)
+    return 1 + sum(1 for v in clean.values() if v > clean[name]), len(clean)
+
+
+def ranking_summary(result: BenchResult, k: int, answerer: str) -> list[str]:
+    """How uniform and a query-aware selector rank on global vs needle questions (computed from the rows)."""
+    metric = result.answer_metric
+    rows = [r for r in _usable(result.rows) if r.k == k and r.answerer == answerer]
+    if not rows:
+        return []
+    per_kind = {kind: {r.selector: r.by_kind.get(kind, {}).get(metric, math.nan) for r in rows} for kind in ("global", "needle")}
+    aware = [r.selector for r in rows if r.query_aware]
+    qa = result.config.query_aware if result.config.query_aware in aware else None
+    if qa is None and aware:  # the query-aware selector with the best needle accuracy
+        qa = max(aware, key=lambda n: (per_kind["needle"].get(n, -1.0), n))
+    lines = []
+    for name, label in (("uniform", "uniform"), (qa, f"{qa} (query-aware)")):
+        if name is None or name not in per_kind["global"]:
+            continue
+        parts = []
+        for kind in ("global", "needle"):
+            rank, total = _rank(per_kind[kind], name)
+            parts.append(f"{kind} {_fmt(per_kind[kind][name])} (rank {rank}/{total})")
+        lines.append(f"- {label}: " + ", ".join(parts))
+    return lines
+
+
+def format_report(result: BenchResult) -> str:
+    """The printed tables: per budget, selectors × answerers, and accuracy by question kind."""
+    metric = result.answer_metric
+    answerers = list(result.config.answerers)
+    primary = next((a for a in answerers if a != "oracle"), answerers[0] if answerers else "")
+    out: list[str] = []
+    kinds_present = [k for k in KINDS if k in result.kinds] + sorted(k for k in result.kinds if k not in KINDS)
+    out.append(
+        f"haystack suite: {result.n_videos} videos x {result.config.minutes:g} min, {result.n_samples} questions "
+        f"({', '.join(f'{k} {result.kinds[k]}' for k in kinds_present)}); pool {result.config.pool}; "
+        f"relevance encoder {result.config.encoder}; store {result.config.store}"
+    )
+    out.append("accuracy = mc_accuracy; oracle = UPPER BOUND (right iff the selected frames cover the evidence); recall = evidence_recall")
+    for k in result.config.budgets:
+        rows = [r for r in result.rows if r.k == k]
+        if not rows:
+            continue
+        selectors = list(dict.fromkeys(r.selector for r in rows))
+        by = {(r.selector, r.answerer): r for r in rows}
+        out.append("")
+        out.append(f"### k = {k}")
+        header = ["selector", *[f"{a}" + (" (upper bound)" if a == "oracle" else "") for a in answerers], "recall", "precision", "select ms"]
+        out.append("| " + " | ".join(header) + " |")
+        out.append("|" + "---|" * len(header))
+        order = sorted(selectors, key=lambda s: _sort_key(_get(by.get((s, primary)), metric), s))
+        for s in order:
+            any_row = next(by[(s, a)] for a in answerers if (s, a) in by)
+            cells = [s + (" *" if any_row.query_aware else "")]
+            cells += [_fmt(_get(by.get((s, a)), metric)) for a in answerers]
+            cells += [_fmt(any_row.table.get("evidence_recall")), _fmt(any_row.table.get("frame_precision"))]
+            lat = any_row.table.get("selection_latency_s")
+            cells.append("–" if lat is None or math.isnan(lat) else f"{1000 * lat:.1f}")
+            out.append("| " + " | ".join(cells) + " |")
+        out.append("(* query-aware: uses the encoder's query relevance)")
+        out.append("")
+        out.append(f"accuracy by question kind at k = {k} ({primary} / oracle upper bound):")
+        header = ["selector", *kinds_present]
+        out.append("| " + " | ".join(header) + " |")
+        out.append("|" + "---|" * len(header))
+        for s in order:
+            cells = [s]
+            for kind in kinds_present:
+                a = _kind(by.get((s, primary)), kind, metric)
+                o = _kind(by.get((s, "oracle")), kind, metric) if "oracle" in answerers else math.nan
+                cells.append(f"{_fmt(a)} / {_fmt(o)}" if "oracle" in answerers else _fmt(a))
+            out.append("| " + " | ".join(cells) + " |")
+        if k == min(result.config.budgets):
+            for ans in [a for a in (primary, "oracle") if a in answerers]:
+                lines = ranking_summary(result, k, ans)
+                if lines:
+                    out.append("")
+                    out.append(f"ranks at k = {k} by {ans} accuracy (1 = best of {len(selectors)}):")
+                    out.extend(lines)
+    failed = [r for r in result.rows if r.failed]
+    if failed:
+        out.append("")
+        for r in failed:
+            if r.answerer == answerers[0]:
+                out.append(f"failed samples: {r.selector}@k={r.k}: {r.failed} ({r.first_error})")
+    if result.notes:
+        out.append("")
+        out.extend(f"note: {n}" for n in result.notes)
+    return "\n".join(out)
+
+
+def _sort_key(value: float, name: str) -> tuple[bool, float, str]:
+    return (math.isnan(value), -value if not math.isnan(value) else 0.0, name)
+
+
+def _get(row: BenchRow | None, metric: str) -> float:
+    if row is None:
+        return math.nan
+    v = row.table.get(metric, math.nan)
+    return float(v) if v is not None else math.nan
+
+
+def _kind(row: BenchRow | None, kind: str, metric: str) -> float:
+    if row is None:
+        return math.nan
+    v = row.by_kind.get(kind, {}).get(metric, math.nan)
+    return float(v) if v is not None else math.nan
+
+
+def default_store() -> str:
+    return os.environ.get("FRAMESELECT_BENCH_STORE", "frameselect-bench.sqlite")

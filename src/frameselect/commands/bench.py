@@ -1,0 +1,77 @@
+"""``frameselect bench``: the default benchmark, offline, with real models and footage.
+
+With no arguments: builds (or loads from the cache) the haystack suite, runs
+every registered selector at budgets 8 and 16 under every default answering
+backend, stores everything in ``./frameselect-bench.sqlite`` and prints the
+tables. Everything is cached, so a second run with one more selector costs
+only that selector. See :mod:`frameselect.bench.runner`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+
+def run(args: argparse.Namespace) -> int:
+    from frameselect.bench.runner import DEFAULT_ANSWERERS, DEFAULT_BUDGETS, BenchConfig, format_report, run_bench
+
+    config = BenchConfig(
+        budgets=tuple(args.k or DEFAULT_BUDGETS),
+        selectors=tuple(s for item in (args.selector or []) for s in item.split(",") if s),
+        answerers=tuple(a for item in (args.answerer or []) for a in item.split(",") if a) or DEFAULT_ANSWERERS,
+        encoder=args.encoder,
+        store=args.store,
+        cache_dir=args.cache_dir,
+        n_videos=args.n_videos,
+        minutes=args.minutes,
+        seed=args.seed,
+        pool=args.pool,
+        query_aware=args.query_aware,
+    )
+    start = time.perf_counter()
+    try:
+        result = run_bench(config, progress=True if args.progress else False)
+    except ValueError as exc:
+        print(f"frameselect: error: {exc}", file=sys.stderr)
+        return 2
+    print(format_report(result))
+    t = result.timings
+    total = time.perf_counter() - start
+    print()
+    print(
+        f"time: {total:.1f} s (suite {t.get('suite', 0):.1f} s, encoder {t.get('encode', 0):.1f} s, selectors x budgets x answerers {t.get('selectors', 0):.1f} s)"
+    )
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    from frameselect.bench.runner import BenchConfig, default_store
+
+    p = sub.add_parser("bench", help="the default benchmark: every selector on the offline haystack suite, real models")
+    p.add_argument("--k", "-k", type=int, action="append", help="frame budget (repeatable; default: 8 and 16)")
+    p.add_argument("--selector", "-s", action="append", help="only selectors matching this name or pattern (repeatable, comma-separated, wildcards)")
+    p.add_argument(
+        "--answerer",
+        "-a",
+        action="append",
+        help="answering backends (repeatable, comma-separated; default: label_ocr_reader, label_reader, ocr_reader, oracle)",
+    )
+    p.add_argument(
+        "--encoder",
+        "-e",
+        default="imagenet_label",
+        help="encoder that supplies embeddings and query relevance (default: %(default)s; alternative: ocr_text; none: only selectors that need no features)",
+    )
+    p.add_argument("--store", default=default_store(), help="SQLite results file (default: %(default)s, or $FRAMESELECT_BENCH_STORE)")
+    p.add_argument(
+        "--cache-dir", default=None, help="cache folder: suite in <dir>/bench, features in <dir>/features (default: ~/.cache/frameselect or $FRAMESELECT_CACHE)"
+    )
+    p.add_argument("--n-videos", type=int, default=BenchConfig.n_videos, help="videos in the suite (default: %(default)s)")
+    p.add_argument("--minutes", type=float, default=BenchConfig.minutes, help="minutes per video (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="suite and selection seed (default: %(default)s)")
+    p.add_argument("--pool", default="fps=1.0", help="candidate pool policy (default: %(default)s)")
+    p.add_argument("--query-aware", default="topk", help="query-aware selector followed in the rank summary (default: %(default)s)")
+    p.add_argument("--progress", action="store_true", help="a progress bar per run (one run per selector x budget x answerer)")
+    p.set_defaults(func=run)

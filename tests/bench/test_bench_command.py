@@ -1,0 +1,73 @@
+"""``frameselect bench`` on a tiny configuration: the table, the rank summary, the caches."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from frameselect.cli import main
+
+
+def test_bench_without_models_runs_query_agnostic_selectors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = [
+        "bench",
+        "--n-videos",
+        "1",
+        "--minutes",
+        "0.5",
+        "--selector",
+        "uniform",
+        "--selector",
+        "topk",
+        "--k",
+        "4",
+        "--encoder",
+        "none",
+        "--answerer",
+        "oracle",
+        "--store",
+        str(tmp_path / "b.sqlite"),
+        "--cache-dir",
+        str(tmp_path / "c"),
+    ]
+    assert main(argv) == 0
+    out = capsys.readouterr()
+    assert "### k = 4" in out.out and "| uniform |" in out.out and "oracle (upper bound)" in out.out
+    assert "skipped topk" in out.out + out.err  # needs relevance, and there is no encoder
+    assert (tmp_path / "c" / "bench").is_dir() and (tmp_path / "b.sqlite").exists()
+
+
+def test_bench_smoke_with_real_models_and_a_cached_second_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("rapidocr")
+    from frameselect.bench.runner import BenchConfig, run_bench
+
+    store, cache = str(tmp_path / "b.sqlite"), str(tmp_path / "c")
+    argv = ["bench", "--n-videos", "1", "--minutes", "1", "--selector", "uniform,topk", "--k", "4", "--k", "8", "--store", store, "--cache-dir", cache]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    print(out)
+    for expected in (
+        "### k = 4",
+        "### k = 8",
+        "| topk * |",
+        "| uniform |",
+        "label_ocr_reader",
+        "oracle (upper bound)",
+        "accuracy by question kind at k = 4",
+        "ranks at k = 4",
+    ):
+        assert expected in out, expected
+    assert "- uniform: global" in out and "- topk (query-aware): global" in out
+    rows = [line for line in out.splitlines() if line.startswith(("| topk *", "| uniform |")) and "/" not in line]
+    assert len(rows) == 4  # two selectors, two budgets (the by-kind tables hold "reader / oracle" cells)
+
+    # a second run with one more selector runs only that selector; the rest comes from the store and caches
+    config = BenchConfig(selectors=("uniform", "topk", "random"), budgets=(4, 8), store=store, cache_dir=cache, n_videos=1, minutes=1.0)
+    result = run_bench(config, log=lambda _: None)
+    computed = {(r.selector, r.k, r.answerer): r.computed for r in result.rows}
+    assert all(v == 0 for (sel, _, _), v in computed.items() if sel != "random")
+    assert all(v == result.n_samples for (sel, _, _), v in computed.items() if sel == "random")
+    assert result.timings["encode"] < 5.0  # the pools' embeddings came from the cache
+    assert {r.selector for r in result.rows} == {"uniform", "topk", "random"} and not result.notes
