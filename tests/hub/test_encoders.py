@@ -8,7 +8,6 @@ value mismatch, not only as a wrong shape.
 
 from __future__ import annotations
 
-
 import gzip
 from pathlib import Path
 from typing import Any
