@@ -66,7 +66,7 @@ def _geo_ukss(values: list[float]) -> float:
 def test_table_cells_are_intervals_computed_from_the_store(store_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["table", "--store", str(store_path)]) == 0
     out = capsys.readouterr().out
-    assert "## tiny-v1" in out and "95% percentile bootstrap intervals (1000 resamples of videos, seed 0)" in out
+    assert "## tiny-v2" in out and "95% percentile bootstrap intervals (1000 resamples of videos, seed 0)" in out
     header, rows = _markdown_rows(out)
     assert header[:2] == ["selector", "n"]
     assert {"evidence_recall", "frame_precision", "kfs_ukss", "redundancy", "selection_latency_s"} <= set(header)
@@ -169,7 +169,7 @@ def test_ranks_prints_rankings_and_kendall_tau_from_the_store(store_path: Path, 
     runs = _runs(store_path)
     # the ranking over all questions, by the means of the stored values
     means = {label: float(np.mean([r.metrics["evidence_recall"] for r in recs])) for label, recs, _ in runs}
-    ranking_line = next(line for line in out.splitlines() if line.startswith("| tiny-v1 | evidence_recall | all |"))
+    ranking_line = next(line for line in out.splitlines() if line.startswith("| tiny-v2 | evidence_recall | all |"))
     best = max(means, key=lambda k: (means[k], [-ord(c) for c in k]))
     assert ranking_line.split("| all | ")[1].startswith(f"{best} ({means[best]:.3f})")
     # τ_b between the per-kind rankings
@@ -181,13 +181,13 @@ def test_ranks_prints_rankings_and_kendall_tau_from_the_store(store_path: Path, 
         tau = scipy_stats.kendalltau([per_kind[x][a] for x in labels], [per_kind[x][b] for x in labels]).statistic
         expected = "–" if math.isnan(tau) else f"{tau:.3f}"
         finite += not math.isnan(tau)
-        row = f"| kind | tiny-v1 · evidence_recall · kind={a} | tiny-v1 · evidence_recall · kind={b} | {expected} | 3 |"
+        row = f"| kind | tiny-v2 · evidence_recall · kind={a} | tiny-v2 · evidence_recall · kind={b} | {expected} | 3 |"
         assert row in out
     assert finite >= 1
     # τ_b between metrics: redundancy is lower-is-better, so its ranking uses the negated means
     red = {label: float(np.mean([r.metrics["redundancy"] for r in recs])) for label, recs, _ in runs}
     tau = scipy_stats.kendalltau([means[x] for x in labels], [-red[x] for x in labels]).statistic
-    assert f"| metric | tiny-v1 · evidence_recall · all | tiny-v1 · redundancy · all | {tau:.3f} | 3 |" in out
+    assert f"| metric | tiny-v2 · evidence_recall · all | tiny-v2 · redundancy · all | {tau:.3f} | 3 |" in out
     assert "## Inversions significant in both groups (α = 0.05, paired sign-flip test)" in out
 
 

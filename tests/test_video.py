@@ -130,3 +130,11 @@ def test_content_hash_follows_bytes_not_names(tmp_path: Path, counter_video: Pat
     other = tmp_path / "other.mp4"
     other.write_bytes(counter_video.read_bytes() + b"\0")
     assert content_hash(other) != content_hash(counter_video)
+
+
+def test_written_videos_are_byte_identical(tmp_path: Path) -> None:
+    from frameselect.datasets.tiny import TinyDataset
+
+    a = [Path(s.video).read_bytes() for s in TinyDataset(tmp_path / "a")]
+    b = [Path(s.video).read_bytes() for s in TinyDataset(tmp_path / "b")]
+    assert a == b

@@ -150,7 +150,7 @@ class TinyDataset(Dataset):
     """Six questions over two generated videos (see the module docstring)."""
 
     def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
-        self.root = Path(root) if root is not None else default_cache_dir() / "datasets" / "tiny-v1"
+        self.root = Path(root) if root is not None else default_cache_dir() / "datasets" / "tiny-v2"
         self._samples: list[Sample] | None = None
 
     def samples(self) -> Sequence[Sample]:
@@ -163,4 +163,4 @@ class TinyDataset(Dataset):
 
     @property
     def id(self) -> str:
-        return "tiny-v1"
+        return "tiny-v2"

@@ -32,8 +32,9 @@ def write_frames(
     With ``pts`` (in units of ``time_base``) the file gets exactly those
     presentation timestamps, so variable-frame-rate files can be written.
     ``options`` are extra encoder options, added to (or overriding) the
-    defaults; ``{"rc-lookahead": "0"}`` makes libx264's output byte-identical
-    from call to call (with its lookahead on, the first GOP can vary).
+    defaults. libx264 runs without lookahead (``rc-lookahead=0``), which makes
+    its output byte-identical from call to call (with the lookahead on, the
+    first GOP can vary).
     """
     import av
 
@@ -49,7 +50,8 @@ def write_frames(
             stream.pix_fmt = "yuv420p"
             stream.codec_context.gop_size = gop
             if codec == "libx264":
-                stream.options = {"crf": str(crf), "preset": "veryfast", "bf": "2", **dict(options or {})}
+                # no lookahead: libx264's output is then byte-identical from call to call
+                stream.options = {"crf": str(crf), "preset": "veryfast", "bf": "2", "rc-lookahead": "0", **dict(options or {})}
             elif options:
                 stream.options = dict(options)
             if time_base is not None:
