@@ -194,3 +194,32 @@ def test_constant_and_tiny_pools() -> None:
         assert run(name, shots((RED, 7)), 3) == [0, 3, 6]
         assert run(name, shots((RED, 1)), 2) == [0]
         assert run(name, shots((RED, 2), (BLACK, 1)), 5) == [0, 1, 2]
+
+
+def test_content_detector_matches_pyscenedetect_when_installed() -> None:
+    """Cuts equal PySceneDetect 0.7.2's ContentDetector (flash filter included) on random shot sequences."""
+    scenedetect = pytest.importorskip("scenedetect")
+    from scenedetect.common import FrameTimecode
+    from scenedetect.detectors import ContentDetector as Reference
+
+    version = tuple(int(p) for p in scenedetect.__version__.split(".")[:3] if p.isdigit())
+    if version < (0, 7, 2):
+        pytest.skip("the reference is PySceneDetect 0.7.2")
+    rng = np.random.default_rng(11)
+    cases = 0
+    for _ in range(12):
+        n = int(rng.integers(30, 90))
+        colours = rng.integers(0, 256, size=(6, 3))
+        shot = np.minimum(np.sort(rng.integers(0, 6, size=n)), 5)
+        noise = rng.integers(-20, 21, size=(n, H, W, 3))
+        pixels = np.clip(colours[shot][:, None, None, :] + noise, 0, 255).astype(np.uint8)
+        params = {"threshold": float(rng.choice([15.0, 27.0, 40.0])), "min_scene_len": int(rng.integers(1, 12))}
+        reference = Reference(**params)
+        expected = []
+        for i, frame in enumerate(pixels):
+            expected += reference.process_frame(FrameTimecode(i, fps=25.0), np.ascontiguousarray(frame[..., ::-1]))
+        pool = CandidatePool.from_timestamps(np.arange(n) / 25.0)
+        got = selectors.create("scenedetect_content", **params).cuts(pool, pixels)[0]
+        assert got == [c.frame_num for c in expected], params
+        cases += len(expected)
+    assert cases > 10  # the sequences really have cuts
