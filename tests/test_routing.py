@@ -173,11 +173,12 @@ def test_routing_report_pairs_routed_with_constant_runs(tiny, tmp_path: Path, ca
         ids = routing_study(
             tiny, store=st_, budgets=(8,), routers=("text_cue",), bank=("uniform", "kcenter"), encoder="color_histogram", cache_dir=tmp_path / "c"
         )
-        assert len(ids) == 2
+        assert len(ids) == 3  # constant uniform, constant kcenter, text_cue
         rows = compare_routing(st_, ["evidence_recall"], n_boot=200)
-        routed = {r.sample_id: r.metrics["evidence_recall"] for r in st_.records(ids[1])}
+        routed = {r.sample_id: r.metrics["evidence_recall"] for r in st_.records(ids[2])}
         const = {r.sample_id: r.metrics["evidence_recall"] for r in st_.records(ids[0])}
-    overall = next(r for r in rows if r.group == "all")
+    assert {r.reference for r in rows} == {"constant uniform", "constant kcenter"}
+    overall = next(r for r in rows if r.group == "all" and r.reference == "constant uniform")
     assert overall.router == "text_cue" and overall.mean_budget == 8
     assert overall.routed.estimate == pytest.approx(np.mean(list(routed.values())))
     assert overall.constant.estimate == pytest.approx(np.mean(list(const.values())))
@@ -185,4 +186,4 @@ def test_routing_report_pairs_routed_with_constant_runs(tiny, tmp_path: Path, ca
     assert {r.group for r in rows} == {"all", "needle", "ordering", "global", "counting"}
     assert main(["route-report", "--store", str(store_path), "--n-boot", "200"]) == 0
     out = capsys.readouterr().out
-    assert "| 8 | text_cue | evidence_recall | all | 6 |" in out
+    assert "| 8 | text_cue | constant uniform | evidence_recall | all | 6 |" in out

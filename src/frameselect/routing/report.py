@@ -3,8 +3,9 @@
 :func:`routing_study` runs, for each mean budget B, the constant reference
 and every router on one dataset (same encoder, answerer, evaluators and bank),
 then :func:`compare_routing` pairs each routed run with the constant run of
-the same B on the same samples and reports, per metric, overall and by
-question kind: both means with bootstrap intervals, the paired difference
+the same B on the same samples (one comparison per constant run: with a bank
+of several selectors, the study runs the constant reference once per member)
+and reports, per metric, overall and by question kind: both means with bootstrap intervals, the paired difference
 (routed − constant) with its interval and sign-flip p-value
 (:func:`frameselect.stats.paired_difference`). It reports what it finds,
 better or worse; nothing is filtered.
@@ -29,6 +30,7 @@ __all__ = ["RoutingComparison", "compare_routing", "render_routing", "routing_st
 class RoutingComparison:
     mean_budget: int
     router: str
+    reference: str  # the constant run's selector
     metric: str
     group: str  # "all" or a question kind
     routed: Interval
@@ -59,10 +61,8 @@ def compare_routing(
     routed = [r for r in runs if r.kind == "routed" and (r.config.get("router") or {}).get("name") != "constant"]
     constants = [r for r in runs if r.kind == "routed" and (r.config.get("router") or {}).get("name") == "constant"]
     out: list[RoutingComparison] = []
-    for run in routed:
-        ref = next((c for c in constants if _same_setting(run, c)), None)
-        if ref is None:
-            continue
+    pairs = [(run, ref) for run in routed for ref in constants if _same_setting(run, ref)]
+    for run, ref in pairs:
         a, b = _records(store, run.run_id), _records(store, ref.run_id)
         shared = [sid for sid in a if sid in b]
         groups: dict[str, list[str]] = {"all": shared}
@@ -82,6 +82,7 @@ def compare_routing(
                     RoutingComparison(
                         mean_budget=int(run.config["k"]),
                         router=str(run.config["router"]["name"]),
+                        reference=f"constant {_bank_head(ref)}",
                         metric=metric,
                         group=group,
                         routed=bootstrap_mean(va, clusters, n_boot=n_boot, seed=seed),
@@ -92,13 +93,19 @@ def compare_routing(
     return out
 
 
+def _bank_head(run: RunInfo) -> str:
+    bank = run.config.get("bank") or [run.config.get("selector") or {}]
+    head = bank[0] if bank else {}
+    return str(head.get("name", "?")) if isinstance(head, Mapping) else str(head)
+
+
 def render_routing(rows: Sequence[RoutingComparison]) -> str:
     """A Markdown table, one line per (B, router, metric, group)."""
     lines = [
-        "| B | router | metric | group | n | routed | constant | routed − constant | p |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| B | router | reference | metric | group | n | routed | reference | routed − reference | p |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for r in sorted(rows, key=lambda r: (r.mean_budget, r.router, r.metric, r.group != "all", r.group)):
+    for r in sorted(rows, key=lambda r: (r.mean_budget, r.router, r.reference, r.metric, r.group != "all", r.group)):
         verdict = (
             ""
             if math.isnan(r.difference.p_value)
@@ -109,7 +116,7 @@ def render_routing(rows: Sequence[RoutingComparison]) -> str:
             )
         )
         lines.append(
-            f"| {r.mean_budget} | {r.router} | {r.metric} | {r.group} | {r.routed.n} | {format_interval(r.routed)} | {format_interval(r.constant)} | "
+            f"| {r.mean_budget} | {r.router} | {r.reference} | {r.metric} | {r.group} | {r.routed.n} | {format_interval(r.routed)} | {format_interval(r.constant)} | "
             f"{format_interval(_as_interval(r.difference), signed=True)}{verdict} | {format_p(r.difference.p_value)} |"
         )
     return "\n".join(lines)
@@ -133,26 +140,19 @@ def routing_study(
     router_params: Mapping[str, Any] | None = None,
     progress: bool | None = None,
 ) -> list[str]:
-    """Run the constant reference and each router at each mean budget; returns run ids."""
+    """Run the constant reference (once per bank member) and each router at each mean budget; returns run ids."""
     from frameselect.pipeline import evaluate
     from frameselect.registry import routers as router_registry
 
     run_ids = []
+    common: dict[str, Any] = dict(
+        dataset=dataset, encoder=encoder, answerer=answerer, evaluators=list(evaluators), store=store, cache_dir=cache_dir, progress=progress
+    )
     for b in budgets:
-        for name in ("constant", *routers):
-            rt = router_registry.create(name, **dict(router_params or {})) if name != "constant" else router_registry.create(name)
-            result = evaluate(
-                selector=bank[0],
-                router=rt,
-                bank=list(bank),
-                dataset=dataset,
-                k=b,
-                encoder=encoder,
-                answerer=answerer,
-                evaluators=list(evaluators),
-                store=store,
-                cache_dir=cache_dir,
-                progress=progress,
-            )
-            run_ids.append(result.run_id)
+        # the constant-budget reference once per bank member, so routing is compared with every single policy
+        for member in bank:
+            run_ids.append(evaluate(selector=member, router=router_registry.create("constant"), bank=[member], k=b, **common).run_id)
+        for name in routers:
+            rt = router_registry.create(name, **dict(router_params or {}))
+            run_ids.append(evaluate(selector=bank[0], router=rt, bank=list(bank), k=b, **common).run_id)
     return run_ids
