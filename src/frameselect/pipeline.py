@@ -584,7 +584,3 @@ def answer_batch(answerer: Answerer, requests: Sequence[AnswerRequest], store: S
 def answer_one(answerer: Answerer, request: AnswerRequest, store: Store, counters: RunCounters) -> Answer:
     """Answer one request through the store's answer cache."""
     return answer_batch(answerer, [request], store, counters)[0]
-
-
-def nan_to_none(x: float) -> float | None:
-    return None if math.isnan(x) else x

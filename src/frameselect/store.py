@@ -18,7 +18,7 @@ import math
 import os
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -271,9 +271,3 @@ class Store:
             for table in ("selections", "records"):
                 conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
             conn.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
-
-
-def iter_runs(stores: Iterable[Store]) -> Iterator[tuple[Store, RunInfo]]:
-    for store in stores:
-        for info in store.runs():
-            yield store, info
