@@ -15,7 +15,6 @@ resumes it: samples already stored are skipped, failed ones are retried.
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import sys
 import time
