@@ -143,10 +143,10 @@ def test_routed_run_is_stored_and_shown_beside_constant_runs(tiny, tmp_path: Pat
     if "table" in {m for m in _commands()}:
         assert main(["table", "--store", str(store)]) == 0
         out = capsys.readouterr().out
-        assert "text_cue@B=8" in out and "uniform@k=8" in out
+        assert "text_cue[uniform,kcenter]@B=8" in out and "uniform@k=8" in out
     with frameselect_store(store) as st_:
         kinds = {info.label: info.kind for info in st_.runs()}
-    assert kinds["text_cue@B=8"] == "routed" and kinds["uniform@k=8"] == "run"
+    assert kinds["text_cue[uniform,kcenter]@B=8"] == "routed" and kinds["uniform@k=8"] == "run"
 
 
 def _commands() -> list[str]:

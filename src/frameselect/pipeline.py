@@ -354,7 +354,7 @@ def evaluate(
         config["router"] = part_config("routers", rt)
         config["bank"] = [part_config("selectors", b) for b in (bank_parts or [sel])]
     run_id = fingerprint(config)
-    config["label"] = label or _default_label(sel, k, rt)
+    config["label"] = label or _default_label(sel, k, rt, bank_parts)
     # descriptive, outside the fingerprint: what replay needs to re-create the dataset
     config["dataset_spec"] = {"name": ds.name, "params": _json_safe(ds.params())}
 
@@ -447,9 +447,11 @@ def _json_safe(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
-def _default_label(sel: Selector, k: int, router: Any) -> str:
+def _default_label(sel: Selector, k: int, router: Any, bank: Sequence[Selector] | None = None) -> str:
+    """``uniform@k=8``; routed runs ``text_cue[uniform,topk]@B=8`` (router, bank, mean budget)."""
     if router is not None:
-        return f"{getattr(router, 'name', type(router).__name__)}@B={k}"
+        names = ",".join(b.name for b in (bank or [sel]))
+        return f"{getattr(router, 'name', type(router).__name__)}[{names}]@B={k}"
     return f"{sel.name}@k={k}"
 
 
