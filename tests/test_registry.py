@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -70,7 +71,8 @@ def test_import_and_listing_do_not_import_torch() -> None:
 @pytest.mark.slow
 def test_installed_plugin_adds_a_selector_through_entry_points(tmp_path: Path) -> None:
     """A real third-party package, installed with pip, registers a selector."""
-    plugin = Path(__file__).parent / "plugin_pkg"
+    plugin = tmp_path / "plugin_pkg"  # build from a copy: setuptools writes build/ and egg-info in place
+    shutil.copytree(Path(__file__).parent / "plugin_pkg", plugin, ignore=shutil.ignore_patterns("build", "*.egg-info"))
     target = tmp_path / "site"
     install = subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", str(target), str(plugin)],
