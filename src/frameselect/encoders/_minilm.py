@@ -38,11 +38,18 @@ def model_dir() -> str:
 @functools.lru_cache(maxsize=1)
 def _load() -> tuple[Any, Any]:
     from transformers import AutoModel, AutoTokenizer
+    from transformers.utils import logging as hf_logging
 
     with _LOCK:
         path = model_dir()
         tokenizer = AutoTokenizer.from_pretrained(path)
-        model = AutoModel.from_pretrained(path)
+        progress = hf_logging.is_progress_bar_enabled()
+        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # a local file: no "Loading weights" bar
+        try:
+            model = AutoModel.from_pretrained(path)
+        finally:
+            if progress:
+                hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
         model.eval()
     return tokenizer, model
 
