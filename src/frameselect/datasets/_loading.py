@@ -410,6 +410,16 @@ def default_data_root(name: str) -> Path:
     return (Path(env).expanduser() if env else default_cache_dir() / "datasets") / name
 
 
+def optional_path(value: str | os.PathLike[str] | None) -> Path | None:
+    """A user-given path (``~`` expanded), or None."""
+    return None if value is None else Path(value).expanduser()
+
+
+def path_text(value: Path | None) -> str | None:
+    """A path as ``params()`` reports it (a string, or None)."""
+    return None if value is None else str(value)
+
+
 class AnnotationDataset(Dataset):
     """Base of the benchmark loaders: paths, lazy loading, the missing-video report.
 
@@ -435,13 +445,13 @@ class AnnotationDataset(Dataset):
         videos: str | os.PathLike[str] | None = None,
     ) -> None:
         self.root = Path(root).expanduser() if root is not None else default_data_root(type(self).registered_name or type(self).__name__)
-        self.annotations = Path(annotations).expanduser() if annotations is not None else None
+        self.annotations = optional_path(annotations)
         split = split if split is not None else self.default_split
         split = self.split_aliases.get(split, split)
         if self.splits and split not in self.splits:
             raise ValueError(f"{self.name}: unknown split {split!r}; known: {', '.join(self.splits)}")
         self.split = split
-        self.videos = Path(videos).expanduser() if videos is not None else None
+        self.videos = optional_path(videos)
         self._samples: list[Sample] | None = None
 
     # -- the Dataset interface -------------------------------------------
@@ -456,9 +466,9 @@ class AnnotationDataset(Dataset):
     def params(self) -> dict[str, Any]:
         return {
             "root": str(self.root),
-            "annotations": None if self.annotations is None else str(self.annotations),
+            "annotations": path_text(self.annotations),
             "split": self.split,
-            "videos": None if self.videos is None else str(self.videos),
+            "videos": path_text(self.videos),
         }
 
     def __repr__(self) -> str:

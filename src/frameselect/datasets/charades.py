@@ -28,6 +28,8 @@ from frameselect.datasets._loading import (
     Where,
     annotation_error,
     number,
+    optional_path,
+    path_text,
     read_csv,
     read_text_lines,
 )
@@ -75,10 +77,10 @@ class CharadesSTA(AnnotationDataset):
         metadata: str | os.PathLike[str] | None = None,
     ) -> None:
         super().__init__(root, annotations, split, videos)
-        self.metadata = Path(metadata).expanduser() if metadata is not None else None
+        self.metadata = optional_path(metadata)
 
     def params(self) -> dict[str, Any]:
-        return {**super().params(), "metadata": None if self.metadata is None else str(self.metadata)}
+        return {**super().params(), "metadata": path_text(self.metadata)}
 
     def _durations(self) -> dict[str, float]:
         """Video lengths from ``Charades_v1_<split>.csv`` when it is there."""

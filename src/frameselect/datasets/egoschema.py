@@ -35,6 +35,8 @@ from frameselect.datasets._loading import (
     answer_letter,
     integer,
     load_json,
+    optional_path,
+    path_text,
     read_records,
     require,
     strip_option_letters,
@@ -87,10 +89,10 @@ class EgoSchema(AnnotationDataset):
         answers: str | os.PathLike[str] | None = None,
     ) -> None:
         super().__init__(root, annotations, split, videos)
-        self.answers = Path(answers).expanduser() if answers is not None else None
+        self.answers = optional_path(answers)
 
     def params(self) -> dict[str, Any]:
-        return {**super().params(), "answers": None if self.answers is None else str(self.answers)}
+        return {**super().params(), "answers": path_text(self.answers)}
 
     def _answer_table(self) -> dict[str, int] | None:
         if self.answers is not None:

@@ -35,6 +35,8 @@ from frameselect.datasets._loading import (
     MissingVideos,
     Where,
     annotation_error,
+    optional_path,
+    path_text,
     read_csv,
     text,
 )
@@ -89,13 +91,13 @@ class KFSBench(AnnotationDataset):
         else:
             folder = self.root / _BASE_FOLDERS[self.split]
             self.base_root = folder if folder.is_dir() else self.root
-        self.base_annotations = Path(base_annotations).expanduser() if base_annotations is not None else None
+        self.base_annotations = optional_path(base_annotations)
 
     def params(self) -> dict[str, Any]:
         return {
             **super().params(),
             "base_root": str(self.base_root),
-            "base_annotations": None if self.base_annotations is None else str(self.base_annotations),
+            "base_annotations": path_text(self.base_annotations),
         }
 
     def base(self) -> AnnotationDataset:

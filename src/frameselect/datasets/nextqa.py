@@ -39,6 +39,8 @@ from frameselect.datasets._loading import (
     letter,
     load_json,
     number,
+    optional_path,
+    path_text,
     read_csv,
     spans,
     text,
@@ -102,10 +104,10 @@ class _NExTBase(AnnotationDataset):
         video_map: str | os.PathLike[str] | None = None,
     ) -> None:
         super().__init__(root, annotations, split, videos)
-        self.video_map = Path(video_map).expanduser() if video_map is not None else None
+        self.video_map = optional_path(video_map)
 
     def params(self) -> dict[str, Any]:
-        return {**super().params(), "video_map": None if self.video_map is None else str(self.video_map)}
+        return {**super().params(), "video_map": path_text(self.video_map)}
 
     def _csv(self) -> Path:
         return self.annotation_file(candidates=[f"{folder}/{self.split}.csv" if folder else f"{self.split}.csv" for folder in self.csv_folders])
@@ -229,10 +231,10 @@ class NExTGQA(_NExTBase):
         grounding: str | os.PathLike[str] | None = None,
     ) -> None:
         super().__init__(root, annotations, split, videos, video_map)
-        self.grounding = Path(grounding).expanduser() if grounding is not None else None
+        self.grounding = optional_path(grounding)
 
     def params(self) -> dict[str, Any]:
-        return {**super().params(), "grounding": None if self.grounding is None else str(self.grounding)}
+        return {**super().params(), "grounding": path_text(self.grounding)}
 
     def _load(self, missing: MissingVideos) -> list[Sample]:
         path, rows = self._rows()
