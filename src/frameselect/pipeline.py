@@ -129,32 +129,50 @@ def build_pool(sample: Sample, policy: str, ctx: _Context) -> CandidatePool:
     return candidates(sample.video, policy, video_id=video_hash, info=info)
 
 
-def _encode_pool(pool: CandidatePool, encoder: Encoder, ctx: _Context) -> np.ndarray:
-    key = Cache.embedding_key(pool.video_id, pool.policy, encoder.id)
-    cached = ctx.cache.load_array("frames", key)
-    if cached is not None and cached.shape[0] == len(pool):
+def _cached_per_pool(ctx: _Context, bucket: str, key: str, n: int, compute: Callable[[], np.ndarray]) -> np.ndarray:
+    """A per-pool array from the cache (a hit) or computed and stored (a miss)."""
+    cached = ctx.cache.load_array(bucket, key)
+    if cached is not None and cached.shape[0] == n:
         ctx.counters.cache_hits += 1
         return cached
     ctx.counters.cache_misses += 1
+    value = compute()
+    ctx.cache.save_array(bucket, key, value)
+    return value
+
+
+def _over_frames(pool: CandidatePool, batch_size: int, fn: Callable[[np.ndarray], np.ndarray], ctx: _Context, *, count_frames: bool) -> np.ndarray:
+    """``fn`` over the pool's frames in batches, decoded in one forward pass; results concatenated."""
     if pool.source is None:
         raise FrameselectError(f"pool of {pool.video_id} has no frames to encode")
+    source = pool.source
+    frames = source.iter(range(len(pool))) if hasattr(source, "iter") else enumerate(source.get(range(len(pool))))
     chunks: list[np.ndarray] = []
     batch: list[np.ndarray] = []
-    iterator = pool.source.iter(range(len(pool))) if hasattr(pool.source, "iter") else zip(range(len(pool)), pool.source.get(range(len(pool))))
-    for _i, frame in iterator:
-        batch.append(frame)
-        if len(batch) == encoder.batch_size:
-            chunks.append(np.asarray(encoder.encode_frames(np.stack(batch)), dtype=np.float32))
-            ctx.counters.encoder_calls += 1
-            ctx.counters.frames_encoded += len(batch)
-            batch = []
-    if batch:
-        chunks.append(np.asarray(encoder.encode_frames(np.stack(batch)), dtype=np.float32))
+
+    def flush() -> None:
+        chunks.append(fn(np.stack(batch)))
         ctx.counters.encoder_calls += 1
-        ctx.counters.frames_encoded += len(batch)
-    emb = np.concatenate(chunks, axis=0)
-    ctx.cache.save_array("frames", key, emb)
-    return emb
+        if count_frames:
+            ctx.counters.frames_encoded += len(batch)
+        batch.clear()
+
+    for _i, frame in frames:
+        batch.append(frame)
+        if len(batch) == batch_size:
+            flush()
+    if batch:
+        flush()
+    return np.concatenate(chunks, axis=0)
+
+
+def _encode_pool(pool: CandidatePool, encoder: Encoder, ctx: _Context) -> np.ndarray:
+    key = Cache.embedding_key(pool.video_id, pool.policy, encoder.id)
+
+    def encode(batch: np.ndarray) -> np.ndarray:
+        return np.asarray(encoder.encode_frames(batch), dtype=np.float32)
+
+    return _cached_per_pool(ctx, "frames", key, len(pool), lambda: _over_frames(pool, encoder.batch_size, encode, ctx, count_frames=True))
 
 
 def _encode_text(text: str, encoder: Encoder, ctx: _Context) -> np.ndarray:
@@ -172,20 +190,17 @@ def _pixels(pool: CandidatePool, ctx: _Context) -> np.ndarray:
     w0, h0 = (info.width, info.height) if info else (PIXEL_WIDTH, PIXEL_WIDTH)
     width = PIXEL_WIDTH
     height = max(2, int(round(h0 * width / max(w0, 1) / 2)) * 2)
-    key = Cache.pixels_key(pool.video_id, pool.policy, width, height)
-    cached = ctx.cache.load_array("pixels", key)
-    if cached is not None and cached.shape[0] == len(pool):
-        ctx.counters.cache_hits += 1
-        return cached
-    ctx.counters.cache_misses += 1
-    source = pool.source
-    if source is None or not hasattr(source, "iter"):
-        raise FrameselectError(f"pool of {pool.video_id} has no decodable frames for a pixel-based selector")
-    out = np.empty((len(pool), height, width, 3), dtype=np.uint8)
-    for i, frame in source.iter(range(len(pool)), size=(width, height)):
-        out[i] = frame
-    ctx.cache.save_array("pixels", key, out)
-    return out
+
+    def decode() -> np.ndarray:
+        source = pool.source
+        if source is None or not hasattr(source, "iter"):
+            raise FrameselectError(f"pool of {pool.video_id} has no decodable frames for a pixel-based selector")
+        out = np.empty((len(pool), height, width, 3), dtype=np.uint8)
+        for i, frame in source.iter(range(len(pool)), size=(width, height)):
+            out[i] = frame
+        return out
+
+    return _cached_per_pool(ctx, "pixels", Cache.pixels_key(pool.video_id, pool.policy, width, height), len(pool), decode)
 
 
 def _pairwise_scores(pool: CandidatePool, text: str, encoder: Encoder, ctx: _Context) -> np.ndarray:
@@ -194,28 +209,11 @@ def _pairwise_scores(pool: CandidatePool, text: str, encoder: Encoder, ctx: _Con
     Cached per (video, pool policy, encoder id, query text).
     """
     key = Cache.text_key(Cache.embedding_key(pool.video_id, pool.policy, encoder.id), text)
-    cached = ctx.cache.load_array("scores", key)
-    if cached is not None and cached.shape[0] == len(pool):
-        ctx.counters.cache_hits += 1
-        return cached
-    ctx.counters.cache_misses += 1
-    if pool.source is None:
-        raise FrameselectError(f"pool of {pool.video_id} has no frames to score")
-    chunks: list[np.ndarray] = []
-    batch: list[np.ndarray] = []
-    iterator = pool.source.iter(range(len(pool))) if hasattr(pool.source, "iter") else zip(range(len(pool)), pool.source.get(range(len(pool))), strict=True)
-    for _i, frame in iterator:
-        batch.append(frame)
-        if len(batch) == encoder.batch_size:
-            chunks.append(np.asarray(encoder.score_frames(np.stack(batch), text), dtype=np.float64))  # type: ignore[attr-defined]
-            ctx.counters.encoder_calls += 1
-            batch = []
-    if batch:
-        chunks.append(np.asarray(encoder.score_frames(np.stack(batch), text), dtype=np.float64))  # type: ignore[attr-defined]
-        ctx.counters.encoder_calls += 1
-    scores = np.concatenate(chunks)
-    ctx.cache.save_array("scores", key, scores)
-    return scores
+
+    def score(batch: np.ndarray) -> np.ndarray:
+        return np.asarray(encoder.score_frames(batch, text), dtype=np.float64)  # type: ignore[attr-defined]
+
+    return _cached_per_pool(ctx, "scores", key, len(pool), lambda: _over_frames(pool, encoder.batch_size, score, ctx, count_frames=False))
 
 
 def featurize(pool: CandidatePool, sample: Sample, needs: Iterable[str], encoder: Encoder | None, ctx: _Context) -> Features:
