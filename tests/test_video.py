@@ -138,3 +138,18 @@ def test_written_videos_are_byte_identical(tmp_path: Path) -> None:
     a = [Path(s.video).read_bytes() for s in TinyDataset(tmp_path / "a")]
     b = [Path(s.video).read_bytes() for s in TinyDataset(tmp_path / "b")]
     assert a == b
+
+
+def test_repeated_requests_for_the_same_frames_decode_once(counter_video: Path) -> None:
+    from frameselect.video import decode
+
+    decode.forget_decoded_frames()
+    pool = candidates(counter_video, "fps=1.0")
+    start = decode_counter.frames_decoded
+    first = pool.frames([1, 3])
+    after_first = decode_counter.frames_decoded
+    again = candidates(counter_video, "fps=1.0").frames([3, 1])  # another pool of the same file
+    assert after_first > start and decode_counter.frames_decoded == after_first
+    np.testing.assert_array_equal(again[0], first[1])
+    again[0][:] = 0  # callers get copies
+    assert pool.frames([3])[0].max() > 0

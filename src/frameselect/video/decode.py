@@ -28,6 +28,8 @@ import hashlib
 import math
 import os
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -49,6 +51,7 @@ __all__ = [
     "content_hash",
     "DecodeCounter",
     "decode_counter",
+    "forget_decoded_frames",
 ]
 
 _CONTAINER_SIGNATURES = (b"ftyp", b"RIFF", b"\x1a\x45\xdf\xa3", b"OggS", b"FLV")
@@ -262,6 +265,20 @@ def candidates(
     )
 
 
+#: recently decoded frame sets: (path with size and mtime, frame pts, size) -> {pool index: frame}
+_RECENT_FRAMES: OrderedDict[tuple[str, tuple[int, ...], tuple[int, int] | None], dict[int, NDArray[np.uint8]]] = OrderedDict()
+_RECENT_LIMIT = 4
+_RECENT_LOCK = threading.Lock()
+_KEY_LOCKS: dict[tuple[str, tuple[int, ...], tuple[int, int] | None], threading.Lock] = {}
+
+
+def forget_decoded_frames() -> None:
+    """Drop the remembered frame sets (the next request decodes again)."""
+    with _RECENT_LOCK:
+        _RECENT_FRAMES.clear()
+        _KEY_LOCKS.clear()
+
+
 class VideoFrameSource(FrameSource):
     """Decodes pool frames by pool index in one forward pass.
 
@@ -278,9 +295,36 @@ class VideoFrameSource(FrameSource):
         return int(self.pool_pts.shape[0])
 
     def get(self, indices: Sequence[int], size: tuple[int, int] | None = None) -> list[NDArray[np.uint8]]:
+        """The frames at these pool indices, in the order asked.
+
+        The last few decoded sets are remembered (keyed by file, frame
+        timestamps and size), so questions that share a video and a
+        selection — common in replay — decode it once. Callers get copies.
+        """
         wanted = [int(i) for i in indices]
-        frames = dict(self.iter(sorted(set(wanted)), size=size))
-        return [frames[i] for i in wanted]
+        unique = sorted(set(wanted))
+        st = os.stat(self.path)
+        key = (f"{self.path}:{st.st_size}:{st.st_mtime_ns}", tuple(int(self.pool_pts[i]) for i in unique), size)
+        with _RECENT_LOCK:
+            key_lock = _KEY_LOCKS.setdefault(key, threading.Lock())
+        with key_lock:  # concurrent requests for the same frames (an answerer's threads) decode once
+            with _RECENT_LOCK:
+                frames = _RECENT_FRAMES.get(key)
+                if frames is not None:
+                    _RECENT_FRAMES.move_to_end(key)
+            if frames is None:
+                try:
+                    frames = dict(self.iter(unique, size=size))
+                except BaseException:
+                    with _RECENT_LOCK:
+                        _KEY_LOCKS.pop(key, None)
+                    raise
+                with _RECENT_LOCK:
+                    _RECENT_FRAMES[key] = frames
+                    while len(_RECENT_FRAMES) > _RECENT_LIMIT:
+                        old, _ = _RECENT_FRAMES.popitem(last=False)
+                        _KEY_LOCKS.pop(old, None)
+        return [frames[i].copy() for i in wanted]
 
     def iter(self, indices: Sequence[int], size: tuple[int, int] | None = None) -> Iterator[tuple[int, NDArray[np.uint8]]]:
         """Yield ``(pool_index, rgb_frame)`` in stream order for the given indices."""
