@@ -115,7 +115,7 @@ class Selector:
 
     #: feature kinds this selector needs: "embeddings", "text", "relevance", "pixels"
     needs: ClassVar[frozenset[str]] = frozenset()
-    #: a selector whose output may break the contract on purpose (reference_exact)
+    #: the name it is registered under (set by the registry)
     registered_name: ClassVar[str] = ""
 
     def select(
