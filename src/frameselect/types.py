@@ -11,7 +11,7 @@ stage's input.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -229,5 +229,3 @@ class SampleRecord:
         object.__setattr__(self, "metrics", dict(self.metrics))
         object.__setattr__(self, "metadata", dict(self.metadata))
 
-
-ScoreFn = Callable[..., float]

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 from frameselect.types import Answer, CandidatePool, Features, Sample, SampleRecord, Selection
 
-__all__ = ["Evaluator", "FunctionEvaluator", "mean_of"]
+__all__ = ["Evaluator", "mean_of"]
 
 
 def mean_of(records: Sequence[SampleRecord], key: str) -> float:
@@ -49,12 +49,3 @@ class Evaluator:
     def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, float]:
         """Benchmark-level values; the mean over samples unless overridden."""
         return {m: mean_of(records, m) for m in self.metrics}
-
-
-class FunctionEvaluator(Evaluator):
-    """Wraps a plain ``fn(sample, pool, selection) -> float`` as an evaluator."""
-
-    fn: ClassVar[Any] = None
-
-    def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
-        return {self.name: float(type(self).fn(sample, pool, selection))}
