@@ -344,8 +344,7 @@ class OpenAIHTTPAnswerer(Answerer):
             tries = self.max_retries + 1
             for attempt in range(tries):
                 try:
-                    async with asyncio.timeout(self.timeout_s):
-                        raw = await self._post(client, body)
+                    raw = await asyncio.wait_for(self._post(client, body), self.timeout_s)
                     text, prompt_tokens, completion_tokens, model = chat_completion(_json(raw, self.url), self.url)
                     return Answer(
                         text=text,
@@ -356,7 +355,7 @@ class OpenAIHTTPAnswerer(Answerer):
                     )
                 except (_Fatal, ValueError) as exc:
                     return self._failed(start, f"{exc} (not retried)")
-                except (_Retryable, TimeoutError) as exc:
+                except (_Retryable, asyncio.TimeoutError) as exc:  # asyncio's is the builtin TimeoutError from Python 3.11
                     retry = exc if isinstance(exc, _Retryable) else _Retryable(f"no reply from {self.url} within {self.timeout_s:g}s", timeout=True)
                     if attempt + 1 == tries:
                         return self._failed(start, f"{'timeout' if retry.timeout else 'failed'} after {tries} tries: {retry}")
