@@ -26,7 +26,7 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from frameselect.errors import FrameselectError
 from frameselect.stats import Interval, format_interval
@@ -279,11 +279,3 @@ def markdown_table(rows: Sequence[tuple[str, Mapping[str, float]]], columns: Seq
     for label, values in rows:
         table.add(label, *(values.get(c) for c in columns))
     return render(table)
-
-
-def table_from_rows(rows: Sequence[Mapping[str, Any]], columns: Sequence[Column]) -> Table:
-    """A table of dict rows keyed by column name (missing keys: empty cells)."""
-    table = Table(list(columns))
-    for row in rows:
-        table.add(*(row.get(c.name) for c in columns))
-    return table
