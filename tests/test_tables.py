@@ -273,3 +273,26 @@ def test_markdown_table_helper_and_empty_tables() -> None:
     assert render(empty) == "## Inversions\n\nnone" and render(empty, "text") == "Inversions\nnone" and render(empty, "csv") == "axis"
     with pytest.raises(ValueError, match="a row of 2 cells for 1 columns"):
         empty.add("a", "b")
+
+
+def test_routing_table_rows_hold_intervals_and_verdicts() -> None:
+    from frameselect.report import render
+    from frameselect.routing.report import RoutingComparison, routing_table
+    from frameselect.stats import PairedDifference
+
+    def row(group: str, diff: float, p: float) -> RoutingComparison:
+        return RoutingComparison(
+            8, "text_cue", "constant uniform", "evidence_recall", group, Interval(0.5 + diff, 0.4, 0.7, n=6), Interval(0.5, 0.4, 0.6, n=6),
+            PairedDifference(diff, diff - 0.1, diff + 0.1, p, 6, 3),
+        )  # fmt: skip
+
+    table = routing_table([row("needle", -0.2, 0.01), row("all", 0.2, 0.01), row("global", 0.1, 0.2)])
+    assert [r[4] for r in table.rows] == ["all", "global", "needle"]  # "all" first, then by name
+    assert [r[-1] for r in table.rows] == ["better", "", "worse"]
+    assert table.rows[0][8] == Interval(0.2, 0.1, 0.30000000000000004, n=6, clusters=3)
+    out = list(csv.DictReader(io.StringIO(render(table, "csv"))))
+    assert out[2]["routed − constant"] == "-0.2" and out[2]["routed − constant_low"] == "-0.3" and out[2]["p"] == "0.01"
+    assert (
+        "| 8 | text_cue | constant uniform | evidence_recall | needle | 6 | 0.300 [0.40, 0.70] | 0.500 [0.40, 0.60] | -0.200 [-0.30, -0.10] | 0.010 | worse |"
+        in render(table)
+    )
