@@ -26,6 +26,7 @@ import frameselect  # noqa: E402
 from chat_server import ChatServer  # noqa: E402
 from frameselect.answerers.base import AnswerRequest  # noqa: E402
 from frameselect.answerers.http import OpenAIHTTPAnswerer  # noqa: E402
+from frameselect.datasets.tiny import TinyDataset  # noqa: E402
 from frameselect.pipeline import answer_cache_key  # noqa: E402
 from frameselect.types import CandidatePool, FrameSource, Query, Sample, Selection  # noqa: E402
 
@@ -86,7 +87,7 @@ def _cached_answers(store: Path) -> int:
 
 
 @pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
-def test_a_redirect_to_another_server_is_not_followed(status: int, tiny, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_redirect_to_another_server_is_not_followed(status: int, tiny: TinyDataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     store = tmp_path / "runs.sqlite"
     with ChatServer() as other:  # would answer anything: it must never be asked
@@ -111,7 +112,9 @@ def test_a_redirect_to_another_server_is_not_followed(status: int, tiny, tmp_pat
         ("application/json", b'{"choices": [{"message": {"role": "user", "content": "A"}}]}', "is not an assistant message"),
     ],
 )
-def test_a_reply_that_is_not_a_chat_completion_fails_and_is_never_cached(content_type: str, body: bytes, message: str, tiny, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_reply_that_is_not_a_chat_completion_fails_and_is_never_cached(
+    content_type: str, body: bytes, message: str, tiny: TinyDataset, tmp_path: Path
+) -> None:
     store = tmp_path / "runs.sqlite"
     with serve(lambda h: _send(h, 200, body, content_type)) as (url, seen):
         ans = OpenAIHTTPAnswerer(base_url=url, model="m", max_retries=2, **FAST)
@@ -179,7 +182,7 @@ def test_a_server_dripping_one_byte_a_second_cannot_hold_a_sample_past_its_deadl
     assert 2.0 <= elapsed < 3.5  # each byte arrives well within any per-read timeout; the deadline ends it
 
 
-def test_the_key_from_the_environment_never_reaches_the_store_or_the_fingerprint(tiny, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+def test_the_key_from_the_environment_never_reaches_the_store_or_the_fingerprint(tiny: TinyDataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MY_VLM_KEY", KEY)
     store = tmp_path / "runs.sqlite"
     with ChatServer(lambda n, b, p: {"text": "B"}) as server:
@@ -196,7 +199,7 @@ def test_the_key_from_the_environment_never_reaches_the_store_or_the_fingerprint
 
 def test_the_key_never_appears_in_logs(
     tiny, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     caplog.set_level(logging.DEBUG)  # httpx and httpcore log every request at DEBUG
     script = [{"status": 503}, {"text": "B"}]
