@@ -198,7 +198,7 @@ def test_the_key_from_the_environment_never_reaches_the_store_or_the_fingerprint
 
 
 def test_the_key_never_appears_in_logs(
-    tiny, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+    tiny: TinyDataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     caplog.set_level(logging.DEBUG)  # httpx and httpcore log every request at DEBUG
