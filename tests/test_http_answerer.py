@@ -1,24 +1,27 @@
-"""openai_http against a real local chat-completions server: prompt, retries, timeouts, concurrency, cache."""
+"""openai_http: prompt, retries, deadlines, reply checks and concurrency through httpx.MockTransport; one run against a real local server."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import io
-import socket
+import json
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import httpx
 import numpy as np
 import pytest
 
 sys.path.append(str(Path(__file__).parent))  # for chat_server.py (tests have no __init__.py)
 import frameselect  # noqa: E402
-from chat_server import ChatServer, image_urls  # noqa: E402
+from chat_server import ChatServer, image_urls, prompt_text  # noqa: E402
 from frameselect.answerers.base import AnswerRequest  # noqa: E402
 from frameselect.answerers.http import OpenAIHTTPAnswerer, build_messages, encode_image, encode_png  # noqa: E402
+from frameselect.errors import AnswererError  # noqa: E402
 from frameselect.pipeline import answer_cache_key  # noqa: E402
 from frameselect.store import Store  # noqa: E402
 from frameselect.types import Answer, CandidatePool, FrameSource, Query, Sample, Selection  # noqa: E402
@@ -63,80 +66,176 @@ def test_messages_put_each_frame_after_its_time_then_the_lettered_question() -> 
     assert content[4]["text"] == "Question: What colour?\nOptions:\nA. red\nB. green\nAnswer with the option's letter from the given choices directly."
 
 
-# -- against the server ------------------------------------------------------------------------
+# -- through httpx.MockTransport ------------------------------------------------------------
+
+
+class Mock:
+    """An ``httpx.MockTransport`` whose replies ``behaviour(n, body, prompt)`` decides (as chat_server.py's), recording every request."""
+
+    def __init__(self, behaviour: Any = None) -> None:
+        self.behaviour = behaviour or (lambda n, body, prompt: {})
+        self.requests: list[httpx.Request] = []
+        self.bodies: list[dict[str, Any]] = []
+        self.active = 0
+        self.max_active = 0
+        self.transport = httpx.MockTransport(self.handle)
+
+    async def handle(self, request: httpx.Request) -> httpx.Response:
+        n = len(self.requests)
+        self.requests.append(request)
+        body = json.loads(request.content)
+        self.bodies.append(body)
+        self.active += 1
+        self.max_active = max(self.max_active, self.active)
+        try:
+            action = self.behaviour(n, body, prompt_text(body))
+            if action.get("sleep"):
+                await asyncio.sleep(float(action["sleep"]))
+            if "raise" in action:
+                raise action["raise"]
+            if "reply" in action:
+                return httpx.Response(int(action.get("status", 200)), json=action["reply"], headers=action.get("headers"))
+            status = int(action.get("status", 200))
+            if status != 200:
+                extra = {"Retry-After": str(action["retry_after"])} if "retry_after" in action else {}
+                return httpx.Response(status, json={"error": {"message": f"injected {status}"}}, headers=extra)
+            return httpx.Response(200, json=completion(action.get("text", "The answer is (A)."), body.get("model", ""), n))
+        finally:
+            self.active -= 1
+
+
+def completion(text: str, model: str, n: int = 0) -> dict[str, Any]:
+    return {
+        "id": f"chatcmpl-{n}",
+        "object": "chat.completion",
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 100 + n, "completion_tokens": 3, "total_tokens": 103 + n},
+    }
 
 
 def test_request_reply_and_key_handling(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FRAMESELECT_API_KEY", "sk-secret-123")
-    with ChatServer(lambda n, body, prompt: {"text": " The answer is (B).\n"}) as server:
-        ans = OpenAIHTTPAnswerer(base_url=server.base_url, model="qwen-vl", max_tokens=8, image_format="png", **FAST)
-        (answer,) = ans.answer([_request()])
+    mock = Mock(lambda n, body, prompt: {"text": " The answer is (B).\n"})
+    ans = OpenAIHTTPAnswerer(base_url="http://vlm.test/v1", model="qwen-vl", max_tokens=8, image_format="png", transport=mock.transport, **FAST)
+    (answer,) = ans.answer([_request()])
     assert answer == Answer(text="The answer is (B).", latency_s=answer.latency_s, prompt_tokens=100, completion_tokens=3, model="qwen-vl", error=None)
-    body, headers = server.bodies[0], server.headers[0]
-    assert body["model"] == "qwen-vl" and body["max_tokens"] == 8 and body["temperature"] == 0.0
+    request, body = mock.requests[0], mock.bodies[0]
+    assert request.method == "POST" and str(request.url) == "http://vlm.test/v1/chat/completions"
+    assert body["model"] == "qwen-vl" and body["max_tokens"] == 8 and body["temperature"] == 0.0 and body["stream"] is False
     urls = image_urls(body)
     assert len(urls) == 2 and all(u.startswith("data:image/png;base64,") for u in urls)
     np.testing.assert_array_equal(_decode_data_url(urls[1]), np.full((6, 8, 3), 80, dtype=np.uint8))
-    assert headers["Authorization"] == "Bearer sk-secret-123"
-    # the key never reaches the id, the params, the repr or the store
+    assert request.headers["Authorization"] == "Bearer sk-secret-123"
+    # the key never reaches the id, the params or the repr
     assert "sk-secret" not in ans.id + repr(ans) + str(ans.params())
     assert ans.id == "openai_http(image_format=png,max_tokens=8,model=qwen-vl,temperature=0.0)"
+
+
+def test_key_from_the_named_environment_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("FRAMESELECT_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai")
+    monkeypatch.setenv("MY_VLM_KEY", "sk-mine")
+    mock = Mock()
+    OpenAIHTTPAnswerer(api_key_env="MY_VLM_KEY", transport=mock.transport, **FAST).answer([_request()])
+    OpenAIHTTPAnswerer(transport=mock.transport, **FAST).answer([_request()])  # the OPENAI_API_KEY convention
+    assert [r.headers["Authorization"] for r in mock.requests] == ["Bearer sk-mine", "Bearer sk-openai"]
+    monkeypatch.delenv("OPENAI_API_KEY")
+    OpenAIHTTPAnswerer(transport=mock.transport, **FAST).answer([_request()])
+    assert "Authorization" not in mock.requests[2].headers  # no key anywhere: no header
+    with pytest.raises(AnswererError, match="api_key_env='UNSET_VLM_KEY' but that environment variable is not set"):
+        OpenAIHTTPAnswerer(api_key_env="UNSET_VLM_KEY")
 
 
 def test_transient_failures_are_retried_until_success() -> None:
     # 500, 503, then 429 with Retry-After: 0, then an answer
     script = [{"status": 500}, {"status": 503}, {"status": 429, "retry_after": 0}]
-    with ChatServer(lambda n, body, prompt: script[n] if n < len(script) else {"text": "C"}) as server:
-        ans = OpenAIHTTPAnswerer(base_url=server.base_url, max_retries=3, **FAST)
-        (answer,) = ans.answer([_request()])
+    mock = Mock(lambda n, body, prompt: script[n] if n < len(script) else {"text": "C"})
+    (answer,) = OpenAIHTTPAnswerer(max_retries=3, transport=mock.transport, **FAST).answer([_request()])
     assert answer.error is None and answer.text == "C"
-    assert server.n_requests == 4
+    assert len(mock.requests) == 4
 
 
 def test_persistent_failure_returns_an_error_after_all_tries() -> None:
-    with ChatServer(lambda n, body, prompt: {"status": 502}) as server:
-        (answer,) = OpenAIHTTPAnswerer(base_url=server.base_url, max_retries=2, **FAST).answer([_request()])
-    assert server.n_requests == 3
-    assert answer.error is not None and answer.error.startswith("failed after 3 tries: HTTP 502")
+    mock = Mock(lambda n, body, prompt: {"status": 502})
+    (answer,) = OpenAIHTTPAnswerer(max_retries=2, transport=mock.transport, **FAST).answer([_request()])
+    assert len(mock.requests) == 3
+    assert answer.error is not None and answer.error.startswith("failed after 3 tries: HTTP 502 from http://127.0.0.1:8000/v1/chat/completions")
 
 
 def test_client_errors_are_not_retried() -> None:
-    with ChatServer(lambda n, body, prompt: {"status": 400}) as server:
-        (answer,) = OpenAIHTTPAnswerer(base_url=server.base_url, max_retries=3, **FAST).answer([_request()])
-    assert server.n_requests == 1
-    assert answer.error is not None and "HTTP 400" in answer.error and "not retried" in answer.error
+    mock = Mock(lambda n, body, prompt: {"status": 400})
+    (answer,) = OpenAIHTTPAnswerer(max_retries=3, transport=mock.transport, **FAST).answer([_request()])
+    assert len(mock.requests) == 1
+    assert answer.error is not None and "HTTP 400" in answer.error and "injected 400" in answer.error and "not retried" in answer.error
 
 
 def test_stalled_server_times_out() -> None:
-    with ChatServer(lambda n, body, prompt: {"sleep": 5.0, "text": "A"}) as server:
-        ans = OpenAIHTTPAnswerer(base_url=server.base_url, timeout_s=0.3, max_retries=1, **FAST)
-        start = time.monotonic()
-        (answer,) = ans.answer([_request()])
-        elapsed = time.monotonic() - start
-    assert server.n_requests == 2
-    assert answer.error is not None and answer.error.startswith("timeout after 2 tries: no reply from")
-    assert 0.6 <= elapsed < 4.0  # two 0.3 s timeouts, never the 5 s stall
+    mock = Mock(lambda n, body, prompt: {"sleep": 5.0, "text": "A"})
+    ans = OpenAIHTTPAnswerer(timeout_s=0.3, max_retries=1, transport=mock.transport, **FAST)
+    start = time.monotonic()
+    (answer,) = ans.answer([_request()])
+    elapsed = time.monotonic() - start
+    assert len(mock.requests) == 2
+    assert answer.error == "timeout after 2 tries: no reply from http://127.0.0.1:8000/v1/chat/completions within 0.3s"
+    assert 0.6 <= elapsed < 2.0  # two 0.3 s deadlines, never the 5 s stall
 
 
 def test_unreachable_server_fails_cleanly() -> None:
-    with socket.socket() as s:  # a port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    (answer,) = OpenAIHTTPAnswerer(base_url=f"http://127.0.0.1:{port}/v1", max_retries=1, **FAST).answer([_request()])
-    assert answer.error is not None and answer.error.startswith("failed after 2 tries: cannot reach")
+    mock = Mock(lambda n, body, prompt: {"raise": httpx.ConnectError("connection refused")})
+    (answer,) = OpenAIHTTPAnswerer(max_retries=1, transport=mock.transport, **FAST).answer([_request()])
+    assert len(mock.requests) == 2
+    assert answer.error == "failed after 2 tries: cannot reach http://127.0.0.1:8000/v1/chat/completions: connection refused"
+
+
+@pytest.mark.parametrize(
+    ("reply", "message"),
+    [
+        ({"error": "busy"}, "has no choices[0].message"),
+        ({"object": "list", "data": []}, "is a 'list', not a chat.completion"),
+        ({"choices": []}, "has no choices[0].message"),
+        ({"choices": [{"message": {"role": "user", "content": "A"}}]}, "is not an assistant message"),
+        ({"choices": [{"message": {"content": 7}}]}, "has a message content of type int"),
+        ({"choices": [{"message": {"content": "A"}}], "usage": {"prompt_tokens": "many"}}, "has non-integer token counts"),
+        (["A"], "is not a JSON object"),
+    ],
+)
+def test_a_reply_that_is_not_a_chat_completion_fails_the_sample(reply: Any, message: str) -> None:
+    mock = Mock(lambda n, body, prompt: {"reply": reply})
+    (answer,) = OpenAIHTTPAnswerer(max_retries=2, transport=mock.transport, **FAST).answer([_request()])
+    assert answer.error is not None and message in answer.error and answer.error.endswith("(not retried)")
+    assert len(mock.requests) == 1
+
+
+def test_content_parts_and_a_missing_object_field_are_accepted() -> None:
+    reply = {"choices": [{"message": {"content": [{"type": "text", "text": "The answer"}, {"type": "text", "text": " is C"}]}}]}
+    mock = Mock(lambda n, body, prompt: {"reply": reply})
+    (answer,) = OpenAIHTTPAnswerer(model="m", transport=mock.transport, **FAST).answer([_request()])
+    assert (answer.error, answer.text, answer.model, answer.prompt_tokens) == (None, "The answer is C", "m", 0)
 
 
 def test_concurrency_limit_is_respected_and_order_kept() -> None:
     def behaviour(n: int, body: dict[str, Any], prompt: str) -> dict[str, Any]:
         number = int(prompt.split("Question: item ")[1].split("?")[0])
-        return {"sleep": 0.25, "text": "ABCD"[number % 4]}
+        return {"sleep": 0.2, "text": "ABCD"[number % 4]}
 
     requests = [_request(f"s{i}", f"item {i}?", ("w", "x", "y", "z"), n_frames=1) for i in range(8)]
-    with ChatServer(behaviour) as server:
-        answers = OpenAIHTTPAnswerer(base_url=server.base_url, concurrency=3, **FAST).answer(requests)
+    mock = Mock(behaviour)
+    answers = OpenAIHTTPAnswerer(concurrency=3, transport=mock.transport, **FAST).answer(requests)
     assert [a.text for a in answers] == ["ABCD"[i % 4] for i in range(8)]
-    assert server.n_requests == 8
-    assert 2 <= server.max_active <= 3  # parallel, never past the limit
+    assert len(mock.requests) == 8
+    assert mock.max_active == 3  # parallel, never past the limit
+
+
+def test_answering_from_inside_a_running_event_loop() -> None:
+    """A notebook runs an event loop in the main thread; answer() still works there."""
+    mock = Mock(lambda n, body, prompt: {"text": "D"})
+    ans = OpenAIHTTPAnswerer(transport=mock.transport, **FAST)
+
+    async def inside() -> list[Answer]:
+        return ans.answer([_request(), _request("t")])
+
+    assert [a.text for a in asyncio.run(inside())] == ["D", "D"]
 
 
 def test_cache_key_covers_model_decoding_prompt_and_frames() -> None:
@@ -163,7 +262,7 @@ def test_cache_key_covers_model_decoding_prompt_and_frames() -> None:
     assert len({key, *changed}) == len(changed) + 1
 
 
-# -- end to end through evaluate() -------------------------------------------------------------
+# -- end to end through evaluate(), against a real local server -------------------------------------------------------------
 
 
 def test_evaluate_records_failures_and_a_rerun_retries_only_them(tiny, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

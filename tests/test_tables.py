@@ -231,3 +231,68 @@ def test_ranks_reports_inversions_significant_in_both_kinds(tmp_path: Path, caps
     # at a level below the smallest possible p-value (2/256) nothing is significant
     assert main(["ranks", "--store", str(path), "--metric", "evidence_recall", "--alpha", "0.001"]) == 0
     assert capsys.readouterr().out.rstrip().endswith("none")
+
+
+def test_the_table_model_holds_the_intervals_that_every_format_shows(store_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """section_table carries raw Interval cells; markdown, csv, latex and text are views of the same values."""
+    from frameselect.report import render
+    from frameselect.tables import build_tables, load_runs, section_table
+
+    with Store(store_path) as st:
+        runs = load_runs(st)
+    (section,) = build_tables(runs, ["evidence_recall"], n_boot=300, seed=3)
+    table = section_table(section)
+    assert [c.name for c in table.columns] == ["selector", "n", "evidence_recall"] and table.columns[2].higher_is_better is True
+    for row, (label, records, videos) in zip(table.rows, _runs(store_path), strict=True):
+        expected = bootstrap_mean([r.metrics["evidence_recall"] for r in records], videos, n_boot=300, seed=3)
+        assert row == [label, 6, expected]
+        cell = format_interval(expected)
+        assert f"| {label} | 6 | {cell} |" in render(table, "markdown")
+        assert f"{label} & 6 & {cell} \\\\" in render(table, "latex")
+        assert any(line.split() == [label, "6", *cell.split()] for line in render(table, "text").splitlines())
+        csv_row = next(r for r in csv.DictReader(io.StringIO(render(table, "csv"))) if r["selector"] == label)
+        assert (float(csv_row["evidence_recall_low"]), float(csv_row["evidence_recall_high"])) == pytest.approx((expected.low, expected.high), rel=1e-5)
+    assert main(["table", "--store", str(store_path), "-m", "evidence_recall", "--boot", "300", "--seed", "3", "--format", "text"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "tiny-v2"
+
+
+def test_cli_formats_are_the_renderers() -> None:
+    from frameselect.commands.table import FORMATS as CLI_FORMATS
+    from frameselect.report import FORMATS, Table, render
+
+    assert CLI_FORMATS == FORMATS
+    with pytest.raises(frameselect.errors.FrameselectError, match="unknown table format 'html'"):
+        render(Table([]), "html")
+
+
+def test_markdown_table_helper_and_empty_tables() -> None:
+    from frameselect.report import Column, Table, markdown_table, render
+
+    assert markdown_table([("a", {"x": 1.0, "y": 2 / 3}), ("b", {"y": math.nan})]) == "| run | x | y |\n|---|---|---|\n| a | 1 | 0.667 |\n| b |  | – |"
+    empty = Table([Column("axis")], title="Inversions", empty="none")
+    assert render(empty) == "## Inversions\n\nnone" and render(empty, "text") == "Inversions\nnone" and render(empty, "csv") == "axis"
+    with pytest.raises(ValueError, match="a row of 2 cells for 1 columns"):
+        empty.add("a", "b")
+
+
+def test_routing_table_rows_hold_intervals_and_verdicts() -> None:
+    from frameselect.report import render
+    from frameselect.routing.report import RoutingComparison, routing_table
+    from frameselect.stats import PairedDifference
+
+    def row(group: str, diff: float, p: float) -> RoutingComparison:
+        return RoutingComparison(
+            8, "text_cue", "constant uniform", "evidence_recall", group, Interval(0.5 + diff, 0.4, 0.7, n=6), Interval(0.5, 0.4, 0.6, n=6),
+            PairedDifference(diff, diff - 0.1, diff + 0.1, p, 6, 3),
+        )  # fmt: skip
+
+    table = routing_table([row("needle", -0.2, 0.01), row("all", 0.2, 0.01), row("global", 0.1, 0.2)])
+    assert [r[4] for r in table.rows] == ["all", "global", "needle"]  # "all" first, then by name
+    assert [r[-1] for r in table.rows] == ["better", "", "worse"]
+    assert table.rows[0][8] == Interval(0.2, 0.1, 0.30000000000000004, n=6, clusters=3)
+    out = list(csv.DictReader(io.StringIO(render(table, "csv"))))
+    assert out[2]["routed − constant"] == "-0.2" and out[2]["routed − constant_low"] == "-0.3" and out[2]["p"] == "0.01"
+    assert (
+        "| 8 | text_cue | constant uniform | evidence_recall | needle | 6 | 0.300 [0.40, 0.70] | 0.500 [0.40, 0.60] | -0.200 [-0.30, -0.10] | 0.010 | worse |"
+        in render(table)
+    )

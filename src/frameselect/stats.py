@@ -1,29 +1,38 @@
 """Statistics over per-sample results: bootstrap intervals, paired tests, Kendall's τ, rank analysis.
 
-Everything here is seeded and numpy-only.
+Everything here is seeded. The tests themselves are scipy's; what this module
+adds is the *cluster* glue: questions about the same video are correlated, so
+the unit of resampling and of permutation is the video (a cluster per sample
+when no cluster keys are given).
 
 **Bootstrap intervals.** A run's aggregate (a mean, or any statistic of its
 records such as MLVU's M-Avg or Video-MME-v2's group score) gets a percentile
-interval from ``n_boot`` resamples (default 1000, level 95%). What is
-resampled is the *cluster*: questions about the same video are correlated, so
-whole videos are drawn with replacement (a cluster per sample when no cluster
-keys are given). Resampling draws cluster multiplicities from a multinomial,
-so a mean's replicate is ``Σ w_c S_c / Σ w_c N_c`` over cluster sums ``S_c``
-and counts ``N_c``; a general statistic sees each cluster's items repeated
-``w_c`` times.
+interval from ``n_boot`` resamples (default 1000, level 95%). Whole clusters
+are drawn with replacement: the cluster multiplicities come from one
+multinomial draw per resample, so a mean's replicate is
+``Σ w_c S_c / Σ w_c N_c`` over cluster sums ``S_c`` and counts ``N_c`` (one
+matrix product for all resamples), and a general statistic sees each
+cluster's items repeated ``w_c`` times. This stays a thin glue rather than
+:func:`scipy.stats.bootstrap`: scipy resamples observations with
+``rng.integers``, so driving it with cluster indices gives the same
+distribution of intervals but other numbers for a given seed than every
+table published so far, and no vectorised ratio-of-sums path; the tests
+check the glue against scipy's percentile bootstrap on cluster indices.
 
 **Paired comparison** of two selectors on the same samples: the mean of the
 per-sample differences, its cluster-bootstrap interval, and a two-sided
 p-value from a *sign-flip permutation test* on cluster sums of differences
-(under the null the two selectors are exchangeable within each cluster, so
-every cluster's difference is as likely negated). With up to
+(:func:`scipy.stats.permutation_test`, ``permutation_type="samples"`` on
+one sample; under the null the two selectors are exchangeable within each
+cluster, so every cluster's difference is as likely negated). With up to
 :data:`EXACT_MAX_CLUSTERS` clusters all ``2^C`` sign patterns are enumerated
 and ``p`` is exact (the share of patterns at least as extreme, the observed
 one included); beyond, ``n_boot`` random patterns give
 ``p = (1 + #extreme) / (n_boot + 1)``. For a general statistic the test swaps
-whole clusters between the two runs.
+whole clusters between the two runs (scipy's paired ``"samples"``
+permutation over cluster indices).
 
-**Kendall τ_b** between two rankings, with ties (Kendall 1945).
+**Kendall τ_b** between two rankings, with ties: :func:`scipy.stats.kendalltau`.
 
 **Rank analysis** over a set of ranking groups (a dataset, a metric, a subset
 of questions): each group's ranking of the entries (selectors), τ_b between
@@ -36,6 +45,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -253,18 +263,33 @@ def bootstrap(
     return Interval(estimate, low, high, level, len(items), n_clusters)
 
 
-def _sign_patterns(n_clusters: int) -> NDArray[np.float64]:
-    """All 2^C sign vectors, the identity first."""
-    bits = (np.arange(2**n_clusters)[:, None] >> np.arange(n_clusters)[None, :]) & 1
-    return 1.0 - 2.0 * bits.astype(np.float64)
+def _abs_sum(x: NDArray[np.float64], axis: int) -> NDArray[np.float64]:
+    return np.asarray(np.abs(x.sum(axis=axis)), dtype=np.float64)
 
 
-def _p_value(observed: float, null: NDArray[np.float64], exact: bool) -> float:
-    tol = 1e-12 * max(1.0, abs(observed))
-    extreme = int(np.count_nonzero(np.abs(null) >= abs(observed) - tol))
-    if exact:
-        return extreme / int(null.shape[0])
-    return (1 + extreme) / (int(null.shape[0]) + 1)
+def _sign_flip_p(cluster_sums: NDArray[np.float64], exact: bool, n_random: int, rng: np.random.Generator) -> tuple[float, int]:
+    """Two-sided sign-flip p-value of the total of ``cluster_sums`` and the number of patterns used.
+
+    ``scipy.stats.permutation_test`` with one sample and ``permutation_type="samples"``
+    flips the sign of each cluster's sum; the statistic is ``|Σ ± S_c|``, so
+    ``alternative="greater"`` counts the patterns at least as extreme as the observed one.
+    """
+    from scipy.stats import permutation_test
+
+    if cluster_sums.shape[0] == 1:  # scipy needs two observations; ±S are equally extreme
+        return 1.0, 2
+    if abs(float(cluster_sums.sum())) <= 1e-12 * max(1.0, float(np.abs(cluster_sums).max())):
+        return 1.0, 2 ** cluster_sums.shape[0] if exact else n_random  # a zero total (up to rounding): every pattern is as extreme
+    res = permutation_test(
+        (cluster_sums,),
+        _abs_sum,
+        permutation_type="samples",
+        vectorized=True,
+        n_resamples=np.inf if exact else n_random,
+        alternative="greater",
+        rng=rng,
+    )
+    return float(res.pvalue), int(np.asarray(res.null_distribution).shape[0])
 
 
 def paired_difference(
@@ -304,8 +329,7 @@ def paired_difference(
         replicates = (weights @ sums) / (weights @ counts)
     low, high = _percentiles(replicates, level)
     exact = n_clusters <= exact_max
-    signs = _sign_patterns(n_clusters) if exact else rng.choice([-1.0, 1.0], size=(n_boot, n_clusters))
-    p = _p_value(float(sums.sum()), signs @ sums, exact)
+    p, _ = _sign_flip_p(sums, exact, n_boot, rng)
     method = f"sign-flip, exact over {2**n_clusters} patterns" if exact else f"sign-flip, {n_boot} random patterns"
     return PairedDifference(observed, low, high, p, n, n_clusters, level, method)
 
@@ -343,48 +367,66 @@ def paired_difference_stat(
     replicates = np.array([float(stat(_resample(a, members, w))) - float(stat(_resample(b, members, w))) for w in weights])
     low, high = _percentiles(replicates, level)
     exact = n_clusters <= exact_max
-    signs = _sign_patterns(n_clusters) if exact else rng.choice([-1.0, 1.0], size=(n_boot, n_clusters))
-    null = np.empty(signs.shape[0])
-    for row, pattern in enumerate(signs):
-        keep = [m for c, s in enumerate(pattern) if s > 0 for m in members[c]]
-        swap = [m for c, s in enumerate(pattern) if s < 0 for m in members[c]]
-        first = [a[i] for i in keep] + [b[i] for i in swap]
-        second = [b[i] for i in keep] + [a[i] for i in swap]
-        null[row] = float(stat(first)) - float(stat(second))
-    null = np.where(np.isnan(null), 0.0, null)
-    p = _p_value(observed, null, exact)
-    method = f"cluster swap, exact over {signs.shape[0]} patterns" if exact else f"cluster swap, {n_boot} random patterns"
+    p, n_patterns = _cluster_swap_p(a, b, stat, members, exact, n_boot, rng)
+    method = f"cluster swap, exact over {n_patterns} patterns" if exact else f"cluster swap, {n_boot} random patterns"
     return PairedDifference(observed, low, high, p, len(a), n_clusters, level, method)
 
 
+def _cluster_swap_p(
+    a: Sequence[Any], b: Sequence[Any], stat: Stat, members: list[list[int]], exact: bool, n_random: int, rng: np.random.Generator
+) -> tuple[float, int]:
+    """Two-sided p-value of ``stat(a) - stat(b)`` when whole clusters may swap runs.
+
+    ``scipy.stats.permutation_test`` with the paired ``"samples"`` permutation
+    swaps the entries of the two samples position by position; the samples are
+    cluster ids (``c`` for run A's cluster ``c``, ``C + c`` for run B's), so a
+    swap moves one whole cluster. A NaN difference counts as 0.
+    """
+    from scipy.stats import permutation_test
+
+    n_clusters = len(members)
+    if n_clusters == 1:  # scipy needs two observations; a swap only negates the difference
+        return 1.0, 2
+
+    def items(ids: NDArray[np.int64]) -> list[Any]:
+        return [(a if c < n_clusters else b)[i] for c in ids for i in members[int(c) % n_clusters]]
+
+    def statistic(x: NDArray[np.int64], y: NDArray[np.int64]) -> float:
+        diff = float(stat(items(x))) - float(stat(items(y)))
+        return 0.0 if math.isnan(diff) else abs(diff)
+
+    ids = np.arange(n_clusters, dtype=np.int64)
+    res = permutation_test(
+        (ids, ids + n_clusters),
+        statistic,
+        permutation_type="samples",
+        vectorized=False,
+        n_resamples=np.inf if exact else n_random,
+        alternative="greater",
+        rng=rng,
+    )
+    return float(res.pvalue), int(np.asarray(res.null_distribution).shape[0])
+
+
 def kendall_tau(x: Sequence[float] | NDArray[Any], y: Sequence[float] | NDArray[Any]) -> float:
-    """Kendall's τ_b between two score lists over the same items (ties handled; NaN if undefined).
+    """Kendall's τ_b between two score lists over the same items (``scipy.stats.kendalltau``; NaN if undefined).
 
-    τ_b = (concordant − discordant) / √((n₀ − n₁)(n₀ − n₂)), with n₀ = n(n−1)/2
-    pairs and n₁, n₂ the pairs tied in ``x`` and in ``y``.
-
-    >>> kendall_tau([1, 2, 3, 4], [1, 3, 2, 4])
-    0.6666666666666666
+    >>> round(kendall_tau([1, 2, 3, 4], [1, 3, 2, 4]), 6)
+    0.666667
     >>> round(kendall_tau([1, 1, 2], [1, 2, 3]), 6)
     0.816497
     """
+    from scipy.stats import kendalltau
+
     u = np.asarray(x, dtype=np.float64)
     v = np.asarray(y, dtype=np.float64)
     if u.shape != v.shape:
         raise ValueError(f"rankings differ in length: {u.shape[0]} and {v.shape[0]}")
-    n = u.shape[0]
-    if n < 2:
+    if u.shape[0] < 2:
         return math.nan
-    i, j = np.triu_indices(n, k=1)
-    du = np.sign(u[i] - u[j])
-    dv = np.sign(v[i] - v[j])
-    pairs = n * (n - 1) / 2
-    tied_u = float(np.count_nonzero(du == 0))
-    tied_v = float(np.count_nonzero(dv == 0))
-    denom = math.sqrt((pairs - tied_u) * (pairs - tied_v))
-    if denom == 0:
-        return math.nan
-    return float(np.sum(du * dv) / denom)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a constant ranking: τ_b is undefined, scipy warns and returns NaN
+        return float(kendalltau(u, v, variant="b").statistic)
 
 
 # -- rank analysis --------------------------------------------------------------

@@ -18,8 +18,6 @@ resample; the others are means of the per-sample values.
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import re
 from collections.abc import Hashable, Mapping, Sequence
@@ -27,8 +25,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from frameselect.errors import FrameselectError, UnknownNameError
-from frameselect.evaluators.base import Evaluator
+from frameselect.evaluators.base import Evaluator, mean_of
 from frameselect.registry import evaluators as evaluator_registry
+from frameselect.report import FORMATS, Column, Table, render
 from frameselect.stats import (
     DEFAULT_BOOT,
     DEFAULT_LEVEL,
@@ -38,7 +37,6 @@ from frameselect.stats import (
     RankReport,
     bootstrap,
     bootstrap_mean,
-    format_interval,
     format_p,
     rank_analysis,
 )
@@ -55,16 +53,17 @@ __all__ = [
     "metric_specs",
     "select_metrics",
     "build_tables",
+    "section_table",
     "render_tables",
     "rank_groups",
     "rank_report",
+    "rank_tables",
     "render_ranks",
+    "FORMATS",
 ]
 
 #: per-sample keys the pipeline writes itself, shown when present (all lower-is-better)
 PIPELINE_METRICS = ("selection_latency_s", "answer_latency_s")
-
-FORMATS = ("markdown", "csv", "latex")
 
 
 @dataclass(frozen=True)
@@ -86,8 +85,7 @@ class MetricSpec:
     def stat(self, records: Sequence[SampleRecord]) -> float:
         """The aggregate over ``records`` (ok records only)."""
         if self.evaluator is None:
-            values = [v for v in self.per_sample(records) if not math.isnan(v)]
-            return sum(values) / len(values) if values else math.nan
+            return mean_of(records, self.name)
         return float(self.evaluator.aggregate(records).get(self.name, math.nan))
 
     def interval(
@@ -285,74 +283,19 @@ def describe_resampling(n_boot: int, level: float, seed: int, cluster: str) -> s
     return f"{level:.0%} percentile bootstrap intervals ({n_boot} resamples of {unit}, seed {seed})"
 
 
-def _latex_escape(text: str) -> str:
-    replacements = {
-        "\\": r"\textbackslash{}",
-        "&": r"\&",
-        "%": r"\%",
-        "$": r"\$",
-        "#": r"\#",
-        "_": r"\_",
-        "{": r"\{",
-        "}": r"\}",
-        "~": r"\textasciitilde{}",
-        "^": r"\textasciicircum{}",
-    }
-    return "".join(replacements.get(ch, ch) for ch in text)
-
-
-def _number(x: float) -> str:
-    return "" if math.isnan(x) else f"{x:.6g}"
+def section_table(section: TableSection, *, note: str = "") -> Table:
+    """One section as a :class:`~frameselect.report.Table`: label, breakdown value, n, one interval per metric."""
+    columns = [Column("selector")] + ([Column(section.by)] if section.by else []) + [Column("n", "int")]
+    columns += [Column(m.name, "interval", higher_is_better=m.higher_is_better) for m in section.metrics]
+    table = Table(columns, title=section.dataset, title_key="dataset", note=note)
+    for row in section.rows:
+        table.add(row.label, *([row.subset or ""] if section.by else []), row.n, *(row.cells[m.name] for m in section.metrics))
+    return table
 
 
 def render_tables(sections: Sequence[TableSection], fmt: str = "markdown", *, note: str = "") -> str:
-    """The sections as Markdown (``"0.667 [0.50, 0.83]"`` cells), CSV (estimate, low, high columns) or LaTeX."""
-    if fmt not in FORMATS:
-        raise FrameselectError(f"unknown table format {fmt!r}; use one of {', '.join(FORMATS)}")
-    if fmt == "csv":
-        return _render_csv(sections)
-    parts = []
-    for section in sections:
-        head = ["selector"] + ([section.by] if section.by else []) + ["n"] + [m.name for m in section.metrics]
-        body = [
-            [row.label] + ([row.subset or ""] if section.by else []) + [str(row.n)] + [format_interval(row.cells[m.name]) for m in section.metrics]
-            for row in section.rows
-        ]
-        if fmt == "markdown":
-            lines = [f"## {section.dataset}", ""] + ([note, ""] if note else [])
-            lines.append("| " + " | ".join(head) + " |")
-            lines.append("|" + "---|" * len(head))
-            lines.extend("| " + " | ".join(cells) + " |" for cells in body)
-        else:
-            lines = [f"% {section.dataset}" + (f": {note}" if note else "")]
-            lines.append(r"\begin{tabular}{" + "l" * (len(head) - len(section.metrics)) + "c" * len(section.metrics) + "}")
-            lines.append(r"\hline")
-            lines.append(" & ".join(_latex_escape(h) for h in head) + r" \\")
-            lines.append(r"\hline")
-            lines.extend(" & ".join(_latex_escape(c) for c in cells) + r" \\" for cells in body)
-            lines.append(r"\hline")
-            lines.append(r"\end{tabular}")
-        parts.append("\n".join(lines))
-    return "\n\n".join(parts)
-
-
-def _render_csv(sections: Sequence[TableSection]) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    for i, section in enumerate(sections):
-        if i:
-            out.write("\n")
-        head = ["dataset", "selector"] + ([section.by] if section.by else []) + ["n"]
-        for m in section.metrics:
-            head += [m.name, f"{m.name}_low", f"{m.name}_high"]
-        writer.writerow(head)
-        for row in section.rows:
-            cells = [section.dataset, row.label] + ([row.subset or ""] if section.by else []) + [str(row.n)]
-            for m in section.metrics:
-                iv = row.cells[m.name]
-                cells += [_number(iv.estimate), _number(iv.low), _number(iv.high)]
-            writer.writerow(cells)
-    return out.getvalue().rstrip("\n")
+    """The sections as Markdown (``"0.667 [0.50, 0.83]"`` cells), CSV (estimate, low, high columns), LaTeX or terminal text."""
+    return render([section_table(s, note="" if fmt == "csv" else note) for s in sections], fmt)
 
 
 # -- rank analysis --------------------------------------------------------------
@@ -435,30 +378,44 @@ def _ranking_text(ranking: Ranking) -> str:
     return " ".join(parts)
 
 
-def render_ranks(report: RankReport, *, note: str = "") -> str:
-    """Rankings, Kendall τ_b between them and the significant inversions, as Markdown."""
-    lines = ["## Rankings (best first)", ""] + ([note, ""] if note else [])
-    lines += ["| dataset | metric | questions | ranking |", "|---|---|---|---|"]
+def _tau(x: float) -> str:
+    return "–" if math.isnan(x) else f"{x:.3f}"
+
+
+def rank_tables(report: RankReport, *, note: str = "") -> list[Table]:
+    """Rankings, Kendall τ_b between them and the significant inversions, as three tables."""
+    rankings = Table([Column("dataset"), Column("metric"), Column("questions"), Column("ranking")], title="Rankings (best first)", note=note)
     for ranking in report.rankings:
-        order = _ranking_text(ranking)
-        lines.append(f"| {' | '.join(ranking.key)} | {order} |")
-    lines += ["", "## Kendall τ_b between rankings", ""]
-    if report.taus:
-        lines += ["| axis | A | B | τ_b | selectors |", "|---|---|---|---|---|"]
-        for t in report.taus:
-            tau = "–" if math.isnan(t.tau) else f"{t.tau:.3f}"
-            lines.append(f"| {t.axis} | {group_label(t.key_a)} | {group_label(t.key_b)} | {tau} | {t.entries} |")
-    else:
-        lines.append("no rankings to compare")
-    lines += ["", f"## Inversions significant in both groups (α = {report.alpha:g}, paired sign-flip test)", ""]
-    if report.inversions:
-        lines += ["| axis | A | B | better in A | worse in A | Δ in A | p in A | Δ in B | p in B |", "|---|---|---|---|---|---|---|---|---|"]
-        for inv in report.inversions:
-            da = format_interval(Interval(inv.in_a.mean_diff, inv.in_a.low, inv.in_a.high), signed=True)
-            db = format_interval(Interval(inv.in_b.mean_diff, inv.in_b.low, inv.in_b.high), signed=True)
-            lines.append(
-                f"| {inv.axis} | {group_label(inv.key_a)} | {group_label(inv.key_b)} | {inv.better} | {inv.worse} | {da} | {format_p(inv.in_a.p_value)} | {db} | {format_p(inv.in_b.p_value)} |"
-            )
-    else:
-        lines.append("none")
-    return "\n".join(lines)
+        rankings.add(*ranking.key, _ranking_text(ranking))
+    taus = Table(
+        [Column("axis"), Column("A"), Column("B"), Column("τ_b", "number", fmt=_tau), Column("selectors", "int")],
+        title="Kendall τ_b between rankings",
+        empty="no rankings to compare",
+    )
+    for t in report.taus:
+        taus.add(t.axis, group_label(t.key_a), group_label(t.key_b), t.tau, t.entries)
+    inversions = Table(
+        [
+            Column("axis"),
+            Column("A"),
+            Column("B"),
+            Column("better in A"),
+            Column("worse in A"),
+            Column("Δ in A", "interval", signed=True),
+            Column("p in A", "number", fmt=format_p),
+            Column("Δ in B", "interval", signed=True),
+            Column("p in B", "number", fmt=format_p),
+        ],
+        title=f"Inversions significant in both groups (α = {report.alpha:g}, paired sign-flip test)",
+        empty="none",
+    )
+    for inv in report.inversions:
+        da = Interval(inv.in_a.mean_diff, inv.in_a.low, inv.in_a.high)
+        db = Interval(inv.in_b.mean_diff, inv.in_b.low, inv.in_b.high)
+        inversions.add(inv.axis, group_label(inv.key_a), group_label(inv.key_b), inv.better, inv.worse, da, inv.in_a.p_value, db, inv.in_b.p_value)
+    return [rankings, taus, inversions]
+
+
+def render_ranks(report: RankReport, *, note: str = "", fmt: str = "markdown") -> str:
+    """:func:`rank_tables` in ``fmt``."""
+    return render(rank_tables(report, note=note), fmt)

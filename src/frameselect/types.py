@@ -20,6 +20,8 @@ from numpy.typing import NDArray
 
 __all__ = [
     "Span",
+    "option_letter",
+    "option_letters",
     "Query",
     "Sample",
     "FrameSource",
@@ -56,6 +58,20 @@ class Span:
     @property
     def duration(self) -> float:
         return self.end - self.start
+
+
+def option_letter(index: int) -> str:
+    """The letter of the option at ``index``: 0 -> ``"A"``, 1 -> ``"B"``, ... (the one place that maps positions to letters).
+
+    >>> option_letter(0), option_letter(4)
+    ('A', 'E')
+    """
+    return chr(ord("A") + index)
+
+
+def option_letters(n: int) -> list[str]:
+    """The letters of ``n`` options: ``["A", "B", ...]``."""
+    return [option_letter(i) for i in range(n)]
 
 
 @dataclass(frozen=True)

@@ -15,13 +15,9 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from frameselect.types import Answer, CandidatePool, Sample, Selection
+from frameselect.types import Answer, CandidatePool, Sample, Selection, option_letters
 
 __all__ = ["Answerer", "AnswerRequest", "option_letters"]
-
-
-def option_letters(n: int) -> list[str]:
-    return [chr(ord("A") + i) for i in range(n)]
 
 
 @dataclass

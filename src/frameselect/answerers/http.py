@@ -5,21 +5,34 @@ OpenAI API itself: ``POST {base_url}/chat/completions`` with the selected frames
 as base64 image data URLs, each preceded by its time (``Frame at 12.0s:``), then
 the question and its lettered options.
 
-Only the standard library is used (``urllib``), so the core needs nothing;
-Pillow, when installed, encodes JPEG, else frames go as PNG written by the
-small encoder in this module.
+The transport is httpx (the ``http`` extra: ``pip install frameselect[http]``),
+asynchronous so that every try has one overall deadline, ``timeout_s``, over
+connecting, sending and reading the whole reply (a server that drips one byte a
+second cannot hold a sample past it). ``transport=`` takes any
+``httpx.AsyncBaseTransport`` (``httpx.MockTransport`` in tests). Pillow, when
+installed, encodes JPEG, else frames go as PNG written by the small encoder in
+this module.
 
-Failures never raise: connection errors, timeouts, HTTP 5xx and 429 are retried
-``max_retries`` times with exponential backoff and jitter (a server's
+Trust: redirects are never followed (a 3xx is a failure naming where it
+pointed, so neither the key nor the frames go to another address), and only a
+well-formed chat completion counts as an answer; anything else (an HTML page, a
+JSON object without ``choices[0].message``, another ``object`` type, a reply
+over :data:`MAX_REPLY_BYTES`) fails that sample and is never cached.
+
+Failures never raise: connection errors, timeouts, HTTP 5xx, 408 and 429 are
+retried ``max_retries`` times with exponential backoff and jitter (a server's
 ``Retry-After`` is honoured, capped at ``max_backoff_s``); a request that still
 fails returns ``Answer(error="timeout after N tries: ...")`` (or ``"failed after
 N tries: ..."`` when the last try was not a timeout), so the run records that
-sample as failed and goes on. Other HTTP errors (400, 401, 404, ...) are not
-retried.
+sample as failed and goes on. Other failures (400, 401, 404, redirects, bad
+replies) are not retried.
 
-The API key (``api_key``, else ``$FRAMESELECT_API_KEY``, else
-``$OPENAI_API_KEY``) is sent as a bearer token and is never part of the
-answerer's ``id`` or ``params``, so it never reaches the store. The ``id``
+The API key: from the environment variable ``api_key_env`` names (which must
+then be set), else ``$FRAMESELECT_API_KEY``, else ``$OPENAI_API_KEY``; an
+explicit ``api_key`` works too but puts the key on a command line. It is sent
+as a bearer token and is never part of the answerer's ``id`` or ``params``,
+its ``repr``, a log line or an error message (a server that echoes it back has
+it replaced by ``[redacted]``), so it never reaches the store. The ``id``
 carries what determines an answer (model, decoding parameters, image
 encoding, system prompt); server address, timeouts, retries and concurrency
 are transport settings and stay out of it, so changing them keeps the answer
@@ -28,28 +41,32 @@ cache valid.
 
 from __future__ import annotations
 
+import asyncio
 import base64
-import http.client
 import json
 import os
 import random
 import struct
 import time
-import urllib.error
-import urllib.request
 import zlib
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from frameselect.answerers.base import Answerer, AnswerRequest, option_letters
+from frameselect.errors import AnswererError
 from frameselect.registry import answerers
 from frameselect.types import Answer, Query
 
-__all__ = ["OpenAIHTTPAnswerer", "encode_png", "encode_image", "build_messages", "question_text", "API_KEY_ENV_VARS"]
+if TYPE_CHECKING:
+    import httpx
+
+_T = TypeVar("_T")
+
+__all__ = ["OpenAIHTTPAnswerer", "encode_png", "encode_image", "build_messages", "question_text", "chat_completion", "API_KEY_ENV_VARS", "MAX_REPLY_BYTES"]
 
 #: environment variables read, in order, when no ``api_key`` is given
 API_KEY_ENV_VARS = ("FRAMESELECT_API_KEY", "OPENAI_API_KEY")
@@ -140,9 +157,13 @@ def build_messages(query: Query, timestamps: Sequence[float], image_urls: Sequen
 
 # -- transport ---------------------------------------------------------------
 
+#: the largest reply read (bytes); a longer one fails the request
+MAX_REPLY_BYTES = 8 * 1024 * 1024
+_REDACTED = "[redacted]"
+
 
 class _Retryable(Exception):
-    """A try failed in a way worth retrying (timeout, connection, 5xx, 429)."""
+    """A try failed in a way worth retrying (timeout, connection, 5xx, 408, 429)."""
 
     def __init__(self, message: str, *, timeout: bool = False, retry_after: float | None = None) -> None:
         super().__init__(message)
@@ -151,41 +172,79 @@ class _Retryable(Exception):
 
 
 class _Fatal(Exception):
-    """A try failed in a way retrying will not fix (400, 401, 404, bad reply)."""
+    """A try failed in a way retrying will not fix (400, 401, 404, a redirect, a bad reply)."""
 
 
-def _retry_after(headers: Any) -> float | None:
-    value = headers.get("Retry-After") if headers is not None else None
+def _retry_after(value: str | None) -> float | None:
     try:
         return max(0.0, float(value)) if value is not None else None
     except ValueError:
         return None  # an HTTP date: fall back to our own backoff
 
 
-def _body_excerpt(exc: urllib.error.HTTPError) -> str:
+def _run_sync(coro: Coroutine[Any, Any, _T]) -> _T:
+    """Run ``coro`` to completion from synchronous code, also when this thread already runs an event loop (Jupyter)."""
     try:
-        return exc.read(300).decode("utf-8", "replace").strip()
-    except Exception:  # the body is best-effort context only
-        return ""
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="openai_http") as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+def chat_completion(reply: Any, url: str) -> tuple[str, int, int, str | None]:
+    """Text, prompt tokens, completion tokens and model of a chat-completions reply.
+
+    Raises :class:`ValueError` naming what is missing when ``reply`` is not one.
+    """
+    if not isinstance(reply, dict):
+        raise ValueError(f"reply from {url} is not a JSON object")
+    if reply.get("object", "chat.completion") != "chat.completion":
+        raise ValueError(f"reply from {url} is a {str(reply.get('object'))[:40]!r}, not a chat.completion")
+    choices = reply.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict) or not isinstance(choices[0].get("message"), dict):
+        raise ValueError(f"reply from {url} has no choices[0].message")
+    message = choices[0]["message"]
+    if message.get("role", "assistant") != "assistant":
+        raise ValueError(f"reply from {url} is not an assistant message")
+    content = message.get("content")
+    if isinstance(content, list):  # some servers return content parts
+        content = "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    elif content is not None and not isinstance(content, str):
+        raise ValueError(f"reply from {url} has a message content of type {type(content).__name__}")
+    usage = reply.get("usage") or {}
+    if not isinstance(usage, dict):
+        raise ValueError(f"reply from {url} has a malformed usage field")
+    try:
+        prompt_tokens, completion_tokens = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+    except (TypeError, ValueError):
+        raise ValueError(f"reply from {url} has non-integer token counts") from None
+    model = reply.get("model")
+    return (content or "").strip(), prompt_tokens, completion_tokens, str(model) if model else None
 
 
 @answerers.register("openai_http")
 class OpenAIHTTPAnswerer(Answerer):
     """Any OpenAI-compatible chat-completions server (vLLM, SGLang, Ollama, llama.cpp).
 
-    ``base_url`` is the API root (``http://host:port/v1``); ``timeout_s`` bounds
-    each connect and each read; ``concurrency`` bounds the requests in flight
-    when answering a batch. ``image_format`` ``"auto"`` is JPEG when Pillow is
-    installed, else PNG; the resolved format is part of the ``id``.
+    ``base_url`` is the API root (``http://host:port/v1``); ``timeout_s`` is the
+    overall deadline of each try (connect, send and read together);
+    ``concurrency`` bounds the requests in flight when answering a batch.
+    ``image_format`` ``"auto"`` is JPEG when Pillow is installed, else PNG; the
+    resolved format is part of the ``id``. ``api_key_env`` names the environment
+    variable holding the key (see the module docstring); ``transport`` replaces
+    httpx's network transport (tests).
     """
 
     needs_frames = True
 
     def __init__(
         self,
+        *,
         base_url: str = "http://127.0.0.1:8000/v1",
         model: str = "default",
         api_key: str | None = None,
+        api_key_env: str | None = None,
         max_tokens: int = 16,
         temperature: float = 0.0,
         timeout_s: float = 60.0,
@@ -196,17 +255,22 @@ class OpenAIHTTPAnswerer(Answerer):
         system_prompt: str | None = None,
         backoff_s: float = 0.5,
         max_backoff_s: float = 30.0,
+        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
+        try:
+            import httpx  # noqa: F401
+        except ImportError:
+            raise ImportError("openai_http needs httpx: pip install 'frameselect[http]'") from None
         if max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+            raise ValueError(f"openai_http: max_retries must be >= 0, got {max_retries}")
         if concurrency < 1:
-            raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+            raise ValueError(f"openai_http: concurrency must be >= 1, got {concurrency}")
         if not base_url.startswith(("http://", "https://")):
-            raise ValueError(f"base_url must start with http:// or https://, got {base_url!r} (e.g. http://127.0.0.1:8000/v1)")
+            raise ValueError(f"openai_http: base_url must start with http:// or https://, got {base_url!r} (e.g. http://127.0.0.1:8000/v1)")
         if timeout_s <= 0:
-            raise ValueError(f"timeout_s must be positive, got {timeout_s}")
+            raise ValueError(f"openai_http: timeout_s must be positive, got {timeout_s}")
         if image_format not in ("auto", "jpeg", "png"):
-            raise ValueError(f"unknown image_format {image_format!r}; use 'jpeg', 'png' or 'auto'")
+            raise ValueError(f"openai_http: unknown image_format {image_format!r}; use 'jpeg', 'png' or 'auto'")
         if image_format == "auto":
             image_format = "jpeg" if _pillow_available() else "png"
         elif image_format == "jpeg" and not _pillow_available():
@@ -223,7 +287,8 @@ class OpenAIHTTPAnswerer(Answerer):
         self.system_prompt = system_prompt
         self.backoff_s = float(backoff_s)
         self.max_backoff_s = float(max_backoff_s)
-        self._api_key = api_key if api_key is not None else next((os.environ[v] for v in API_KEY_ENV_VARS if os.environ.get(v)), None)
+        self._api_key = _resolve_key(api_key, api_key_env)
+        self._transport = transport
         self._rng = random.Random()
 
     def __repr__(self) -> str:  # never shows the key
@@ -245,10 +310,9 @@ class OpenAIHTTPAnswerer(Answerer):
     # -- answering ---------------------------------------------------------
     def answer(self, requests: Sequence[AnswerRequest]) -> list[Answer]:
         """One answer per request, at most ``concurrency`` requests in flight."""
-        if len(requests) <= 1 or self.concurrency == 1:
-            return [self._answer_one(r) for r in requests]
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(requests)), thread_name_prefix="openai_http") as pool:
-            return list(pool.map(self._answer_one, requests))
+        if not requests:
+            return []
+        return _run_sync(self._answer_all(list(requests)))
 
     def request_body(self, request: AnswerRequest) -> dict[str, Any]:
         """The JSON body sent for one request (decodes the selected frames)."""
@@ -256,26 +320,48 @@ class OpenAIHTTPAnswerer(Answerer):
         messages = build_messages(request.sample.query, request.timestamps, urls, self.system_prompt)
         return {"model": self.model, "messages": messages, "max_tokens": self.max_tokens, "temperature": self.temperature, "stream": False}
 
-    def _answer_one(self, request: AnswerRequest) -> Answer:
-        start = time.monotonic()
-        try:
-            body = json.dumps(self.request_body(request)).encode("utf-8")
-        except Exception as exc:  # a frame that does not decode fails this request only
-            return Answer(text="", model=self.model, latency_s=time.monotonic() - start, error=f"could not build the request: {type(exc).__name__}: {exc}")
-        tries = self.max_retries + 1
-        for attempt in range(tries):
+    async def _answer_all(self, requests: list[AnswerRequest]) -> list[Answer]:
+        import httpx
+
+        limit = asyncio.Semaphore(self.concurrency)
+        # follow_redirects=False is httpx's default; spelled out because it is a security property
+        async with httpx.AsyncClient(transport=self._transport, follow_redirects=False, timeout=self.timeout_s) as client:
+            return list(await asyncio.gather(*(self._answer_one(client, limit, r) for r in requests)))
+
+    def _failed(self, start: float, message: str) -> Answer:
+        return Answer(text="", model=self.model, latency_s=time.monotonic() - start, error=self._redact(message))
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._api_key, _REDACTED) if self._api_key else text
+
+    async def _answer_one(self, client: httpx.AsyncClient, limit: asyncio.Semaphore, request: AnswerRequest) -> Answer:
+        async with limit:
+            start = time.monotonic()
             try:
-                reply = self._post(body)
-                return self._to_answer(reply, time.monotonic() - start)
-            except _Fatal as exc:
-                return Answer(text="", model=self.model, latency_s=time.monotonic() - start, error=f"{exc} (not retried)")
-            except _Retryable as exc:
-                if attempt + 1 == tries:
-                    what = "timeout" if exc.timeout else "failed"
-                    return Answer(text="", model=self.model, latency_s=time.monotonic() - start, error=f"{what} after {tries} tries: {exc}")
-                time.sleep(self._backoff(attempt, exc.retry_after))
-            except Exception as exc:  # never raise: an unexpected failure fails this request only
-                return Answer(text="", model=self.model, latency_s=time.monotonic() - start, error=f"{type(exc).__name__}: {exc}")
+                body = json.dumps(await asyncio.to_thread(self.request_body, request)).encode("utf-8")
+            except Exception as exc:  # a frame that does not decode fails this request only
+                return self._failed(start, f"could not build the request: {type(exc).__name__}: {exc}")
+            tries = self.max_retries + 1
+            for attempt in range(tries):
+                try:
+                    raw = await asyncio.wait_for(self._post(client, body), self.timeout_s)
+                    text, prompt_tokens, completion_tokens, model = chat_completion(_json(raw, self.url), self.url)
+                    return Answer(
+                        text=text,
+                        latency_s=time.monotonic() - start,
+                        prompt_tokens=prompt_tokens,
+                        completion_tokens=completion_tokens,
+                        model=model or self.model,
+                    )
+                except (_Fatal, ValueError) as exc:
+                    return self._failed(start, f"{exc} (not retried)")
+                except (_Retryable, asyncio.TimeoutError) as exc:  # asyncio's is the builtin TimeoutError from Python 3.11
+                    retry = exc if isinstance(exc, _Retryable) else _Retryable(f"no reply from {self.url} within {self.timeout_s:g}s", timeout=True)
+                    if attempt + 1 == tries:
+                        return self._failed(start, f"{'timeout' if retry.timeout else 'failed'} after {tries} tries: {retry}")
+                    await asyncio.sleep(self._backoff(attempt, retry.retry_after))
+                except Exception as exc:  # never raise: an unexpected failure fails this request only
+                    return self._failed(start, f"{type(exc).__name__}: {exc}")
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
@@ -285,49 +371,60 @@ class OpenAIHTTPAnswerer(Answerer):
         ceiling = min(self.max_backoff_s, self.backoff_s * (2.0**attempt))
         return ceiling / 2 + self._rng.uniform(0.0, ceiling / 2)
 
-    def _post(self, body: bytes) -> dict[str, Any]:
+    async def _post(self, client: httpx.AsyncClient, body: bytes) -> bytes:
+        """The reply body of one 2xx reply (at most :data:`MAX_REPLY_BYTES`); raises _Retryable or _Fatal otherwise."""
+        import httpx
+
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
-        req = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
-                raw = resp.read()
-        except urllib.error.HTTPError as exc:
-            detail = f"HTTP {exc.code} from {self.url}: {_body_excerpt(exc)}".rstrip(": ")
-            if exc.code >= 500 or exc.code in (408, 429):
-                raise _Retryable(detail, retry_after=_retry_after(exc.headers)) from None
-            raise _Fatal(detail) from None
-        except TimeoutError as exc:  # socket.timeout is TimeoutError since Python 3.10
-            raise _Retryable(f"no reply from {self.url} within {self.timeout_s:g}s ({exc})", timeout=True) from None
-        except urllib.error.URLError as exc:
-            reason = exc.reason
-            is_timeout = isinstance(reason, TimeoutError)
-            raise _Retryable(f"cannot reach {self.url}: {reason}", timeout=is_timeout) from None
-        except (OSError, http.client.HTTPException) as exc:  # reset or cut short mid-reply, remote closed, ...
+            async with client.stream("POST", self.url, content=body, headers=headers) as resp:
+                if resp.is_redirect or 300 <= resp.status_code < 400:
+                    where = resp.headers.get("Location", "?")
+                    raise _Fatal(
+                        f"HTTP {resp.status_code} from {self.url} redirects to {where[:200]}; redirects are not followed (set base_url to the server's own address)"
+                    )
+                raw = await _read_capped(resp)
+                if resp.status_code >= 400:
+                    detail = f"HTTP {resp.status_code} from {self.url}: {raw[:300].decode('utf-8', 'replace').strip()}".rstrip(": ")
+                    if resp.status_code >= 500 or resp.status_code in (408, 429):
+                        raise _Retryable(detail, retry_after=_retry_after(resp.headers.get("Retry-After")))
+                    raise _Fatal(detail)
+                return raw
+        except httpx.TimeoutException as exc:
+            raise _Retryable(f"no reply from {self.url} within {self.timeout_s:g}s ({type(exc).__name__})", timeout=True) from None
+        except httpx.ConnectError as exc:
+            raise _Retryable(f"cannot reach {self.url}: {exc}") from None
+        except httpx.TransportError as exc:  # reset or cut short mid-reply, remote closed, ...
             raise _Retryable(f"connection to {self.url} failed: {type(exc).__name__}: {exc}") from None
-        try:
-            reply = json.loads(raw)
-        except ValueError:
-            raise _Fatal(f"reply from {self.url} is not JSON: {raw[:200]!r}") from None
-        if not isinstance(reply, dict):
-            raise _Fatal(f"reply from {self.url} is not a JSON object: {raw[:200]!r}")
-        return reply
 
-    def _to_answer(self, reply: dict[str, Any], latency_s: float) -> Answer:
-        """The reply's text as the model wrote it: answer-level evaluators (``mc_accuracy``)
-        pull the option letter out themselves, the way their reference code does."""
-        try:
-            content = reply["choices"][0]["message"]["content"]
-        except (KeyError, IndexError, TypeError):
-            raise _Fatal(f"reply from {self.url} has no choices[0].message.content: {json.dumps(reply)[:200]}") from None
-        if isinstance(content, list):  # some servers return content parts
-            content = "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-        usage = reply.get("usage") or {}
-        return Answer(
-            text=str(content or "").strip(),
-            latency_s=latency_s,
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
-            model=str(reply.get("model") or self.model),
-        )
+
+async def _read_capped(resp: httpx.Response) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in resp.aiter_bytes():
+        size += len(chunk)
+        if size > MAX_REPLY_BYTES:
+            raise _Fatal(f"reply from {resp.request.url} is longer than {MAX_REPLY_BYTES} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _json(raw: bytes, url: str) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        raise ValueError(f"reply from {url} is not JSON: {raw[:200]!r}") from None
+
+
+def _resolve_key(api_key: str | None, api_key_env: str | None) -> str | None:
+    """The key given, else the one in ``$api_key_env`` (which must be set), else the first of :data:`API_KEY_ENV_VARS` set."""
+    if api_key is not None:
+        return api_key
+    if api_key_env is not None:
+        value = os.environ.get(api_key_env)
+        if not value:
+            raise AnswererError(f"openai_http: api_key_env={api_key_env!r} but that environment variable is not set; export {api_key_env}=<your key>")
+        return value
+    return next((os.environ[v] for v in API_KEY_ENV_VARS if os.environ.get(v)), None)

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from frameselect.bench.haystack import FOOTAGE, OBJECTS, WORDS, VideoPlan
-from frameselect.types import Query, Sample, Span
+from frameselect.types import Query, Sample, Span, option_letters
 
 __all__ = ["questions_for", "KINDS", "TEMPLATES"]
 
@@ -52,10 +52,6 @@ TEMPLATES: dict[str, tuple[str, str, int]] = {
     "global_most": ("global", "object", 1),
     "global_compare": ("global", "object", 1),
 }
-
-
-def _letters(n: int) -> list[str]:
-    return [chr(ord("A") + i) for i in range(n)]
 
 
 def _spans(plan: VideoPlan, spans: Sequence[tuple[float, float]]) -> tuple[Span, ...]:
@@ -83,7 +79,7 @@ class _Builder:
             wrong = [wrong[i] for i in self.rng.permutation(len(wrong))]
             position = (self.plan.index * per_video + n + zlib.crc32(template.encode())) % len(options)
             options = wrong[:position] + [correct] + wrong[position:]
-        letter = _letters(len(options))[options.index(correct)]
+        letter = option_letters(len(options))[options.index(correct)]
         metadata = {"kind": kind, "template": template, "modality": modality, "video": self.plan.name, "coverage": "all_spans", **meta}
         self.samples.append(Sample(f"{self.plan.name}/{template}_{n}", self.video, Query(text, tuple(options)), letter, _spans(self.plan, evidence), metadata))
 

@@ -270,10 +270,10 @@ def run_bench(config: BenchConfig = BenchConfig(), *, log: Callable[[str], None]
 # -- report -------------------------------------------------------------------------
 
 
-def _fmt(value: float | None) -> str:
+def _fmt(value: float | None, spec: str = ".2f") -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
-    return f"{value:.2f}"
+    return format(value, spec)
 
 
 def _usable(rows: Sequence[BenchRow]) -> list[BenchRow]:
@@ -313,6 +313,8 @@ def ranking_summary(result: BenchResult, k: int, answerer: str) -> list[str]:
 
 def format_report(result: BenchResult) -> str:
     """The printed tables: per budget, selectors × answerers, and accuracy by question kind."""
+    from frameselect.report import Column, Table, Value, render
+
     metric = result.answer_metric
     answerers = list(result.config.answerers)
     primary = next((a for a in answerers if a != "oracle"), answerers[0] if answerers else "")
@@ -332,31 +334,36 @@ def format_report(result: BenchResult) -> str:
         by = {(r.selector, r.answerer): r for r in rows}
         out.append("")
         out.append(f"### k = {k}")
-        header = ["selector", *[f"{a}" + (" (upper bound)" if a == "oracle" else "") for a in answerers], "recall", "precision", "select ms"]
-        out.append("| " + " | ".join(header) + " |")
-        out.append("|" + "---|" * len(header))
+        table = Table(
+            [Column("selector")]
+            + [Column(a + (" (upper bound)" if a == "oracle" else ""), "number", fmt=_fmt, higher_is_better=True) for a in answerers]
+            + [Column("recall", "number", fmt=_fmt, higher_is_better=True), Column("precision", "number", fmt=_fmt, higher_is_better=True)]
+            + [Column("select ms", "number", fmt=lambda v: _fmt(v, ".1f"), higher_is_better=False)]
+        )
         order = sorted(selectors, key=lambda s: _sort_key(_get(by.get((s, primary)), metric), s))
         for s in order:
             any_row = next(by[(s, a)] for a in answerers if (s, a) in by)
-            cells = [s + (" *" if any_row.query_aware else "")]
-            cells += [_fmt(_get(by.get((s, a)), metric)) for a in answerers]
-            cells += [_fmt(any_row.table.get("evidence_recall")), _fmt(any_row.table.get("frame_precision"))]
             lat = any_row.table.get("selection_latency_s")
-            cells.append("–" if lat is None or math.isnan(lat) else f"{1000 * lat:.1f}")
-            out.append("| " + " | ".join(cells) + " |")
+            table.add(
+                s + (" *" if any_row.query_aware else ""),
+                *[_get(by.get((s, a)), metric) for a in answerers],
+                any_row.table.get("evidence_recall"),
+                any_row.table.get("frame_precision"),
+                None if lat is None else 1000 * lat,
+            )
+        out.append(render(table))
         out.append("(* query-aware: uses the encoder's query relevance)")
         out.append("")
         out.append(f"accuracy by question kind at k = {k} ({primary} / oracle upper bound):")
-        header = ["selector", *kinds_present]
-        out.append("| " + " | ".join(header) + " |")
-        out.append("|" + "---|" * len(header))
+        kind_table = Table([Column("selector"), *(Column(kind) for kind in kinds_present)])
         for s in order:
-            cells = [s]
+            cells: list[Value] = [s]
             for kind in kinds_present:
                 a = _kind(by.get((s, primary)), kind, metric)
                 o = _kind(by.get((s, "oracle")), kind, metric) if "oracle" in answerers else math.nan
                 cells.append(f"{_fmt(a)} / {_fmt(o)}" if "oracle" in answerers else _fmt(a))
-            out.append("| " + " | ".join(cells) + " |")
+            kind_table.add(*cells)
+        out.append(render(kind_table))
         if k == min(result.config.budgets):
             for ans in [a for a in (primary, "oracle") if a in answerers]:
                 lines = ranking_summary(result, k, ans)

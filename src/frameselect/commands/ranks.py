@@ -6,7 +6,7 @@ import argparse
 import os
 
 from frameselect.commands._common import add_store_arg
-from frameselect.commands.table import add_stats_args
+from frameselect.commands.table import add_format_arg, add_stats_args
 
 
 def run(args: argparse.Namespace) -> int:
@@ -23,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     by = None if args.by in ("", "none") else args.by
     report = rank_report(runs, args.metric, by, alpha=args.alpha, n_boot=args.boot, level=args.level, seed=args.seed)
-    print(render_ranks(report, note=f"paired tests and {describe_resampling(args.boot, args.level, args.seed, args.cluster)}"))
+    print(render_ranks(report, note=f"paired tests and {describe_resampling(args.boot, args.level, args.seed, args.cluster)}", fmt=args.format))
     return 0
 
 
@@ -31,6 +31,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p = sub.add_parser("ranks", help="rank stored selectors per dataset, metric and question kind; Kendall τ and significant inversions")
     p.add_argument("--by", default="kind", help="question field to rank within (default: %(default)s; 'none' for no breakdown)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level for inversions (default: %(default)s)")
+    add_format_arg(p)
     add_stats_args(p)
     add_store_arg(p)
     p.set_defaults(func=run)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from frameselect.commands._common import add_store_arg, parse_params
+from frameselect.commands.table import add_format_arg
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,8 +37,9 @@ def run(args: argparse.Namespace) -> int:
             f"no routed runs with a constant-router reference of the same setting in {args.store}; run with --study, or `frameselect run --router constant ...` beside `--router NAME`"
         )
         return 1
-    print(render_routing(rows))
-    print("\nintervals: 95% cluster bootstrap over videos; p: paired sign-flip test; 'better'/'worse' where p < 0.05")
+    print(render_routing(rows, args.format))
+    if args.format != "csv":
+        print("\nintervals: 95% cluster bootstrap over videos; p: paired sign-flip test; 'better'/'worse' where p < 0.05")
     return 0
 
 
@@ -56,5 +58,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--by", default="kind", help="metadata field to break down by ('' for none)")
     p.add_argument("--n-boot", type=int, default=1000)
     p.add_argument("--no-progress", action="store_true")
+    add_format_arg(p)
     add_store_arg(p)
     p.set_defaults(func=run)

@@ -6,12 +6,18 @@ import argparse
 import json
 import os
 import time
+from typing import TYPE_CHECKING
 
 from frameselect.commands._common import add_store_arg
-from frameselect.report import markdown_table
+
+if TYPE_CHECKING:
+    from frameselect.report import Table
+    from frameselect.store import RunInfo, Store
+    from frameselect.types import SampleRecord
 
 
 def run(args: argparse.Namespace) -> int:
+    from frameselect.report import escape_terminal, render
     from frameselect.store import Store
 
     if not os.path.exists(args.store):
@@ -19,54 +25,57 @@ def run(args: argparse.Namespace) -> int:
         return 2
     with Store(args.store) as store:
         if args.run is None:
-            rows = []
-            for info in store.runs():
-                counts = store.count(info.run_id)
-                rows.append(
-                    (
-                        info.run_id[:12],
-                        {
-                            "label": info.label,
-                            "kind": info.kind,
-                            "ok": counts.get("ok", 0),
-                            "failed": counts.get("failed", 0),
-                            "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(info.created)),
-                        },
-                    )
-                )
-            if not rows:
+            infos = store.runs()
+            if not infos:
                 print(f"no runs in {args.store}")
                 return 0
-            print(_text_table(rows))
+            print(render(_runs_table(store, infos), "text"))
             return 0
         info = store.run(args.run)
         records = store.records(info.run_id)
-        print(f"run {info.run_id}  ({info.label}, {info.kind}, frameselect {info.version})")
+        print(escape_terminal(f"run {info.run_id}  ({info.label}, {info.kind}, frameselect {info.version})"))
         if info.parent_run:
             print(f"replay of {info.parent_run}")
         print("configuration:")
         print(json.dumps(info.config, indent=2, sort_keys=True))
         print("counters of the last invocation:", json.dumps(dict(info.counters), sort_keys=True))
-        ok = [r for r in records if r.status == "ok"]
-        keys = sorted({k for r in ok for k in r.metrics})
-        means = {
-            k: sum(r.metrics[k] for r in ok if k in r.metrics and r.metrics[k] == r.metrics[k])
-            / max(1, sum(1 for r in ok if k in r.metrics and r.metrics[k] == r.metrics[k]))
-            for k in keys
-        }
-        print(markdown_table([(info.label, {**means, "n": float(len(ok)), "failed": float(len(records) - len(ok))})]))
+        print(render(_results_table(info.label, records)))
         if args.samples:
-            for r in records:
-                print(f"{r.sample_id}\t{r.status}\t{list(r.selection)}\t{r.error or ''}")
+            print()
+            print(render(_samples_table(records), "text"))
     return 0
 
 
-def _text_table(rows: list[tuple[str, dict[str, object]]]) -> str:
-    cols = list(rows[0][1])
-    lines = ["run          " + "  ".join(f"{c:<10}" for c in cols)]
-    for rid, vals in rows:
-        lines.append(f"{rid:<12} " + "  ".join(f"{str(vals[c]):<10}" for c in cols))
-    return "\n".join(lines)
+def _runs_table(store: Store, infos: list[RunInfo]) -> Table:
+    from frameselect.report import Column, Table
+
+    table = Table([Column("run"), Column("label"), Column("kind"), Column("ok", "int"), Column("failed", "int"), Column("created")])
+    for info in infos:
+        counts = store.count(info.run_id)
+        created = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.created))
+        table.add(info.run_id[:12], info.label, info.kind, counts.get("ok", 0), counts.get("failed", 0), created)
+    return table
+
+
+def _results_table(label: str, records: list[SampleRecord]) -> Table:
+    """The mean of every metric over the ok records, with the counts of ok and failed samples."""
+    from frameselect.evaluators.base import mean_of
+    from frameselect.report import Column, Table
+
+    ok = [r for r in records if r.status == "ok"]
+    keys = sorted({k for r in ok for k in r.metrics})
+    table = Table([Column("run"), *(Column(k, "number") for k in keys), Column("n", "int"), Column("failed", "int")])
+    table.add(label, *(mean_of(ok, k) for k in keys), len(ok), len(records) - len(ok))
+    return table
+
+
+def _samples_table(records: list[SampleRecord]) -> Table:
+    from frameselect.report import Column, Table
+
+    table = Table([Column("sample"), Column("status"), Column("selection"), Column("error")])
+    for r in records:
+        table.add(r.sample_id, r.status, str(list(r.selection)), r.error or "")
+    return table
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

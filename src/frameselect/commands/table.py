@@ -7,6 +7,16 @@ import os
 
 from frameselect.commands._common import add_store_arg
 
+#: :data:`frameselect.report.FORMATS`, spelled out so that building the parser imports nothing heavy (a test keeps them equal)
+FORMATS = ("markdown", "csv", "latex", "text")
+
+
+def add_format_arg(parser: argparse.ArgumentParser) -> None:
+    """``--format``: the output formats of :func:`frameselect.report.render`."""
+    parser.add_argument(
+        "--format", "-f", choices=FORMATS, default="markdown", help="output format (default: %(default)s; text: aligned columns for a terminal)"
+    )
+
 
 def add_stats_args(parser: argparse.ArgumentParser) -> None:
     """Options shared by ``table`` and ``ranks``: metrics, breakdown and resampling."""
@@ -37,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("table", help="stored runs as selectors × metrics, with bootstrap confidence intervals")
     p.add_argument("runs", nargs="*", metavar="RUN", help="run ids or unique prefixes (default: every run in the store)")
-    p.add_argument("--format", "-f", choices=("markdown", "csv", "latex"), default="markdown")
+    add_format_arg(p)
     p.add_argument("--by", default=None, help="also break each run down by this metadata field, e.g. kind")
     add_stats_args(p)
     add_store_arg(p)

@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 from frameselect.cache import default_cache_dir
 from frameselect.datasets.base import Dataset
 from frameselect.errors import AnnotationError
-from frameselect.types import Sample, Span
+from frameselect.types import Sample, Span, option_letter
 
 __all__ = [
     "VIDEO_EXTENSIONS",
@@ -288,9 +288,7 @@ def spans(value: Any, where: Where, name: str) -> tuple[Span, ...]:
 _LETTER_PREFIX = re.compile(r"^\s*(?:\(([A-Z])\)|([A-Z])\s*[.):：])\s*")
 
 
-def letter(index: int) -> str:
-    """0 -> "A", 1 -> "B", ..."""
-    return chr(ord("A") + index)
+letter = option_letter  # 0 -> "A", 1 -> "B", ...
 
 
 def strip_option_letters(options: Iterable[str]) -> tuple[str, ...]:

@@ -18,7 +18,7 @@ from typing import Any
 
 from frameselect.evaluators.base import Evaluator, mean_of
 from frameselect.registry import evaluators
-from frameselect.types import Answer, CandidatePool, Features, Sample, SampleRecord, Selection
+from frameselect.types import Answer, CandidatePool, Features, Sample, SampleRecord, Selection, option_letters
 
 __all__ = [
     "LMMS_EVAL_PREFIXES",
@@ -70,7 +70,7 @@ def answer_letters(n_options: int) -> str:
     >>> answer_letters(2), answer_letters(5), answer_letters(12)
     ('ABCD', 'ABCDE', 'ABCDEFGH')
     """
-    return "ABCDEFGH"[: min(8, max(4, n_options))]
+    return "".join(option_letters(min(8, max(4, n_options))))
 
 
 def _prefixes(extraction: str) -> tuple[str, ...]:

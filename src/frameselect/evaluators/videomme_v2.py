@@ -21,7 +21,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from frameselect.evaluators.answer import CLEAN_PREFIXES, extract_answer_letter
+from frameselect.evaluators.answer import CLEAN_PREFIXES, answer_letters, extract_answer_letter
 from frameselect.evaluators.base import Evaluator
 from frameselect.registry import evaluators
 from frameselect.types import Answer, CandidatePool, Features, Sample, SampleRecord, Selection
@@ -199,7 +199,7 @@ class VideoMMEv2Group(Evaluator):
     def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
         if sample.answer is None:
             return {"videomme_v2_correct": math.nan, "videomme_v2_parsed": math.nan}
-        letter = extract_answer_letter("" if answer is None else answer.text, "ABCDEFGH", CLEAN_PREFIXES)
+        letter = extract_answer_letter("" if answer is None else answer.text, answer_letters(8), CLEAN_PREFIXES)
         right = bool(letter) and letter.upper() == sample.answer.strip().upper()
         return {"videomme_v2_correct": 1.0 if right else 0.0, "videomme_v2_parsed": 1.0 if letter else 0.0}
 

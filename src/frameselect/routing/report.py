@@ -18,12 +18,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from frameselect.stats import Interval, PairedDifference, bootstrap_mean, format_interval, format_p, paired_difference
+from frameselect.report import Column, Table, render
+from frameselect.stats import Interval, PairedDifference, bootstrap_mean, format_p, paired_difference
 from frameselect.store import RunInfo, Store
 from frameselect.tables import _cluster_key
 from frameselect.types import SampleRecord
 
-__all__ = ["RoutingComparison", "compare_routing", "render_routing", "routing_study"]
+__all__ = ["RoutingComparison", "compare_routing", "routing_table", "render_routing", "routing_study"]
 
 
 @dataclass(frozen=True)
@@ -99,27 +100,50 @@ def _bank_head(run: RunInfo) -> str:
     return str(head.get("name", "?")) if isinstance(head, Mapping) else str(head)
 
 
-def render_routing(rows: Sequence[RoutingComparison]) -> str:
-    """A Markdown table, one line per (B, router, metric, group)."""
-    lines = [
-        "| B | router | reference | metric | group | n | routed | reference | routed − reference | p |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
+def _verdict(d: PairedDifference, alpha: float = 0.05) -> str:
+    """``better`` / ``worse`` where the paired difference is significant, else empty."""
+    if math.isnan(d.p_value) or d.p_value >= alpha or d.mean_diff == 0:
+        return ""
+    return "better" if d.mean_diff > 0 else "worse"
+
+
+def routing_table(rows: Sequence[RoutingComparison]) -> Table:
+    """One row per (B, router, reference, metric, group): both means, the paired difference, its p-value and verdict."""
+    table = Table(
+        [
+            Column("B", "int"),
+            Column("router"),
+            Column("reference"),
+            Column("metric"),
+            Column("group"),
+            Column("n", "int"),
+            Column("routed", "interval"),
+            Column("constant", "interval"),
+            Column("routed − constant", "interval", signed=True),
+            Column("p", "number", fmt=format_p),
+            Column("verdict"),
+        ]
+    )
     for r in sorted(rows, key=lambda r: (r.mean_budget, r.router, r.reference, r.metric, r.group != "all", r.group)):
-        verdict = (
-            ""
-            if math.isnan(r.difference.p_value)
-            else (
-                " better"
-                if r.difference.p_value < 0.05 and r.difference.mean_diff > 0
-                else (" worse" if r.difference.p_value < 0.05 and r.difference.mean_diff < 0 else "")
-            )
+        table.add(
+            r.mean_budget,
+            r.router,
+            r.reference,
+            r.metric,
+            r.group,
+            r.routed.n,
+            r.routed,
+            r.constant,
+            _as_interval(r.difference),
+            r.difference.p_value,
+            _verdict(r.difference),
         )
-        lines.append(
-            f"| {r.mean_budget} | {r.router} | {r.reference} | {r.metric} | {r.group} | {r.routed.n} | {format_interval(r.routed)} | {format_interval(r.constant)} | "
-            f"{format_interval(_as_interval(r.difference), signed=True)}{verdict} | {format_p(r.difference.p_value)} |"
-        )
-    return "\n".join(lines)
+    return table
+
+
+def render_routing(rows: Sequence[RoutingComparison], fmt: str = "markdown") -> str:
+    """:func:`routing_table` in ``fmt`` (see :func:`frameselect.report.render`)."""
+    return render(routing_table(rows), fmt)
 
 
 def _as_interval(d: PairedDifference) -> Interval:
