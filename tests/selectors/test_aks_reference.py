@@ -56,3 +56,11 @@ def test_budget_above_the_pool_returns_every_candidate_but_default_mode_keeps_mi
     assert run(0, 10, 32, 1) == list(range(10))
     assert run(0, 10, 32, 2) == [0, 2, 4, 6, 8]
     assert run(0, 10, 32, 2, exact=False) == list(range(10))
+
+
+@pytest.mark.parametrize("case", sorted(EXPECTED), ids=str)
+def test_default_mode_keeps_the_reference_frames_and_fills_to_min_k_n(case: tuple[int, int, int, int]) -> None:
+    out = run(*case, exact=False)
+    n, k = case[1], case[2]
+    assert len(out) == min(k, n) == len(set(out)) and out == sorted(out)
+    assert set(EXPECTED[case]) <= set(out)

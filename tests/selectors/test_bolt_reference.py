@@ -63,3 +63,11 @@ def test_an_index_past_the_pool_is_refused_in_reference_exact_mode() -> None:
     pool = CandidatePool.from_timestamps(np.arange(100, dtype=np.float64))
     with pytest.raises(SelectionError, match=r"outside the pool of 100 frames"):
         BOLT(reference_exact=True).select(pool, None, 1, Features(scores=scores))
+
+
+@pytest.mark.parametrize("case", sorted(EXPECTED), ids=str)
+def test_default_mode_keeps_the_reference_frames_and_fills_to_min_k_n(case: tuple[int, int, int, float]) -> None:
+    out = run(*case, exact=False)
+    n, k = case[1], case[2]
+    assert len(out) == min(k, n) == len(set(out)) and out == sorted(out)
+    assert set(EXPECTED[case]) <= set(out)

@@ -47,6 +47,18 @@ EXPECTED: dict[tuple[int, int, int, int, int, int], list[int]] = {
 }
 
 
+#: (seed, N, D, k, segment_size, condition_size, lamda) -> _select_frames_fast's output with those settings
+EXPECTED_SETTINGS: dict[tuple[int, int, int, int, int, int, float], list[int]] = {
+    (20, 12, 5, 5, -1, 1, 1.0): [0, 2, 6, 8, 10],
+    (21, 16, 6, 3, -1, 1, 1.0): [1, 11, 13],
+    (22, 12, 5, 7, 4, 1, 0.2): [0, 1, 5, 6, 8, 9, 10],
+    (23, 12, 5, 5, 6, 1, 0.2): [3, 6, 7, 8, 9],
+    (24, 12, 5, 7, 4, 2, 0.2): [0, 1, 2, 3, 7, 9, 10],
+    (25, 64, 128, 12, 16, 2, 0.5): [1, 15, 21, 30, 33, 35, 37, 38, 39, 41, 47, 53],
+    (26, 96, 256, 20, 32, 3, 0.2): [76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95],
+}
+
+
 def run(seed: int, n: int, d: int, rows: int, k: int, segment: int, exact: bool = True) -> list[int]:
     emb, text = inputs_for(seed, n, d, rows)
     pool = CandidatePool.from_timestamps(np.arange(n, dtype=np.float64))
@@ -57,6 +69,15 @@ def run(seed: int, n: int, d: int, rows: int, k: int, segment: int, exact: bool 
 @pytest.mark.parametrize("case", sorted(EXPECTED), ids=str)
 def test_reference_exact_prints_the_reference_output(case: tuple[int, int, int, int, int, int]) -> None:
     assert run(*case) == EXPECTED[case]
+
+
+@pytest.mark.parametrize("case", sorted(EXPECTED_SETTINGS), ids=str)
+def test_reference_exact_follows_the_reference_settings(case: tuple[int, int, int, int, int, int, float]) -> None:
+    seed, n, d, k, segment, condition, lam = case
+    emb, text = inputs_for(seed, n, d, 1)
+    pool = CandidatePool.from_timestamps(np.arange(n, dtype=np.float64))
+    selector = MDP3(segment_size=max(segment, 0), condition_size=condition, lam=lam, reference_exact=True)
+    assert list(selector.select(pool, None, k, Features(embeddings=emb, text=text[0])).indices) == EXPECTED_SETTINGS[case]
 
 
 def test_cases_cover_sizes_several_query_rows_segments_and_small_pools() -> None:
