@@ -237,4 +237,3 @@ class SampleRecord:
     def __post_init__(self) -> None:
         object.__setattr__(self, "metrics", dict(self.metrics))
         object.__setattr__(self, "metadata", dict(self.metadata))
-

@@ -14,6 +14,7 @@ from frameselect.registry import selectors
 from frameselect.selectors.aks import AKS
 from frameselect.types import CandidatePool, Features
 
+
 def pool_of(n: int) -> CandidatePool:
     return CandidatePool.from_timestamps(np.arange(n, dtype=float))
 

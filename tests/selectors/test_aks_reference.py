@@ -22,6 +22,7 @@ def scores_for(seed: int, n: int) -> np.ndarray:
 
 
 #: (seed, N, k, ratio) -> frame_select.main's selected frames
+# fmt: off
 EXPECTED: dict[tuple[int, int, int, int], list[int]] = {
     (0, 10, 32, 1): [0, 1, 2, 3, 4, 5, 6, 7, 8, 9],
     (0, 10, 32, 2): [0, 2, 4, 6, 8],
@@ -35,6 +36,7 @@ EXPECTED: dict[tuple[int, int, int, int], list[int]] = {
     (8, 300, 16, 1): [],
     (9, 50, 64, 1): [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49],
 }
+# fmt: on
 
 
 def run(seed: int, n: int, k: int, ratio: int, exact: bool = True) -> list[int]:

@@ -21,6 +21,7 @@ def scores_for(seed: int, n: int) -> np.ndarray:
 
 
 #: (seed, N, k, power) -> inverse_transform_sampling(score, k, power)
+# fmt: off
 EXPECTED: dict[tuple[int, int, int, float], list[int]] = {
     (0, 5, 8, -1.0): [0, 0, 1, 4, 4, 4, 4, 4],
     (1, 64, 2, -1.0): [33, 33],
@@ -31,6 +32,7 @@ EXPECTED: dict[tuple[int, int, int, float], list[int]] = {
     (6, 10, 64, 1.0): [0, 0, 0, 0, 1, 2, 2, 3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5, 6, 6, 6, 6, 6, 6, 6, 6, 6, 7, 8, 8, 8, 8, 8, 8, 8, 8, 8],
     (7, 1000, 32, 2.5): [25, 68, 84, 116, 143, 162, 198, 228, 273, 296, 324, 346, 375, 401, 425, 472, 501, 556, 585, 608, 643, 679, 722, 765, 790, 806, 848, 861, 902, 929, 950, 982],
 }
+# fmt: on
 #: inverse_transform_sampling(scores_for(189, 100), 1)
 PAST_THE_END: list[int] = [100]
 

@@ -30,6 +30,7 @@ def scores_for(seed: int, seconds: float) -> np.ndarray:
 
 
 #: (seed, seconds, k, interpolation_method) -> select_keyframes' selected frames
+# fmt: off
 EXPECTED: dict[tuple[int, float, int, str], list[int]] = {
     (0, 0.5, 16, 'nearest'): [0, 3, 4, 5],
     (1, 1.0, 64, 'nearest'): [0, 1, 2, 9, 13, 18, 19, 20, 21, 22, 23, 27, 28, 29],
@@ -45,6 +46,7 @@ EXPECTED: dict[tuple[int, float, int, str], list[int]] = {
     (11, 3600.0, 8, 'linear'): [2445, 12962, 18809, 25109, 68644, 91202, 104183, 106830],
     (12, 2.0, 64, 'nearest'): [7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55],
 }
+# fmt: on
 
 
 def run(seed: int, seconds: float, k: int, method: str, exact: bool = True, generator_seed: int = 42) -> list[int]:

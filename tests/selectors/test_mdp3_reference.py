@@ -32,6 +32,7 @@ def inputs_for(seed: int, n: int, d: int, rows: int) -> tuple[np.ndarray, np.nda
 
 
 #: (seed, N, D, text rows, k, segment_size) -> _select_frames_fast's output
+# fmt: off
 EXPECTED: dict[tuple[int, int, int, int, int, int], list[int]] = {
     (0, 64, 128, 1, 8, -1): [36, 38, 40, 42, 43, 44, 45, 46],
     (1, 128, 512, 1, 16, -1): [24, 36, 114, 115, 116, 117, 118, 119, 120, 121, 122, 123, 124, 125, 126, 127],
@@ -45,9 +46,11 @@ EXPECTED: dict[tuple[int, int, int, int, int, int], list[int]] = {
     (9, 8, 512, 2, 8, -1): [0, 1, 2, 3, 4, 5, 6, 7],
     (10, 64, 128, 1, 100, 32): [],
 }
+# fmt: on
 
 
 #: (seed, N, D, k, segment_size, condition_size, lamda) -> _select_frames_fast's output with those settings
+# fmt: off
 EXPECTED_SETTINGS: dict[tuple[int, int, int, int, int, int, float], list[int]] = {
     (20, 12, 5, 5, -1, 1, 1.0): [0, 2, 6, 8, 10],
     (21, 16, 6, 3, -1, 1, 1.0): [1, 11, 13],
@@ -57,6 +60,7 @@ EXPECTED_SETTINGS: dict[tuple[int, int, int, int, int, int, float], list[int]] =
     (25, 64, 128, 12, 16, 2, 0.5): [1, 15, 21, 30, 33, 35, 37, 38, 39, 41, 47, 53],
     (26, 96, 256, 20, 32, 3, 0.2): [76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95],
 }
+# fmt: on
 
 
 def run(seed: int, n: int, d: int, rows: int, k: int, segment: int, exact: bool = True) -> list[int]:

@@ -285,9 +285,10 @@ class MDP3(Selector):
                 f"mdp3 needs lam > 0, condition_size >= 1 and positive alphas, got lam={self.lam}, condition_size={self.condition_size}, alphas={self.alphas}"
             )
         x = np.asarray(features.embeddings, dtype=np.float64)
-        rows = np.atleast_2d(np.asarray(features.text, dtype=np.float64))
+        given = np.asarray(features.text, dtype=np.float64)
+        rows = np.atleast_2d(given)
         if rows.ndim != 2 or rows.shape[1] != x.shape[1]:
-            raise SelectionError(f"text embedding has shape {np.shape(features.text)}, expected ({x.shape[1]},) or (m, {x.shape[1]}) to match the frame embeddings")
+            raise SelectionError(f"text embedding has shape {given.shape}, expected ({x.shape[1]},) or (m, {x.shape[1]}) to match the frame embeddings")
         n = x.shape[0]
         if self.reference_exact:
             if self.segment_size > 0 and n % self.segment_size:
