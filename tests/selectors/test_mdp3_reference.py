@@ -31,6 +31,26 @@ def inputs_for(seed: int, n: int, d: int, rows: int) -> tuple[np.ndarray, np.nda
     return emb, text
 
 
+def static_inputs_for(seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """A static video: 16 distinct unit embeddings (D = 128), each shown four times; one query row."""
+    rng = np.random.default_rng(seed)
+    base = rng.standard_normal((16, 128)).astype(np.float32)
+    base /= np.linalg.norm(base, axis=1, keepdims=True)
+    text = (base[rng.integers(16)] + 0.3 * rng.standard_normal(128)).astype(np.float32)
+    return np.repeat(base, 4, axis=0), text / np.linalg.norm(text)
+
+
+#: (seed, k) -> _select_frames_fast on static_inputs_for(seed); k up to the 16 distinct frames
+# fmt: off
+EXPECTED_STATIC: dict[tuple[int, int], list[int]] = {
+    (0, 8): [4, 12, 28, 32, 40, 44, 56, 60],
+    (1, 16): [0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60],
+    (2, 16): [0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60],
+    (3, 12): [0, 4, 8, 12, 16, 24, 28, 40, 44, 48, 52, 60],
+}
+# fmt: on
+
+
 #: (seed, N, D, text rows, k, segment_size) -> _select_frames_fast's output
 # fmt: off
 EXPECTED: dict[tuple[int, int, int, int, int, int], list[int]] = {
@@ -82,6 +102,13 @@ def test_reference_exact_follows_the_reference_settings(case: tuple[int, int, in
     pool = CandidatePool.from_timestamps(np.arange(n, dtype=np.float64))
     selector = MDP3(segment_size=max(segment, 0), condition_size=condition, lam=lam, reference_exact=True)
     assert list(selector.select(pool, None, k, Features(embeddings=emb, text=text[0])).indices) == EXPECTED_SETTINGS[case]
+
+
+@pytest.mark.parametrize("case", sorted(EXPECTED_STATIC), ids=str)
+def test_identical_frames_as_the_reference_while_distinct_frames_last(case: tuple[int, int]) -> None:
+    emb, text = static_inputs_for(case[0])
+    pool = CandidatePool.from_timestamps(np.arange(64, dtype=np.float64))
+    assert list(MDP3(reference_exact=True).select(pool, None, case[1], Features(embeddings=emb, text=text)).indices) == EXPECTED_STATIC[case]
 
 
 def test_cases_cover_sizes_several_query_rows_segments_and_small_pools() -> None:
