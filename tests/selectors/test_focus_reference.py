@@ -80,3 +80,12 @@ def test_the_generator_seed_matters() -> None:
     case = (2, 600.0, 32, "nearest")
     assert run(*case) == EXPECTED[case]
     assert run(*case, generator_seed=43) != EXPECTED[case]
+
+
+def test_a_container_duration_a_fraction_of_a_frame_off_changes_nothing() -> None:
+    # the reference's duration is frames / fps; a container often reports a little more
+    seed, seconds, k, method = case = (2, 600.0, 32, "nearest")
+    scores = scores_for(seed, seconds)
+    pool = CandidatePool(video_id="v", timestamps=np.arange(len(scores)) / FPS, frame_indices=np.arange(len(scores)), duration=600.033)
+    selector = FOCUS(interpolation_method=method, reference_exact=True)
+    assert list(selector.select(pool, None, k, Features(scores=scores), rng=np.random.default_rng(42)).indices) == EXPECTED[case]

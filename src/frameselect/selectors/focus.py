@@ -300,14 +300,21 @@ def focus_select(scores: NDArray[np.float64], timestamps: NDArray[np.float64], d
     return sorted(dict.fromkeys(selected))[:k]
 
 
-def _pool_duration(pool: CandidatePool) -> float:
-    """Seconds the pool spans: its video's duration, else N times the mean frame spacing."""
+def _pool_duration(pool: CandidatePool, *, from_frames: bool = False) -> float:
+    """Seconds the pool spans: its video's duration, else N times the mean frame spacing.
+
+    ``from_frames`` always takes N times the mean spacing, as the reference's
+    ``total_frames / fps`` (a container's duration can differ from it by a
+    fraction of a frame).
+    """
     n = len(pool)
-    if pool.duration is not None and pool.duration > 0:
+    if not from_frames and pool.duration is not None and pool.duration > 0:
         return float(pool.duration)
     ts = np.asarray(pool.timestamps, dtype=np.float64)
     span = float(ts[-1] - ts[0]) if n > 1 else 0.0
-    return round(span * n / (n - 1), 9) if span > 0 else float(n)
+    if span > 0:
+        return round(span * n / (n - 1), 9)
+    return float(pool.duration) if pool.duration is not None and pool.duration > 0 else float(n)
 
 
 @selectors.register("focus")
@@ -367,8 +374,9 @@ class FOCUS(Selector):
     duration`` (see :func:`native_rate`): a pool of every native frame is the
     reference's case exactly; for a subsampled pool, index-based steps (arm
     centres, fine windows, the gap) are exact when it is uniformly spaced.
-    The duration is the pool's own (the reference's ``frames / max(1, fps)``
-    differs only below 1 fps). Arm boundaries come from the timestamps, so an
+    The duration is the pool's own (in reference-exact mode N times the mean
+    frame spacing, as the reference's ``frames / fps``; the two differ only
+    below 1 fps, where the reference divides by ``max(1, fps)``). Arm boundaries come from the timestamps, so an
     irregular pool gets arms of equal duration.
     """
 
@@ -405,7 +413,7 @@ class FOCUS(Selector):
             raise SelectionError("focus: reference_exact=True follows the released code, which ranks the final arms by UCB; drop final_rank or reference_exact")
         relevance = features.relevance()
         if self.reference_exact:
-            return focus_select(relevance, np.asarray(pool.timestamps), _pool_duration(pool), k, self, rng)
+            return focus_select(relevance, np.asarray(pool.timestamps), _pool_duration(pool, from_frames=True), k, self, rng)
         scores = normalize_minmax(relevance) if self.normalize else relevance
         chosen = focus_select(scores, np.asarray(pool.timestamps), _pool_duration(pool), k, self, rng)
         return fill_to_k(chosen, k, len(pool), priority=relevance)
