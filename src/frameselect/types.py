@@ -184,7 +184,7 @@ class Selection:
     ``reference_exact=True`` marks the output of a selector run in its
     reference-exact mode: the indices are then exactly what the published
     reference code returns for the budget as given, which may be fewer than
-    ``min(k, N)`` (even none), more than ``N``, or repeat a frame. Such a
+    ``min(k, N)`` (even none), more than ``N`` indices, or repeat a frame. Such a
     selection is the reference's output, not a broken contract; checks of
     count and uniqueness skip it (indices are still within the pool).
     """

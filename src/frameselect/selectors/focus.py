@@ -22,7 +22,7 @@ from frameselect.registry import selectors
 from frameselect.selectors.base import Selector, fill_to_k, normalize_minmax
 from frameselect.types import CandidatePool, Features, Query
 
-__all__ = ["FOCUS", "FocusPlan", "focus_plan", "focus_arms", "focus_select"]
+__all__ = ["FOCUS", "FocusPlan", "focus_arms", "focus_plan", "focus_select", "native_rate"]
 
 
 @dataclass
