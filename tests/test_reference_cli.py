@@ -1,8 +1,8 @@
-"""`frameselect select ... --param reference_exact=true` reproduces the reference code's outputs.
+"""`frameselect select ... --param reference_exact=true` prints the reference code's outputs.
 
-The references are the step-by-step restatements of AKS (frame_select.py), BOLT
-(select_frames.py), MDP3 (Ovis plugin/mdp3.py) and FOCUS (focus.py) kept in the
-selector tests; here they meet the command line a researcher would use.
+The expected values are the outputs of the reference code itself, kept (with repository,
+commit and function) in ``tests/selectors/test_{aks,bolt,mdp3,focus}_reference.py``;
+here they meet the command line a researcher would use, budgets above the pool included.
 """
 
 from __future__ import annotations
@@ -28,6 +28,12 @@ def _load(name: str) -> ModuleType:
     return module
 
 
+AKS = _load("test_aks_reference")
+BOLT = _load("test_bolt_reference")
+MDP3 = _load("test_mdp3_reference")
+FOCUS = _load("test_focus_reference")
+
+
 def _select(tmp_path: Path, selector: str, k: int, *extra: str, **arrays: np.ndarray) -> list[int]:
     args = ["select", "--selector", selector, "--k", str(k), "--param", "reference_exact=true", "--output", str(tmp_path / "out.json"), *extra]
     for name, value in arrays.items():
@@ -37,37 +43,36 @@ def _select(tmp_path: Path, selector: str, k: int, *extra: str, **arrays: np.nda
     return list(json.loads((tmp_path / "out.json").read_text())["indices"])
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_aks(tmp_path: Path, seed: int) -> None:
-    ref = _load("test_aks")
-    scores = np.random.default_rng(seed).random(256) ** 4
-    want = ref.ref_aks(list(scores), list(range(256)), max_num_frames=64)
-    assert _select(tmp_path, "aks", 64, scores=scores) == [int(i) for i in want]
+@pytest.mark.parametrize("case", [(0, 10, 32, 1), (9, 50, 64, 1), (4, 256, 64, 1), (8, 300, 16, 1)], ids=str)
+def test_aks(tmp_path: Path, case: tuple[int, int, int, int]) -> None:
+    seed, n, k, _ = case
+    assert _select(tmp_path, "aks", k, scores=AKS.scores_for(seed, n)) == AKS.EXPECTED[case]
 
 
-@pytest.mark.parametrize("k", [2, 8, 17])
-def test_bolt(tmp_path: Path, k: int) -> None:
-    ref = _load("test_bolt")
-    scores = np.random.default_rng(k).random(120)
-    want = ref.ref_inverse_transform_sampling(scores, k)
-    assert _select(tmp_path, "bolt", k, scores=scores) == [int(i) for i in want]
+def test_aks_ratio(tmp_path: Path) -> None:
+    case = (0, 10, 32, 2)
+    assert _select(tmp_path, "aks", 32, "--param", "ratio=2", scores=AKS.scores_for(0, 10)) == AKS.EXPECTED[case]
 
 
-def test_mdp3(tmp_path: Path) -> None:
-    ref = _load("test_mdp3")
-    rng = np.random.default_rng(3)
-    emb = rng.standard_normal((64, 8)).astype(np.float32)
-    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
-    text = emb[10] + 0.1 * rng.standard_normal(8).astype(np.float32)
-    text /= np.linalg.norm(text)
-    want = ref.ref_mdp3(emb.astype(np.float64), text.astype(np.float64), 6, segment_size=32)
-    assert _select(tmp_path, "mdp3", 6, embeddings=emb, text=text) == sorted(int(i) for i in want)
+@pytest.mark.parametrize("case", [(0, 5, 8, -1.0), (5, 40, 128, 3.0), (6, 10, 64, 1.0), (3, 120, 17, 2.5)], ids=str)
+def test_bolt(tmp_path: Path, case: tuple[int, int, int, float]) -> None:
+    seed, n, k, power = case
+    assert _select(tmp_path, "bolt", k, "--param", f"power={power}", scores=BOLT.scores_for(seed, n)) == BOLT.EXPECTED[case]
 
 
-@pytest.mark.parametrize("seed", [0, 7])
-def test_focus_with_the_same_seeded_generator(tmp_path: Path, seed: int) -> None:
-    ref = _load("test_focus")
-    scores = np.random.default_rng(11).random(300) ** 3
-    want = ref.ref_focus(scores, 1.0, 16, np.random.default_rng(seed))
-    got = _select(tmp_path, "focus", 16, "--seed", str(seed), scores=scores, timestamps=np.arange(300, dtype=np.float64))
-    assert got == [int(i) for i in want]
+@pytest.mark.parametrize("case", [(0, 64, 128, 1, 8, -1), (8, 20, 128, 1, 32, -1), (9, 8, 512, 2, 8, -1), (6, 128, 256, 1, 16, 32)], ids=str)
+def test_mdp3(tmp_path: Path, case: tuple[int, int, int, int, int, int]) -> None:
+    seed, n, d, rows, k, segment = case
+    emb, text = MDP3.inputs_for(seed, n, d, rows)
+    # the command line takes one query row; _select_frames_fast reads the first
+    extra = ("--param", f"segment_size={segment}") if segment > 0 else ()
+    assert _select(tmp_path, "mdp3", k, *extra, embeddings=emb, text=text[0]) == MDP3.EXPECTED[case]
+
+
+@pytest.mark.parametrize("case", [(0, 0.5, 16, "nearest"), (1, 1.0, 64, "nearest"), (2, 600.0, 32, "nearest"), (5, 47.3, 16, "linear")], ids=str)
+def test_focus_with_the_drivers_generator(tmp_path: Path, case: tuple[int, float, int, str]) -> None:
+    seed, seconds, k, method = case
+    scores = FOCUS.scores_for(seed, seconds)
+    times = np.arange(len(scores)) / FOCUS.FPS
+    got = _select(tmp_path, "focus", k, "--seed", "42", "--param", f"interpolation_method={json.dumps(method)}", scores=scores, timestamps=times)
+    assert got == FOCUS.EXPECTED[case]

@@ -195,12 +195,21 @@ class Features:
 
 @dataclass(frozen=True)
 class Selection:
-    """Unique, ascending indices into a :class:`CandidatePool`."""
+    """Indices into a :class:`CandidatePool`: unique and ascending, ``min(k, N)`` of them.
+
+    ``reference_exact=True`` marks the output of a selector run in its
+    reference-exact mode: the indices are then exactly what the published
+    reference code returns for the budget as given, which may be fewer than
+    ``min(k, N)`` (even none), more than ``N`` indices, or repeat a frame. Such a
+    selection is the reference's output, not a broken contract; checks of
+    count and uniqueness skip it (indices are still within the pool).
+    """
 
     indices: tuple[int, ...]
     scores: tuple[float, ...] | None = None
     selector: str = ""
     latency_s: float = 0.0
+    reference_exact: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "indices", tuple(int(i) for i in self.indices))
@@ -244,4 +253,3 @@ class SampleRecord:
     def __post_init__(self) -> None:
         object.__setattr__(self, "metrics", dict(self.metrics))
         object.__setattr__(self, "metadata", dict(self.metadata))
-

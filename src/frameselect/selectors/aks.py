@@ -1,8 +1,8 @@
 """AKS: Adaptive Keyframe Sampling.
 
 Tang et al., "Adaptive Keyframe Sampling for Long Video Understanding",
-CVPR 2025. Reference code: github.com/ncTimTang/AKS, ``frame_select.py``
-(functions ``meanstd`` and ``main``).
+CVPR 2025. Reference code: github.com/ncTimTang/AKS (commit 4667501),
+``frame_select.py`` (functions ``meanstd`` and ``main``).
 """
 
 from __future__ import annotations
@@ -105,12 +105,22 @@ class AKS(Selector):
     test always passes), ``all_depth=5``, ``ratio=1``.
 
     The reference can return fewer than k frames (``int`` truncation per
-    leaf, leaves shorter than their quota, ``ratio`` leaving fewer than k
-    candidates; with k < 32 every depth-5 leaf gets 0). The default fills up
-    to k with the shared :func:`fill_to_k` rule, priority = relevance;
-    ``reference_exact=True`` returns the reference output as is (ascending,
-    possibly short). Deviation: a constant relevance vector normalises to
-    zeros here, where the reference divides 0 by 0.
+    leaf, leaves shorter than their quota; with k < 32 every depth-5 leaf
+    gets 0, so a pool that splits to the bottom yields nothing), and when
+    fewer than k candidates remain (N // ``ratio`` < k) it returns every
+    candidate. ``reference_exact=True`` returns the reference output as is
+    (``main`` of ``frame_select.py`` at commit 4667501), for the budget as
+    given: ascending, possibly short or empty. The default fills up to
+    ``min(k, N)`` with the shared :func:`fill_to_k` rule, priority =
+    relevance. Deviation: a constant relevance vector normalises to zeros
+    here, where the reference divides 0 by 0.
+
+    Code and paper: the paper presents the split rule as a relevance–coverage
+    trade-off approximated by adaptive recursive binning; the code's concrete
+    rule, followed here, is the one above, with two details the paper does
+    not state: the standard-deviation test is switched off by its default
+    (``t2=-100``), and the command line declares ``--t1``/``--t2`` as
+    integers, so only the defaults (0.8, -100) can actually be used there.
     """
 
     needs = frozenset({"relevance"})

@@ -4,7 +4,11 @@ A selector is a frozen dataclass whose fields are its hyper-parameters, so
 configuration, ``repr`` and fingerprints are mechanical. Subclasses declare
 what features they need and implement :meth:`Selector._select`; the public
 :meth:`Selector.select` validates the budget and the inputs and enforces the
-contract: exactly ``min(k, N)`` unique, ascending, in-range indices.
+contract: exactly ``min(k, N)`` unique, ascending, in-range indices. A
+selector with a true ``reference_exact`` field is the exception: it receives
+the budget unclamped and returns what its reference code returns, in range
+but possibly empty, short or repeating; the :class:`Selection` is flagged
+``reference_exact=True``.
 
 Writing a new selector takes a few lines::
 
@@ -135,14 +139,24 @@ class Selector:
             raise SelectionError(f"candidate pool of {pool.video_id!r} is empty")
         self._check_features(features, n)
         generator = rng if rng is not None else np.random.default_rng(seed)
+        exact = bool(getattr(self, "reference_exact", False))
         start = time.perf_counter()
-        out = self._select(pool, query, min(k, n), features, generator)
+        # reference-exact mode sees the budget as given: the reference decides what k > N means
+        out = self._select(pool, query, k if exact else min(k, n), features, generator)
         latency = time.perf_counter() - start
         indices, scores = out if isinstance(out, tuple) else (out, None)
         idx = [int(i) for i in indices]
-        if not getattr(self, "reference_exact", False):
+        if exact:
+            self._check_range(idx, n)
+        else:
             self._check_contract(idx, min(k, n), n)
-        return Selection(indices=tuple(idx), scores=None if scores is None else tuple(float(s) for s in scores), selector=self.name, latency_s=latency)
+        return Selection(
+            indices=tuple(idx),
+            scores=None if scores is None else tuple(float(s) for s in scores),
+            selector=self.name,
+            latency_s=latency,
+            reference_exact=exact,
+        )
 
     @property
     def name(self) -> str:
@@ -178,6 +192,14 @@ class Selector:
             if features.pixels.shape[0] != n:
                 raise SelectionError(f"{features.pixels.shape[0]} frames of pixels for a pool of {n} frames")
 
+    def _check_range(self, idx: list[int], n: int) -> None:
+        bad = [i for i in idx if not 0 <= i < n]
+        if bad:
+            raise SelectionError(
+                f"selector {self.name!r} in reference-exact mode: the reference returned indices {bad[:10]} outside the pool of {n} frames; "
+                "this output names no frame, so it cannot be used (drop reference_exact to get the documented fill rule)"
+            )
+
     def _check_contract(self, idx: list[int], k: int, n: int) -> None:
         if len(idx) != k or len(set(idx)) != k or idx != sorted(idx) or (idx and (idx[0] < 0 or idx[-1] >= n)):
             raise AssertionError(f"selector {self.name!r} broke the contract: returned {idx[:20]} for k={k}, N={n}")
@@ -190,5 +212,10 @@ class Selector:
         features: Features,
         rng: np.random.Generator,
     ) -> Sequence[int] | tuple[Sequence[int], Sequence[float]]:
-        """Return the chosen indices (``k`` is already ``min(k, N)``)."""
+        """Return the chosen indices.
+
+        ``k`` is already ``min(k, N)``, except for a selector whose
+        ``reference_exact`` is true: it gets the budget as given and returns
+        what its reference returns (possibly empty, short or repeating).
+        """
         raise NotImplementedError

@@ -1,8 +1,8 @@
 """BOLT: inverse transform sampling over query relevance.
 
 Liu et al., "BOLT: Boost Large VLMs without Training for Long-form Video
-Understanding", CVPR 2025. Reference code: github.com/sming256/BOLT,
-``select_frames.py`` (function ``inverse_transform_sampling``).
+Understanding", CVPR 2025. Reference code: github.com/sming256/BOLT (commit
+8a9ba45), ``select_frames.py`` (function ``inverse_transform_sampling``).
 """
 
 from __future__ import annotations
@@ -64,12 +64,22 @@ class BOLT(Selector):
     ``embeddings · text`` gives the same selection.
 
     The reference repeats frames where the mass is concentrated (several
-    quantiles in one frame; for k = 2 both quantiles are 1/2, so always) and
-    can step past the last frame for k = 1. The default drops repeats and
-    out-of-range indices and fills up to k with the shared
-    :func:`fill_to_k` rule, priority = relevance; a constant relevance
-    vector (NaN in the reference) is read as uniform weights.
-    ``reference_exact=True`` returns the reference's k indices as they are.
+    quantiles in one frame; for k = 2 both quantiles are 1/2, so always),
+    returns exactly k indices also when k > N (then necessarily with
+    repeats), and can step past the last frame for k = 1.
+    ``reference_exact=True`` returns the reference's k indices as they are,
+    for the budget as given, repeats included; an index past the last frame
+    names no frame and raises :class:`~frameselect.errors.SelectionError`.
+    The default drops repeats and out-of-range indices and fills up to
+    ``min(k, N)`` with the shared :func:`fill_to_k` rule, priority =
+    relevance; a constant relevance vector (NaN in the reference) is read
+    as uniform weights.
+
+    Code and scripts: ``select_frames.py``'s default ``--power -1`` applies
+    no power at all, while the repository's ``scripts/frame_selection.sh``
+    passes ``--power 3`` (Video-MME) and ``--power 2.5`` (LongVideoBench),
+    and ``demo.py`` defaults to 3; this follows ``select_frames.py``
+    (``power=1`` here, ``-1`` accepted with the same meaning).
     """
 
     needs = frozenset({"relevance"})

@@ -1,13 +1,11 @@
 """FOCUS: Frame-Optimistic Confidence Upper-bound Selection.
 
 "FOCUS: Efficient Keyframe Selection for Long Video Understanding", ICLR
-2026. Reference code: github.com/NUS-HPC-AI-Lab/FOCUS, ``focus.py``
-(``run_focus_algorithm`` and the functions it calls) driven by
-``select_keyframe.py`` (``process_single_video``, command-line defaults).
-
-The registered default follows the released code, including its arm
-rebuild (no arm keeps its scores); ``keep_arm_scores=True`` is the variant
-the paper describes. See :class:`FOCUS`.
+2026. Reference code: github.com/NUS-HPC-AI-Lab/FOCUS at commit e28a555
+("focus warpup"): ``focus.py`` (class ``FOCUS``, method ``select_keyframes``
+and the stages it calls) driven by ``select_keyframe.py`` (``ray_worker``'s
+adaptive minimum gap, command-line defaults, ``np.random.default_rng(seed)``
+with seed 42). See :class:`FOCUS`.
 """
 
 from __future__ import annotations
@@ -24,7 +22,7 @@ from frameselect.registry import selectors
 from frameselect.selectors.base import Selector, fill_to_k, normalize_minmax
 from frameselect.types import CandidatePool, Features, Query
 
-__all__ = ["FOCUS", "FocusPlan", "focus_plan", "focus_arms", "focus_select"]
+__all__ = ["FOCUS", "FocusPlan", "focus_arms", "focus_plan", "focus_select", "native_rate"]
 
 
 @dataclass
@@ -54,13 +52,30 @@ class FocusPlan:
     gap_frames: int
 
 
-def focus_plan(n: int, duration: float, k: int, p: FOCUS) -> FocusPlan:
-    """Strides, windows and minimum gap in pool frames, as ``process_single_video`` computes them.
+def native_rate(n: int, duration: float) -> float:
+    """The pool's frame rate ``n / duration``, snapped to a round value it misses only by float noise.
 
-    The pool's frames play the video's frames, at the pool's mean rate
-    ``fps = n / duration``.
+    A pool of every frame of a 30-fps video gives 30.0 exactly, as the
+    reference's ``get_avg_fps()``; a 29.97-fps (30000/1001) one stays as it is.
+
+    >>> native_rate(601, round(601 / 30, 9))
+    30.0
     """
     fps = n / duration
+    snapped = round(fps, 6)
+    return snapped if abs(fps - snapped) <= 1e-10 * fps else fps
+
+
+def focus_plan(n: int, duration: float, k: int, p: FOCUS) -> FocusPlan:
+    """Strides, windows and minimum gap in pool frames, as ``select_keyframes`` and ``ray_worker`` compute them.
+
+    The pool's frames play the video's frames, at the pool's rate
+    :func:`native_rate`. The minimum gap is ``select_keyframe.py``'s
+    adaptive rule: none when the average spacing ``duration / k`` is at most
+    ``disable_gap_below_sec``, else ``min(gap_ratio_of_avg * spacing,
+    min_gap_sec)``.
+    """
+    fps = native_rate(n, duration)
     avg_spacing = duration / max(1, k)
     if avg_spacing <= p.disable_gap_below_sec:
         min_gap = 0.0
@@ -99,7 +114,7 @@ def focus_arms(timestamps: NDArray[np.float64], coarse_stride: int, fps: float) 
 
 
 def _update_arm_stats(arm: _Arm, known: dict[int, float]) -> None:
-    """``update_arms_with_scores`` for one arm: record its drawn frames' scores, recompute mean and variance."""
+    """``FOCUS._update_arms_with_scores`` for one arm: record its drawn frames' scores, recompute mean and variance."""
     seen = {i for i, _ in arm.scores}
     for idx in arm.sampled:
         if idx in known and idx not in seen:
@@ -130,7 +145,7 @@ def _by_ucb(arms: Sequence[_Arm]) -> list[int]:
 
 
 def _coarse_sampling(arms: Sequence[_Arm], extra: int, rng: np.random.Generator) -> list[int]:
-    """``coarse_sampling_in_arms``: each arm's centre plus ``extra`` distinct random frames of it."""
+    """``FOCUS._coarse_sampling_in_arms``: each arm's centre plus ``extra`` distinct random frames of it."""
     out: list[int] = []
     for arm in arms:
         centre = (arm.start + arm.end) // 2
@@ -145,7 +160,7 @@ def _coarse_sampling(arms: Sequence[_Arm], extra: int, rng: np.random.Generator)
 
 
 def _fine_sampling(arms: Sequence[_Arm], n: int, plan: FocusPlan, coarse: set[int], uniform_ratio: float, rng: np.random.Generator) -> list[int]:
-    """``fine_sampling_in_arms``: uniform plus random frames in a window around each arm's centre."""
+    """``FOCUS._fine_sampling_in_arms``: uniform plus random frames in a window around each arm's centre."""
     chosen: set[int] = set()
     for arm in arms:
         centre = (arm.start + arm.end) // 2
@@ -198,7 +213,7 @@ def _estimate(arm: _Arm, method: str) -> dict[int, float]:
 
 
 def _final_allocation(arms: Sequence[_Arm], remaining: int, selected: list[int], plan: FocusPlan, p: FOCUS, rng: np.random.Generator) -> list[int]:
-    """``sample_remaining_frames_by_focus_fixed_top``: the remaining budget spread over the top arms."""
+    """``FOCUS._select_remaining_frames``: the remaining budget spread over the top arms (by UCB, or by mean with ``final_rank="mean"``)."""
     gap = plan.gap_frames
     current = set(selected)
 
@@ -229,7 +244,8 @@ def _final_allocation(arms: Sequence[_Arm], remaining: int, selected: list[int],
         return []
     base, extra = divmod(remaining, s)
     new: list[int] = []
-    for rank, pos in enumerate(_by_ucb(arms)[:s]):
+    order = _by_ucb(arms) if p.final_rank == "ucb" else sorted(range(len(arms)), key=lambda i: arms[i].mean, reverse=True)
+    for rank, pos in enumerate(order[:s]):
         need = base + (1 if rank < extra else 0)
         arm = arms[pos]
         available = [c for c in range(arm.start, arm.end + 1) if c not in current]
@@ -250,48 +266,55 @@ def _final_allocation(arms: Sequence[_Arm], remaining: int, selected: list[int],
 
 
 def focus_select(scores: NDArray[np.float64], timestamps: NDArray[np.float64], duration: float, k: int, p: FOCUS, rng: np.random.Generator) -> list[int]:
-    """FOCUS on one pool: ascending indices, possibly fewer than ``k`` (as the released code).
+    """FOCUS on one pool, as ``FOCUS.select_keyframes``: ascending, distinct, possibly fewer than ``k``.
 
-    ``scores`` are the relevance the reference gets from BLIP (in [0, 1]).
-    As the released code (``keep_arm_scores=False``), ``run_focus_algorithm``
-    starts again from fresh arms that hold none of the coarse samples, so
-    every UCB is 0; ``p.keep_arm_scores`` keeps the coarse samples in their
-    arms. ``p.score_fine`` adds the fine samples' scores to the top-ratio pool
-    (the released ``select_keyframe.py`` passes none).
+    ``scores`` are the relevance the reference gets from BLIP (in [0, 1]);
+    every call on ``rng`` is the reference's, in its order: one
+    ``choice`` per arm for the coarse extras, one per promising arm for the
+    random fine samples, one per final arm for the softmax (or uniform) draw.
     """
     n = len(scores)
     plan = focus_plan(n, duration, k, p)
     arms = [_Arm(a, b) for a, b in focus_arms(timestamps, plan.coarse_stride, plan.fps)]
+    # stage 1: coarse probes; each arm keeps its probes' scores
     coarse = _coarse_sampling(arms, p.extra_samples_per_region, rng)
     known = {i: float(scores[i]) for i in coarse}
-    if not p.keep_arm_scores:
-        arms = [_Arm(a.start, a.end) for a in arms]  # the released code's fresh arms: no samples, UCB 0
     for arm in arms:
         _update_arm_stats(arm, known)
     _update_ucb(arms, p.min_variance_threshold)
+    # stages 2-3: fine probes around the centres of the arms with the highest UCB. Their scores join
+    # the top-ratio pool only: the reference records in an arm just its coarse probes, so the arm
+    # statistics (and the UCB) do not change.
     zoom = min(max(p.min_zoom_segments, int(np.ceil(len(arms) * p.zoom_ratio))), len(arms))
     promising = [arms[i] for i in _by_ucb(arms)[:zoom]]
     fine = _fine_sampling(promising, n, plan, set(coarse), p.fine_uniform_ratio, rng)
-    if p.score_fine:
-        known.update((i, float(scores[i])) for i in fine)
+    known.update((i, float(scores[i])) for i in fine)
+    # stage 4: the top ``top_ratio`` probed frames, then the rest spread over the best arms by UCB
     selected: list[int] = []
     if known and k > 0:
         k_top = int(round(p.top_ratio * min(k, len(known))))
         selected = [i for i, _ in sorted(known.items(), key=lambda kv: kv[1], reverse=True)[:k_top]]
-    remaining = max(0, k - len(selected))
-    if remaining > 0 and arms:
-        selected += _final_allocation(arms, remaining, selected, plan, p, rng)
+        remaining = max(0, k - len(selected))
+        if remaining > 0 and arms:
+            selected += _final_allocation(arms, remaining, selected, plan, p, rng)
     return sorted(dict.fromkeys(selected))[:k]
 
 
-def _pool_duration(pool: CandidatePool) -> float:
-    """Seconds the pool spans: its video's duration, else N times the mean frame spacing."""
+def _pool_duration(pool: CandidatePool, *, from_frames: bool = False) -> float:
+    """Seconds the pool spans: its video's duration, else N times the mean frame spacing.
+
+    ``from_frames`` always takes N times the mean spacing, as the reference's
+    ``total_frames / fps`` (a container's duration can differ from it by a
+    fraction of a frame).
+    """
     n = len(pool)
-    if pool.duration is not None and pool.duration > 0:
+    if not from_frames and pool.duration is not None and pool.duration > 0:
         return float(pool.duration)
     ts = np.asarray(pool.timestamps, dtype=np.float64)
     span = float(ts[-1] - ts[0]) if n > 1 else 0.0
-    return round(span * n / (n - 1), 9) if span > 0 else float(n)
+    if span > 0:
+        return round(span * n / (n - 1), 9)
+    return float(pool.duration) if pool.duration is not None and pool.duration > 0 else float(n)
 
 
 @selectors.register("focus")
@@ -299,59 +322,62 @@ def _pool_duration(pool: CandidatePool) -> float:
 class FOCUS(Selector):
     """FOCUS (ICLR 2026): bandit-style coarse-to-fine keyframe selection.
 
-    Follows ``focus.py`` / ``select_keyframe.py`` of
-    github.com/NUS-HPC-AI-Lab/FOCUS. The pool is cut into arms of
-    ``coarse_every_sec`` seconds (at least ``min_coarse_segments``; arm
-    boundaries from ``pool.timestamps``); each arm is probed at its centre
-    plus ``extra_samples_per_region`` random frames. The paper scores each
-    arm by a Bernstein upper confidence bound ``mean + sqrt(2 ln n var / n_i)
-    + 3 ln n / n_i`` of its probes; the best ``zoom_ratio`` of the arms (at
-    least ``min_zoom_segments``) get fine samples (half uniform, half random,
-    one per ``fine_every_sec``); the top ``top_ratio`` of all probed frames
-    are kept, and the rest of the budget is spread evenly over the best arms
-    (``zoom_ratio`` of them, between ``final_min_arms`` and
-    ``final_max_arms``), inside each drawn by a softmax (``temperature``) over
-    the nearest probed score, keeping a minimum gap (``min_gap_sec``, scaled
-    down for dense budgets). All defaults are the reference's command-line
-    defaults. Randomness comes only from the ``rng`` passed in: a seeded run
-    is reproducible.
+    Follows ``FOCUS.select_keyframes`` in ``focus.py`` of
+    github.com/NUS-HPC-AI-Lab/FOCUS (commit e28a555) with the minimum-gap rule
+    and command-line defaults of its driver ``select_keyframe.py``. The pool
+    is cut into arms of about ``coarse_every_sec`` seconds (at least
+    ``min_coarse_segments``; frames past the last whole arm belong to none);
+    each arm is probed at its centre plus ``extra_samples_per_region``
+    random frames and keeps its probes' scores. Each arm gets the Bernstein
+    upper confidence bound ``mean + sqrt(2 ln n var / n_i) + 3 ln n / n_i``
+    (variance at least ``min_variance_threshold``); the ``zoom_ratio`` of
+    the arms with the highest bound (at least ``min_zoom_segments``) get fine
+    probes in a window around their centre (``fine_uniform_ratio`` of them
+    evenly spaced, the rest random, one per ``fine_every_sec``). The top
+    ``top_ratio`` of all probed frames are kept; the rest of the budget is
+    spread evenly over the best arms (``zoom_ratio`` of them, between
+    ``final_min_arms`` and ``final_max_arms``), inside each drawn without
+    replacement by a softmax (``temperature``) over the min-max normalised
+    scores interpolated from the arm's coarse probes
+    (``interpolation_method``), keeping a minimum gap: none when
+    ``duration / k <= disable_gap_below_sec``, else
+    ``min(gap_ratio_of_avg * duration / k, min_gap_sec)``. All defaults are
+    the reference's. Randomness comes only from the ``rng`` passed in, call
+    for call as the reference uses its Generator (its driver seeds
+    ``np.random.default_rng(42)``).
 
-    Paper and released code disagree; the default follows the released code,
-    since that is what the published numbers came from. The released
-    ``run_focus_algorithm`` rebuilds the arms (``setup_arms``) after coarse
-    sampling, so no arm ever holds its probes' scores: every UCB is 0, the
-    "best" arms are the first ones in time (a stable sort of equal keys),
-    fine sampling zooms into those, and after the top ``top_ratio`` probed
-    frames the rest of the budget is drawn uniformly at random (with the
-    gap) in the first ``S`` arms, there being no score to interpolate. And
-    ``select_keyframe.py`` passes no fine scores, so the fine samples only
-    consume random numbers. The default does exactly this, draw for draw
-    from the same Generator; so by default relevance enters only through the
-    ranking of the coarse probes, and ``interpolation_method``, ``temperature``,
-    ``min_variance_threshold`` and ``normalize`` change nothing. Where the
-    released code returns fewer than ``k`` frames (an arm smaller than its
-    share of the budget; it never returns duplicates), the default fills the
-    shortfall with the shared :func:`fill_to_k` rule, priority = relevance;
-    ``reference_exact=True`` returns the released code's raw output instead
-    (possibly fewer than ``k`` frames).
+    Paper and code disagree, and this follows the code:
 
-    The repaired variant, as the paper describes it:
-    ``FOCUS(keep_arm_scores=True, score_fine=True)``. ``keep_arm_scores``
-    lets the arms keep their coarse scores, so the UCB ranks them and the
-    final frames are drawn by the softmax over interpolated scores;
-    ``score_fine`` scores the fine samples and adds them to the top-ratio
-    pool (what ``run_focus_algorithm`` does when it is handed fine scores).
-    Either may be set alone; neither combines with ``reference_exact``.
+    - final arm selection: the paper (Sec. 2.3.2) recommends arms by their
+      empirical mean; the code ranks them by the optimistic bound
+      (NUS-HPC-AI-Lab/FOCUS#8). ``final_rank="mean"`` is the paper's rule
+      (not in reference-exact mode);
+    - the fine probes' scores enter only the top-ratio pool: the code records
+      in an arm just its coarse probes, so the fine stage never updates an
+      arm's statistics and the interpolation sees coarse probes only.
+
+    The first release (commit 864fff0) rebuilt the arms after coarse
+    sampling and passed no fine scores, so every bound was 0; commit e28a555
+    fixed that, and this follows e28a555.
+
+    ``reference_exact=True`` returns the reference's output as is: scores as
+    given (``normalize`` does not apply; the reference's are BLIP match
+    probabilities in [0, 1], and the bound is not invariant to rescaling),
+    the budget unclamped, possibly fewer than ``k`` frames (an arm smaller
+    than its share, a pool shorter than ``k``), never duplicates. The default
+    min-max normalises relevance first (``normalize=True``, for cosine
+    relevance) and fills a shortfall with the shared :func:`fill_to_k` rule,
+    priority = relevance.
 
     Adaptation: the reference works on a video's frames at its frame rate;
-    here the pool's frames play that part at the pool's mean rate
-    ``N / duration`` (index-based steps — arm centres, fine windows, the gap
-    — are exact for uniformly spaced pools). The duration is the pool's own
-    (the reference's ``frames / max(1, fps)`` differs only below 1 fps).
-    Relevance is min-max normalised to [0, 1] first (``normalize=True``):
-    the reference's scores are BLIP match probabilities and it clips
-    interpolated scores to [0, 1] (this matters only with
-    ``keep_arm_scores``; min-max keeps the ranking).
+    here the pool's frames play that part at the pool's rate ``N /
+    duration`` (see :func:`native_rate`): a pool of every native frame is the
+    reference's case exactly; for a subsampled pool, index-based steps (arm
+    centres, fine windows, the gap) are exact when it is uniformly spaced.
+    The duration is the pool's own (in reference-exact mode N times the mean
+    frame spacing, as the reference's ``frames / fps``; the two differ only
+    below 1 fps, where the reference divides by ``max(1, fps)``). Arm boundaries come from the timestamps, so an
+    irregular pool gets arms of equal duration.
     """
 
     needs = frozenset({"relevance"})
@@ -372,8 +398,7 @@ class FOCUS(Selector):
     min_gap_sec: float = 1.0
     disable_gap_below_sec: float = 0.2
     gap_ratio_of_avg: float = 0.25
-    keep_arm_scores: bool = False
-    score_fine: bool = False
+    final_rank: str = "ucb"
     normalize: bool = True
     reference_exact: bool = False
 
@@ -382,14 +407,13 @@ class FOCUS(Selector):
             raise SelectionError(f"unknown interpolation_method {self.interpolation_method!r}; use 'nearest', 'linear', 'rbf' or 'uniform'")
         if self.coarse_every_sec <= 0 or self.fine_every_sec <= 0 or self.temperature <= 0:
             raise SelectionError("focus needs coarse_every_sec, fine_every_sec and temperature > 0")
-        if self.reference_exact and (self.keep_arm_scores or self.score_fine):
-            raise SelectionError(
-                "focus: reference_exact=True reproduces the released code, which keeps no arm scores and scores no fine samples; "
-                "drop keep_arm_scores/score_fine, or drop reference_exact"
-            )
+        if self.final_rank not in ("ucb", "mean"):
+            raise SelectionError(f"focus: unknown final_rank {self.final_rank!r}; use 'ucb' (the released code) or 'mean' (the paper)")
+        if self.reference_exact and self.final_rank != "ucb":
+            raise SelectionError("focus: reference_exact=True follows the released code, which ranks the final arms by UCB; drop final_rank or reference_exact")
         relevance = features.relevance()
+        if self.reference_exact:
+            return focus_select(relevance, np.asarray(pool.timestamps), _pool_duration(pool, from_frames=True), k, self, rng)
         scores = normalize_minmax(relevance) if self.normalize else relevance
         chosen = focus_select(scores, np.asarray(pool.timestamps), _pool_duration(pool), k, self, rng)
-        if self.reference_exact:
-            return chosen
         return fill_to_k(chosen, k, len(pool), priority=relevance)

@@ -231,31 +231,55 @@ def mdp3_select(
 class MDP3(Selector):
     """MDP3 (Sun et al., ICCV 2025): query-conditioned DPP, greedy log-det, segment DP.
 
-    Follows the reference plug-in in github.com/AIDC-AI/Ovis
-    (``plugin/mdp3.py``). Kernel: a sum of Gaussians
-    ``sum_a exp(-||x - y||^2 / (2a))`` with ``alphas`` 2^-3 … 2^1, applied
-    to frame embeddings and to the query embedding as given (the reference
-    feeds L2-normalised SigLIP embeddings). Objective of a frame set P:
-    ``(2 / lam) * sum log K(query, p) + log det K_P``, maximised greedily with
-    an incremental Cholesky factor (first candidate on ties; once the factor
-    is singular — identical frames — the reference's NaN scores take the
-    next frames in pool order, and so does this code). Segments of
+    Follows the reference plug-in in github.com/AIDC-AI/Ovis (commit 4de4946,
+    ``plugin/mdp3.py``: ``MDP3._select_frames_fast`` with
+    ``seqdpp_select_super_fast`` and ``cholesky_update_determinant``, kernel
+    ``MultiGaussianKernel``). Kernel: a sum of Gaussians ``sum_a exp(-||x -
+    y||^2 / (2a))`` with ``alphas`` 2^-3 … 2^1, on frame embeddings and the
+    query embedding as given (the reference feeds L2-normalised SigLIP
+    embeddings). Objective of a frame set P (conditioning frames included):
+    ``w * sum log K(query, p) + log det K_P``, maximised greedily with an
+    incremental Cholesky factor (first candidate on ties; once the factor is
+    singular — identical frames — the reference's NaN scores take the next
+    frames in pool order, and so does this code). Segments of
     ``segment_size`` frames are joined by a dynamic programme over how many
-    frames each contributes, each segment conditioned on the last
-    ``condition_size`` frames chosen before it.
+    frames each contributes, each segment's greedy run conditioned on the
+    last ``condition_size`` frames chosen before it.
 
-    Defaults: ``lam=0.2``, ``condition_size=1`` (the reference's), and one
-    segment spanning the pool (``segment_size=0``). The reference sets
-    ``segment_size = 32 if k <= 32 else 128``; with one segment the DP is a
-    single greedy run (N=3600, D=512, k=32: ~20 ms on one core); with the
-    reference's segments it runs about (k + 1) * N / segment_size greedy
-    passes (the same case: ~2 s with ``segment_size=32``).
-    ``reference_exact=True`` applies the reference's own segment rule
-    (32 if k ≤ 32 else 128, ignoring ``segment_size``), reproducing the
-    plug-in's output for pools whose size is a multiple of it. The
-    reference assumes N is a multiple of the segment size (it indexes past
-    the end otherwise); here the last segment may be shorter. Always returns
-    k distinct frames.
+    Defaults are the plug-in's: ``lam=0.2``, ``condition_size=1`` and one
+    segment spanning the pool (``segment_size=0``; the plug-in's -1), so the
+    programme is a single greedy run of k picks (N=3600, D=512, k=32: ~20 ms
+    on one core; with ``segment_size=32`` about (k + 1) * N / 32 greedy
+    passes, ~2 s).
+
+    Code and paper: the relevance weight is written ``1./lamda*2``, which
+    Python reads as ``w = 2 / lam`` (10 at the default), and this follows
+    the code; the paper's Markov decision process over segments is in the
+    code but off by default (``segment_size = -1``). The query enters as one
+    row: ``_select_frames_fast`` reads ``text_embeds[0]``, and the plug-in's
+    encoder hands it the mean of the prompt's text-chunk embeddings. Given
+    several query rows (an (m, D) ``text``), reference-exact mode uses the
+    first, as ``_select_frames_fast`` does; the default uses their mean, as
+    the plug-in's ``__call__`` does.
+
+    Numerics: this computes in float64 (dot products in float32) with
+    vectorised rank-one updates; the reference runs float32 torch with one
+    Cholesky update per candidate. They agree wherever the data decide the
+    choice (tested at N 8-256, D 128-1152). Where the greedy run must choose
+    among identical or nearly identical frames (embedding distance below
+    about 1e-3, e.g. k above the number of distinct frames of a static
+    video), the reference's choice is decided by float32 rounding noise in
+    its Cholesky residual and is not reproduced: identical frames are taken
+    here in pool order.
+
+    ``reference_exact=True`` returns ``_select_frames_fast``'s output for the
+    budget as given: when N < k the programme never reaches k frames and the
+    reference returns its initial empty list, and so does this (the
+    plug-in's ``__call__`` returns every frame instead, before selecting).
+    The reference indexes past the end when N is not a multiple of a
+    positive ``segment_size``; reference-exact mode refuses that case. By
+    default the last segment may be shorter and the output is always
+    ``min(k, N)`` distinct frames.
     """
 
     needs = frozenset({"embeddings", "text"})
@@ -271,8 +295,18 @@ class MDP3(Selector):
                 f"mdp3 needs lam > 0, condition_size >= 1 and positive alphas, got lam={self.lam}, condition_size={self.condition_size}, alphas={self.alphas}"
             )
         x = np.asarray(features.embeddings, dtype=np.float64)
-        t = np.asarray(features.text, dtype=np.float64)
-        if t.reshape(-1).shape[0] != x.shape[1]:
-            raise SelectionError(f"text embedding has {t.size} dimensions, frame embeddings {x.shape[1]}")
-        size = (32 if k <= 32 else 128) if self.reference_exact else self.segment_size
-        return sorted(mdp3_select(x, t, k, self.lam, size, self.condition_size, tuple(self.alphas)))
+        given = np.asarray(features.text, dtype=np.float64)
+        rows = np.atleast_2d(given)
+        if rows.ndim != 2 or rows.shape[1] != x.shape[1]:
+            raise SelectionError(f"text embedding has shape {given.shape}, expected ({x.shape[1]},) or (m, {x.shape[1]}) to match the frame embeddings")
+        n = x.shape[0]
+        if self.reference_exact:
+            if self.segment_size > 0 and n % self.segment_size:
+                raise SelectionError(
+                    f"mdp3 reference_exact: a pool of {n} frames is not a multiple of segment_size={self.segment_size}, where the reference "
+                    "indexes past the last frame; use segment_size=0 (one segment, the reference default) or drop reference_exact"
+                )
+            if k > n:
+                return []  # the reference's dp[.][k] is never reached: its trace stays []
+            return mdp3_select(x, rows[0], k, self.lam, self.segment_size, self.condition_size, tuple(self.alphas))
+        return sorted(mdp3_select(x, rows.mean(axis=0), k, self.lam, self.segment_size, self.condition_size, tuple(self.alphas)))
