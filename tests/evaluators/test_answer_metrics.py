@@ -9,11 +9,14 @@ import pytest
 
 from frameselect.evaluators.answer import (
     CLEAN_PREFIXES,
+    EXTRACTIONS,
     MCAccuracy,
     MLVUMAvg,
     accuracy_by,
     answer_letters,
     extract_answer_letter,
+    extract_letter,
+    extract_mcq_letter,
     mc_accuracy,
     mlvu_m_avg,
 )
@@ -182,3 +185,109 @@ def test_registry_holds_at_least_18_evaluators_that_build_with_defaults() -> Non
         assert ev.name == name
         assert ev.metrics
         assert isinstance(ev.higher_is_better, bool)
+
+
+# -- lmms-eval's current extract_mcq_answer and its older rule, run on these replies ---------------
+# (reply, older rule, extract_mcq_answer with A-D, with A-E, with A-H): the outputs of running
+# EvolvingLMMs-Lab/lmms-eval at commit 75571cfe0fa36ca5ec2e6aa2bb268f9d38295af3,
+# lmms_eval/tasks/_task_utils/mcq_extract.py extract_mcq_answer(reply, choices), and of
+# extract_characters_regex from lmms_eval/tasks/videomme/utils.py at commit
+# d0c1eae757432949cc276537e9d883934738ae21 (the last before the switch, 9ca4445). The first 35 replies
+# are written by hand, the rest drawn from answer-like tokens with random.Random(20260412).
+MCQ_REFERENCE = [
+    ('B', 'B', 'B', 'B', 'B'),
+    ('(C)', 'C', 'C', 'C', 'C'),
+    ('The answer is D.', 'D', 'D', 'D', 'D'),
+    ('The best answer is (C) the red car.', 'C', 'C', 'C', 'C'),
+    ('A. A man rides a bike', 'A', 'A', 'A', 'A'),
+    ('I think it is A, but the answer is C.', 'A', 'C', 'C', 'C'),
+    ('Best answer: C', 'B', 'C', 'C', 'C'),
+    ('Option B: the dog', 'B', 'B', 'B', 'B'),
+    ('C) because', 'C', 'C', 'C', 'C'),
+    ('it is probably the red one', '', '', '', ''),
+    ('Answer: (B)', 'A', 'B', 'B', 'B'),
+    ('The correct answer is B. Option A is wrong.', 'B', 'A', 'A', 'A'),
+    ('Between A and D, I choose D', 'B', 'D', 'D', 'D'),
+    ('After considering A., B. and C., the final answer: B.', 'A', 'B', 'B', 'B'),
+    ('', '', '', '', ''),
+    ('   ', '', '', '', ''),
+    ('E', '', '', 'E', 'E'),
+    ('The answer is E', '', '', 'E', 'E'),
+    ('a', '', '', '', ''),
+    ('Comparing (A) and (B): (B) fits better. Final Answer: B', 'C', 'B', 'B', 'B'),
+    ('Dogs are Animals', 'D', 'A', 'A', 'A'),
+    ('My answer is: D', 'D', 'D', 'D', 'D'),
+    ('答案是 C', 'C', 'C', 'C', 'C'),
+    ('정답은 B', 'B', 'B', 'B', 'B'),
+    ('I select C and not D.', 'C', 'D', 'D', 'D'),
+    ('D.', 'D', 'D', 'D', 'D'),
+    ('The options A and B are both wrong, so C', 'A', 'C', 'C', 'C'),
+    ('ANSWER: A', 'A', 'A', 'A', 'A'),
+    ('(A) (D)', 'A', 'D', 'D', 'D'),
+    ('H.', '', '', '', 'H'),
+    ('G) because it shows', '', '', '', 'G'),
+    ('Bob went to the store', 'B', 'B', 'B', 'B'),
+    ('The video shows a cat. Answer: C.', 'A', 'C', 'C', 'C'),
+    ('Choice is A; final B', 'C', 'B', 'B', 'B'),
+    ('A B C D', 'A', 'A', 'A', 'A'),
+    ('C Answer: (A)', 'C', 'C', 'C', 'C'),
+    ('F D. G x B: Best', 'D', 'D', 'D', 'F'),
+    ('A Best Dog D. C.', 'A', 'A', 'A', 'A'),
+    ('x Final Answer: D because H (B) x', 'A', 'B', 'B', 'B'),
+    ('E D H D correct answer is A: answer I choose D)', 'D', 'D', 'E', 'E'),
+    ('G F G x D) A:', 'D', 'A', 'A', 'G'),
+    ('F F B: B. B', 'B', 'B', 'B', 'F'),
+    ('the D A:', 'D', 'A', 'A', 'A'),
+    ('Best', 'B', 'B', 'B', 'B'),
+    ('option H because (C) A.', 'C', 'A', 'A', 'A'),
+    ('correct answer is maybe F B. B: G A because', 'B', 'A', 'A', 'A'),
+    ('Best (D) D C. A. A: (D) H', 'B', 'D', 'D', 'H'),
+    ('Best . B:', 'B', 'B', 'B', 'B'),
+    ('B: x C D. option', 'B', 'B', 'B', 'B'),
+    ('the Final Answer: F correct answer is option C', 'A', 'C', 'C', 'C'),
+    ('Cat the E Answer: is F B.', 'C', 'B', 'B', 'B'),
+    ('answer B. E. I choose (A)', 'B', 'A', 'A', 'A'),
+    ('Final Answer: (C) A E. because D. C)', 'A', 'C', 'C', 'C'),
+    ('(B) E. A:', 'B', 'A', 'A', 'A'),
+    ('. D.', 'D', 'D', 'D', 'D'),
+    ('(B) (C) (B) x D. I choose A.', 'B', 'A', 'A', 'A'),
+    ('Best I choose (A) the maybe B: B The answer is maybe', 'B', 'B', 'B', 'B'),
+    ('(A) (A) C', 'A', 'C', 'C', 'C'),
+    ('option A:', 'A', 'A', 'A', 'A'),
+    ('x', '', '', '', ''),
+]
+
+
+@pytest.mark.parametrize(("reply", "older", "abcd", "abcde", "abch"), MCQ_REFERENCE)
+def test_extraction_modes_match_lmms_eval_outputs(reply: str, older: str, abcd: str, abcde: str, abch: str) -> None:
+    assert extract_letter(reply, "ABCD", "lmms_eval") == older
+    assert extract_mcq_letter(reply, "ABCD") == abcd
+    assert extract_mcq_letter(reply, "ABCDE") == abcde
+    assert extract_mcq_letter(reply, "ABCDEFGH") == abch
+    assert extract_letter(reply, "ABCD", "lmms_eval_mcq") == abcd
+
+
+def test_mcq_mode_prefers_the_last_answer_and_the_older_rule_the_first_letter() -> None:
+    reply = "I think it is A, but the answer is C."
+    assert mc_accuracy(reply, "C", extraction="lmms_eval_mcq") == 1.0
+    assert mc_accuracy(reply, "C", extraction="lmms_eval") == 0.0  # the older rule takes the first capital: A
+    assert MCAccuracy("lmms_eval_mcq").score(_sample("C"), POOL, SEL, Answer(reply)) == {"mc_accuracy": 1.0}
+    assert MLVUMAvg("lmms_eval_mcq").score(_sample("C"), POOL, SEL, Answer(reply)) == {"mlvu_correct": 1.0}
+    assert MLVUMAvg().score(_sample("C"), POOL, SEL, Answer(reply)) == {"mlvu_correct": 0.0}
+    assert EXTRACTIONS == ("lmms_eval", "lmms_eval_mcq", "clean")
+    with pytest.raises(ValueError, match="lmms_eval_mcq"):
+        MLVUMAvg("first_letter")
+
+
+def test_every_extraction_mode_docstring_names_its_version_and_file() -> None:
+    import frameselect.evaluators.answer as answer
+
+    doc = answer.__doc__ or ""
+    for mode, version, source in (
+        ("lmms_eval", "d0c1eae", "lmms_eval/tasks/videomme/utils.py"),
+        ("lmms_eval_mcq", "9ca4445", "lmms_eval/tasks/_task_utils/mcq_extract.py"),
+        ("clean", "extract_characters_regex_v2", "evaluation/test_video_mme_v2.py"),
+    ):
+        assert f'``"{mode}"``' in doc and version in doc and source in doc, mode
+    assert "7a69a9a" in (extract_mcq_letter.__doc__ or "") and "mcq_extract.py" in (extract_mcq_letter.__doc__ or "")
+    assert "d0c1eae" in (extract_answer_letter.__doc__ or "") and "test_video_mme_v2.py" in (extract_answer_letter.__doc__ or "")
