@@ -7,7 +7,17 @@ import math
 
 import pytest
 
-from frameselect.evaluators.videomme_v2 import VideoMMEv2Group, logic_group_score, parse_group_structure, relevance_group_score
+import numpy as np
+
+from frameselect.evaluators.videomme_v2 import (
+    VideoMMEv2Group,
+    logic_group_score,
+    parse_group_structure,
+    relevance_group_score,
+    relevance_linear_score,
+    videomme_v2_rating,
+)
+from frameselect.pipeline import breakdown
 from frameselect.types import Answer, CandidatePool, Query, Sample, SampleRecord, Selection
 
 
@@ -200,3 +210,102 @@ def test_type_and_structure_may_sit_on_the_last_question_only() -> None:
         sample = Sample(f"q{pos}", "v.mp4", Query("q", tuple("ABCDEFGH")), truth, (), md)
         records.append(SampleRecord(sample.id, dict(ev.score(sample, POOL, SEL, Answer(reply))), metadata=md))
     assert ev.aggregate(records)["videomme_v2_logic"] == pytest.approx(ref_logic([1, 0, 1, 1], "[1, [2, 3], 4]"))
+
+
+# -- get_final_rating run on seeded rows ---------------------------------------------------------
+STRUCTURES = ["[1, 2, 3, 4]", "[1, [2, 3], 4]", "[[1, 2], 3, 4]"]
+SECOND = ["Perception", "Reasoning", "Knowledge"]
+THIRD = ["Counting", "Temporal", "Spatial", "Causal"]
+
+
+def vm2_rows(seed: int = 5, n_groups: int = 24) -> list[tuple[str, str | None, int | None, str | None, str | None, int]]:
+    """(group_type, group_structure, level, second_head, third_head, score) in groups of four; level and
+    capabilities on a group's last row only, as the release sets them; scores -1 (unparsed), 0, 1."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for _ in range(n_groups):
+        kind = "relevance" if rng.uniform() < 0.5 else "logic"
+        structure = STRUCTURES[int(rng.integers(0, 3))] if kind == "logic" else None
+        level = int(rng.integers(1, 4)) if rng.uniform() < 0.9 else None
+        second = SECOND[int(rng.integers(0, 3))]
+        third = THIRD[int(rng.integers(0, 4))]
+        scores = [int(x) for x in rng.choice([-1, 0, 1], size=4, p=[0.1, 0.4, 0.5])]
+        for pos in range(4):
+            last = pos == 3
+            rows.append((kind, structure, level if last else None, second if last else None, third if last else None, scores[pos]))
+    return rows
+
+
+# The output of running MME-Benchmarks/Video-MME-v2 at commit b24176a14506c48a9f3e156d9f20068db6c4782b,
+# evaluation/test_video_mme_v2.py get_final_rating, on a DataFrame of vm2_rows() (object columns, so that
+# an unset level stays None).
+REFERENCE_RATING = {
+    "final_rating": {
+        "level_1": 31.25,
+        "level_2": 32.5,
+        "level_3": 21.770833333333336,
+        "relevance_score": 35.0,
+        "relevance_linear_score": 45.0,
+        "logic_score": 15.324074074074076,
+        "total": 27.621527777777782,
+    },
+    "second_head_rating": {"Reasoning": 35.17361111111111, "Perception": 22.430555555555557, "Knowledge": 17.708333333333332},
+    "third_head_rating": {"Temporal": 27.575757575757574, "Spatial": 24.0, "Counting": 28.645833333333336, "Causal": 31.25},
+}
+
+
+def _seeded_records() -> list[SampleRecord]:
+    """vm2_rows() as stored records: score 1 right, 0 wrong, -1 a reply without a letter."""
+    records = []
+    for i, (kind, structure, level, second, third, score) in enumerate(vm2_rows()):
+        md: dict[str, object] = {"group_id": f"v{i // 4}", "group_order": i % 4 + 1, "group_type": kind}
+        for key, value in (("group_structure", structure), ("level", level), ("second_head", second), ("third_head", third)):
+            if value is not None:
+                md[key] = value
+        metrics = {"videomme_v2_correct": float(score == 1), "videomme_v2_parsed": float(score != -1)}
+        records.append(SampleRecord(f"v{i // 4}-{i % 4 + 1}", metrics, metadata=md))
+    return records
+
+
+def test_rating_matches_get_final_rating() -> None:
+    rating = videomme_v2_rating(_seeded_records(), unparsed="reference")
+    for section, expected in REFERENCE_RATING.items():
+        assert rating[section] == pytest.approx(expected, abs=1e-12), section
+    table = VideoMMEv2Group("reference").aggregate(_seeded_records())
+    final = REFERENCE_RATING["final_rating"]
+    assert table == pytest.approx(
+        {
+            "videomme_v2_group": final["total"],
+            "videomme_v2_relevance": final["relevance_score"],
+            "videomme_v2_relevance_linear": final["relevance_linear_score"],
+            "videomme_v2_logic": final["logic_score"],
+            "videomme_v2_level_1": final["level_1"],
+            "videomme_v2_level_2": final["level_2"],
+            "videomme_v2_level_3": final["level_3"],
+        },
+        abs=1e-12,
+    )
+
+
+def test_linear_relevance_score_as_cal_relevance() -> None:
+    # cal_relevance at b24176a returned (25.0, 50.0) for [1, 1, -1, 1] and (0.0, -50.0) for [-1, -1, 0, 0]
+    assert (relevance_group_score([1, 1, -1, 1]), relevance_linear_score([1, 1, -1, 1])) == (25.0, 50.0)
+    assert (relevance_group_score([-1, -1, 0, 0]), relevance_linear_score([-1, -1, 0, 0])) == (0.0, -50.0)
+    assert [relevance_linear_score([1] * c + [0] * (4 - c)) for c in range(5)] == [0.0, 25.0, 50.0, 75.0, 100.0]
+
+
+def test_a_level_set_on_the_last_question_only_scores_the_whole_group() -> None:
+    """A 4/4-correct group whose level sits on its last question scores 100 in that level, not 6.25."""
+    records = []
+    for pos in range(4):
+        md: dict[str, object] = {"group_id": "g", "group_order": pos + 1, "group_type": "relevance"}
+        if pos == 3:
+            md["level"] = 2
+        records.append(SampleRecord(f"g-{pos + 1}", {"videomme_v2_correct": 1.0, "videomme_v2_parsed": 1.0}, metadata=md))
+    ev = VideoMMEv2Group()
+    table = ev.aggregate(records)
+    assert table["videomme_v2_group"] == 100.0 and table["videomme_v2_level_2"] == 100.0
+    assert math.isnan(table["videomme_v2_level_1"]) and math.isnan(table["videomme_v2_level_3"])
+    # a breakdown by the field is right once every member of the group carries it
+    with_level = [SampleRecord(r.sample_id, r.metrics, metadata={**r.metadata, "level": 2}) for r in records]
+    assert breakdown(with_level, [ev], "level")["2"]["videomme_v2_group"] == 100.0
