@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from frameselect.evaluators.kfs import UKSS, kfs_scores, sample_scenes, ukss_mean
+from frameselect.pipeline import aggregate
 from frameselect.registry import evaluators
 from frameselect.types import CandidatePool, Query, Sample, SampleRecord, Selection, Span
 
@@ -95,3 +96,50 @@ def test_evaluators_score_a_selection() -> None:
     assert expected["kfr"] == pytest.approx(2 / 3) and expected["shr"] == 1.0
     # with a 1 s end pad the frame at 2 s falls in the first scene
     assert evaluators.create("kfs_kfr", end_pad=1.0).score(sample, pool, sel, None)["kfs_kfr"] == 1.0
+
+
+# -- eval.py run on seeded questions, two of them with an empty selection ---------------------------
+NAN = math.nan
+
+# Per question: annotation rows (scene_id, start s, end s, as in the csv before eval.py adds 1 s to the end),
+# selected frame times, and (kfr, shr, bsr, bds, ukss) as NEC-VID/KFS-Bench at commit
+# 2349b9ebe00433db250f28cac497b15dbd1ca48a, eval.py main(), computed them (its kfs_metrics list, read on return).
+KFS_REFERENCE = [
+    ([('s0', 30.0, 31.0), ('s1', 136.0, 142.0), ('s2', 6.0, 6.0), ('s2', 56.0, 59.0)], [20.5, 28.8, 70.4, 77.5, 93.0, 105.6, 132.2, 132.8], (0.0, 0.0, 0.0, 0.0, 0.0)),
+    ([('s0', 162.0, 168.0), ('s0', 48.0, 50.0), ('s1', 110.0, 115.0), ('s1', 147.0, 149.0)], [], (NAN, 0.0, 0.0, 0.0, NAN)),
+    ([('s0', 13.0, 20.0), ('s1', 50.0, 51.0), ('s1', 53.0, 53.0), ('s2', 112.0, 116.0), ('s2', 41.0, 44.0)], [5.5, 16.4, 67.4, 118.9, 127.3], (0.2, 0.3333333333333333, 0.3333333333333333, 0.6446583712203042, 0.35027794180223437)),
+    ([('s0', 158.0, 165.0), ('s0', 35.0, 39.0), ('s1', 42.0, 44.0), ('s1', 82.0, 87.0), ('s2', 122.0, 127.0)], [77.1, 118.4, 122.9, 147.6, 149.4], (0.2, 0.3333333333333333, 0.3333333333333333, 0.5773502691896258, 0.33763648565448784)),
+    ([('s0', 55.0, 62.0), ('s0', 65.0, 65.0), ('s1', 144.0, 149.0), ('s1', 66.0, 73.0), ('s2', 65.0, 66.0)], [], (NAN, 0.0, 0.0, 0.0, NAN)),
+    ([('s0', 135.0, 137.0), ('s0', 106.0, 112.0)], [32.5, 35.4, 71.9, 101.1, 110.3], (0.2, 1.0, 1.0, 1.0, 0.5848035476425733)),
+]
+#: what that run printed for the means: UKSS and KFR nan (a NaN in the mean), Scene Hit Rate 0.2778
+KFS_PRINTED_SHR = "0.2778"
+
+
+def _kfs_sample(i: int, rows: list[tuple[str, float, float]]) -> Sample:
+    return Sample(f"q{i}", "v.mp4", Query("q?"), None, tuple(Span(a, b) for _, a, b in rows), {"scene_ids": [sid for sid, _, _ in rows]})
+
+
+def test_empty_selections_score_as_eval_py_and_stay_in_the_scene_hit_means() -> None:
+    names = ("kfs_kfr", "kfs_shr", "kfs_bsr", "kfs_bds", "kfs_ukss")
+    evs = [evaluators.create(n, end_pad=1.0) for n in names]
+    records = []
+    for i, (rows, times, expected) in enumerate(KFS_REFERENCE):
+        pool = CandidatePool.from_timestamps(times)
+        metrics: dict[str, float] = {}
+        for ev in evs:
+            metrics.update(ev.score(_kfs_sample(i, rows), pool, Selection(tuple(range(len(times)))), None))
+        for name, value in zip(names, expected, strict=True):
+            if math.isnan(value):
+                assert math.isnan(metrics[name]), (i, name)
+            else:
+                assert metrics[name] == pytest.approx(value, abs=1e-12), (i, name)
+        records.append(SampleRecord(f"q{i}", metrics))
+    table = aggregate(records, evs)
+    assert f"{table['kfs_shr']:.4f}" == KFS_PRINTED_SHR  # the two empty selections count as 0
+    assert table["kfs_bsr"] == pytest.approx(sum(e[2] for _, _, e in KFS_REFERENCE) / 6)
+    assert table["kfs_bds"] == pytest.approx(sum(e[3] for _, _, e in KFS_REFERENCE) / 6)
+    # deviation: the reference's KFR mean is NaN here; ours is over the four questions with frames
+    assert table["kfs_kfr"] == pytest.approx((0.0 + 0.2 + 0.2 + 0.2) / 4)
+    empty = kfs_scores([], [[(0.0, 1.0)]])
+    assert math.isnan(empty["kfr"]) and math.isnan(empty["ukss"]) and (empty["shr"], empty["bsr"], empty["bds"]) == (0.0, 0.0, 0.0)
