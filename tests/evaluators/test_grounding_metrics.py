@@ -5,9 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import pytest
-
 import numpy as np
+import pytest
 
 from frameselect.evaluators.grounding import (
     NExTGQAGrounding,
@@ -174,13 +173,17 @@ def test_nextgqa_grounding_evaluator_reproduces_the_printed_numbers() -> None:
     pool = CandidatePool.from_timestamps([0.0, 1.0])
     records = []
     for i, (duration, spans, fraction) in enumerate(gqa_cases()):
-        sample = Sample(f"q{i}", "v.mp4", Query("why?", ("a", "b", "c", "d", "e")), "A" if i % 3 == 0 else "B", tuple(Span(a, b) for a, b in spans), {"duration": duration})
+        sample = Sample(
+            f"q{i}", "v.mp4", Query("why?", ("a", "b", "c", "d", "e")), "A" if i % 3 == 0 else "B", tuple(Span(a, b) for a, b in spans), {"duration": duration}
+        )
         answer = FractionAnswer("A", grounding=(fraction[0], fraction[1]))
         metrics = {**ev.score(sample, pool, Selection((0, 1)), answer), **acc.score(sample, pool, Selection((0, 1)), answer)}
         assert set(metrics) == set(ev.score_keys) | set(acc.score_keys)
         records.append(SampleRecord(sample.id, metrics))
     table = aggregate(records, [ev, acc])
-    got = [table[k] * 100 for k in ("nextgqa_acc_gqa", "nextgqa_miop", "nextgqa_iop@0.3", "nextgqa_iop@0.5", "nextgqa_miou", "nextgqa_iou@0.3", "nextgqa_iou@0.5")]
+    got = [
+        table[k] * 100 for k in ("nextgqa_acc_gqa", "nextgqa_miop", "nextgqa_iop@0.3", "nextgqa_iop@0.5", "nextgqa_miou", "nextgqa_iou@0.3", "nextgqa_iou@0.5")
+    ]
     assert tuple(f"{v:.1f}" for v in got) == GQA_PRINTED  # formatted as the reference prints
 
 

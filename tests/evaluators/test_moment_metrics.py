@@ -16,6 +16,7 @@ from frameselect.types import CandidatePool, Query, Sample, SampleRecord, Select
 def _pool(times: list[float], duration: float) -> CandidatePool:
     return CandidatePool("v", np.asarray(times, dtype=np.float64), np.arange(len(times)), "given", duration)
 
+
 NAN = math.nan
 
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import ast
 import math
 
-import pytest
-
 import numpy as np
+import pytest
 
 from frameselect.evaluators.videomme_v2 import (
     VideoMMEv2Group,

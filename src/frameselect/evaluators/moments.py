@@ -86,7 +86,9 @@ def _interpolated_ap(precision: NDArray[np.float64], recall: NDArray[np.float64]
     return float(np.sum((r[steps] - r[steps - 1]) * p[steps]))
 
 
-def moment_ap(predictions: Sequence[Moment], ground_truth: Sequence[tuple[float, float]], thresholds: Sequence[float] = MR_IOU_THRESHOLDS) -> NDArray[np.float64]:
+def moment_ap(
+    predictions: Sequence[Moment], ground_truth: Sequence[tuple[float, float]], thresholds: Sequence[float] = MR_IOU_THRESHOLDS
+) -> NDArray[np.float64]:
     """Average precision of one question's ``(start, end, score)`` predictions at each IoU threshold.
 
     Predictions are ranked by score (ties keep their order); each claims the
@@ -122,9 +124,7 @@ def moment_ap(predictions: Sequence[Moment], ground_truth: Sequence[tuple[float,
     return np.array([_interpolated_ap(precision[t], recall[t]) for t in range(n_thr)])
 
 
-def moment_retrieval_scores(
-    predictions: Sequence[Moment], ground_truth: Sequence[tuple[float, float]], max_windows: int = MR_MAX_WINDOWS
-) -> dict[str, float]:
+def moment_retrieval_scores(predictions: Sequence[Moment], ground_truth: Sequence[tuple[float, float]], max_windows: int = MR_MAX_WINDOWS) -> dict[str, float]:
     """MR-mAP (mean over thresholds), @0.5, @0.75 and per length bucket of one question.
 
     NaN for all without predictions or ground truth, and for a bucket holding
