@@ -21,43 +21,26 @@ from frameselect.pipeline import aggregate
 from frameselect.registry import evaluators
 from frameselect.types import Answer, CandidatePool, Query, Sample, SampleRecord, Selection, Span
 
-
-def ref_get_tiou(loc: tuple[float, float], span: tuple[float, float]) -> tuple[float, float]:
-    """NExT-GQA code/TempGQA/eval_ground.py get_tIoU(loc=ground truth, span=prediction)."""
-    if span[0] == span[-1]:
-        return (0, 1) if loc[0] <= span[0] <= loc[1] else (0, 0)
-    span_u = (min(loc[0], span[0]), max(loc[-1], span[-1]))
-    span_i = (max(loc[0], span[0]), min(loc[-1], span[-1]))
-    dis_i = span_i[1] - span_i[0]
-    iou = dis_i / (span_u[1] - span_u[0]) if span_u[1] > span_u[0] else 0.0
-    iop = dis_i / (span[-1] - span[0]) if span[-1] > span[0] else 0.0
-    return iou, iop
-
-
-def ref_best(locs: list[tuple[float, float]], span: tuple[float, float]) -> tuple[float, float]:
-    """eval_ground's per-question max over ground-truth locations, starting from 0."""
-    best_iou = best_iop = 0
-    for loc in locs:
-        iou, iop = ref_get_tiou(loc, span)
-        best_iou, best_iop = max(best_iou, iou), max(best_iop, iop)
-    return best_iou, best_iop
-
-
+# (ground-truth locations, predicted window, get_tIoU's (IoU, IoP) per location): outputs of running
+# doc-doc/NExT-GQA at commit 63772e0256ad9e34b83d6a108f1ba2041b924607, code/TempGQA/eval_ground.py
+# get_tIoU(loc, span) on these cases; eval_ground keeps the best per question, starting from 0.
 CASES = [
-    ([(4.0, 8.0)], (2.0, 6.0)),
-    ([(4.0, 8.0)], (5.0, 5.0)),
-    ([(4.0, 8.0)], (9.0, 9.0)),
-    ([(4.0, 8.0)], (10.0, 12.0)),  # disjoint: negative intersection in the reference, clipped by the max
-    ([(0.0, 3.0), (6.0, 9.0)], (1.0, 7.0)),
-    ([(2.0, 2.0)], (0.0, 4.0)),
-    ([(0.0, 10.0)], (3.0, 4.0)),
+    ([(4.0, 8.0)], (2.0, 6.0), [(0.3333333333333333, 0.5)]),
+    ([(4.0, 8.0)], (5.0, 5.0), [(0.0, 1.0)]),
+    ([(4.0, 8.0)], (9.0, 9.0), [(0.0, 0.0)]),
+    ([(4.0, 8.0)], (10.0, 12.0), [(-0.25, -1.0)]),  # disjoint: negative, so the best stays at 0
+    ([(0.0, 3.0), (6.0, 9.0)], (1.0, 7.0), [(0.2857142857142857, 0.3333333333333333), (0.125, 0.16666666666666666)]),
+    ([(2.0, 2.0)], (0.0, 4.0), [(0.0, 0.0)]),
+    ([(0.0, 10.0)], (3.0, 4.0), [(0.1, 1.0)]),
 ]
 
 
-@pytest.mark.parametrize(("locs", "window"), CASES)
-def test_best_iou_iop_matches_nextgqa(locs: list[tuple[float, float]], window: tuple[float, float]) -> None:
-    ours = best_iou_iop(window, [Span(*loc) for loc in locs])
-    assert ours == pytest.approx(ref_best(locs, window))
+@pytest.mark.parametrize(("locs", "window", "per_location"), CASES)
+def test_best_iou_iop_matches_nextgqa(locs: list[tuple[float, float]], window: tuple[float, float], per_location: list[tuple[float, float]]) -> None:
+    for loc, expected in zip(locs, per_location, strict=True):
+        assert temporal_iou_iop(window, loc) == pytest.approx((max(0.0, expected[0]), max(0.0, expected[1])))
+    best = (max(0.0, *(v[0] for v in per_location)), max(0.0, *(v[1] for v in per_location)))
+    assert best_iou_iop(window, [Span(*loc) for loc in locs]) == pytest.approx(best)
 
 
 def test_hand_computed_values() -> None:
