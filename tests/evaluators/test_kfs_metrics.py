@@ -4,41 +4,12 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
 
 from frameselect.evaluators.kfs import UKSS, kfs_scores, sample_scenes, ukss_mean
 from frameselect.pipeline import aggregate
 from frameselect.registry import evaluators
 from frameselect.types import CandidatePool, Query, Sample, SampleRecord, Selection, Span
-
-
-def ref_kfs(timestamps: list[float], scene_segments: list[list[list[float]]]) -> dict[str, float]:
-    """NEC-VID/KFS-Bench eval.py, the per-result body of main()."""
-    timestamps_a = np.array(timestamps)
-    scenes = [np.array(s) for s in scene_segments]
-    flat = np.concatenate(scenes, 0)
-    n_tp = np.any((timestamps_a[:, None] >= flat[:, 0]) * (timestamps_a[:, None] <= flat[:, 1]), axis=1).sum()
-    kfr = n_tp / len(timestamps_a)
-    n_hit = np.sum([np.any((timestamps_a[:, None] >= s[:, 0]) * (timestamps_a[:, None] <= s[:, 1])) for s in scenes])
-    shr = n_hit / len(scenes)
-    n_tp_per_scene = np.array([np.any((timestamps_a[:, None] >= s[:, 0]) * (timestamps_a[:, None] <= s[:, 1]), axis=1).sum() for s in scenes])
-    scene_lens = np.array([np.sum(s[:, 1] - s[:, 0]) for s in scenes])
-    thres = np.clip(np.floor(np.minimum(scene_lens / np.sum(scene_lens) * n_tp, np.ones(len(scenes)) / len(scenes) * n_tp)), a_min=1, a_max=None)
-    bsr = np.mean(n_tp_per_scene >= thres)
-    if n_tp > 0:
-        tp_dist = n_tp_per_scene / np.sum(n_tp_per_scene)
-        len_dists = scene_lens[:, None] ** (0.1 * np.arange(11))
-        sims = tp_dist @ len_dists / (np.linalg.norm(tp_dist) * np.linalg.norm(len_dists, axis=0))
-        bds = np.max(sims)
-    else:
-        bds = 0
-    return {"kfr": kfr, "shr": shr, "bsr": bsr, "bds": bds, "ukss": (kfr * bsr * bds) ** (1 / 3)}
-
-
-def ref_mean_ukss(values: list[float]) -> float:
-    return float(np.exp(np.mean(np.log(np.clip(np.array(values), a_min=1e-2, a_max=None)))))
-
 
 CASES = [
     ([1.0, 2.0, 7.0, 9.5], [[[0.0, 4.0]], [[6.0, 8.0]]]),
@@ -48,13 +19,25 @@ CASES = [
     ([float(t) for t in range(0, 60, 4)], [[[5.0, 9.0], [12.0, 13.0]], [[40.0, 59.0]], [[30.0, 31.0]]]),
 ]
 
+# (kfr, shr, bsr, bds, ukss) per case and the benchmark UKSS, as NEC-VID/KFS-Bench at commit
+# 2349b9ebe00433db250f28cac497b15dbd1ca48a, eval.py main(), computed them (its kfs_metrics and mean_ukss,
+# read on return) from a csv of these segments with each end written 1 s early (main adds 1 s to ends).
+CASES_REFERENCE = [
+    (0.75, 1.0, 1.0, 1.0, 0.9085602964160698),
+    (1.0, 0.6666666666666666, 0.6666666666666666, 0.7275768548373758, 0.7857104669463827),
+    (0.0, 0.0, 0.0, 0.0, 0.0),
+    (1.0, 1.0, 1.0, 0.9763238936355179, 0.9920448479129047),
+    (0.4666666666666667, 0.6666666666666666, 0.6666666666666666, 0.9947838311887514, 0.676417362329615),
+]
+CASES_MEAN_UKSS = 0.34361528095038896
 
-@pytest.mark.parametrize(("times", "scenes"), CASES)
-def test_matches_kfs_bench_eval(times: list[float], scenes: list[list[list[float]]]) -> None:
-    ours = kfs_scores(times, [[tuple(seg) for seg in scene] for scene in scenes])
-    ref = ref_kfs(times, scenes)
-    for key in ("kfr", "shr", "bsr", "bds", "ukss"):
-        assert ours[key] == pytest.approx(float(ref[key]), abs=1e-12), key
+
+@pytest.mark.parametrize("index", range(len(CASES)))
+def test_matches_kfs_bench_eval(index: int) -> None:
+    times, scenes = CASES[index]
+    ours = kfs_scores(times, [[(seg[0], seg[1]) for seg in scene] for scene in scenes])
+    for key, expected in zip(("kfr", "shr", "bsr", "bds", "ukss"), CASES_REFERENCE[index], strict=True):
+        assert ours[key] == pytest.approx(expected, abs=1e-12), key
 
 
 def test_hand_computed_case() -> None:
@@ -69,11 +52,11 @@ def test_hand_computed_case() -> None:
 
 
 def test_ukss_geometric_mean_with_floor_matches_reference() -> None:
-    values = [ref_kfs(t, s)["ukss"] for t, s in CASES]
-    assert ukss_mean(values) == pytest.approx(ref_mean_ukss(values))
+    values = [row[4] for row in CASES_REFERENCE]
+    assert ukss_mean(values) == pytest.approx(CASES_MEAN_UKSS, abs=1e-12)
     assert ukss_mean([0.0, 0.0]) == pytest.approx(0.01)
     records = [SampleRecord(str(i), {"kfs_ukss": v}) for i, v in enumerate(values)] + [SampleRecord("nan", {"kfs_ukss": math.nan})]
-    assert UKSS().aggregate(records)["kfs_ukss"] == pytest.approx(ref_mean_ukss(values))
+    assert UKSS().aggregate(records)["kfs_ukss"] == pytest.approx(CASES_MEAN_UKSS, abs=1e-12)
 
 
 def test_scenes_from_scene_ids_and_end_pad() -> None:
