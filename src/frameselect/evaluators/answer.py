@@ -1,12 +1,18 @@
 """Answer-level evaluators: multiple-choice accuracy and MLVU's M-Avg.
 
-The answer letter is pulled out of the model's free text by one of three
+The answer letter is pulled out of the model's free text by one of four
 extraction modes (``extraction=``), each following one published scorer:
 
-- ``"lmms_eval"`` (default): lmms-eval's rule until April 2026
-  (``extract_characters_regex`` in ``lmms_eval/tasks/videomme/utils.py`` and
-  ``lmms_eval/tasks/mlvu/utils.py`` at commit d0c1eae): strip a few answer
-  prefixes, then take the *first* capital letter among the option letters;
+- ``"lmms_eval"`` (default): lmms-eval's Video-MME rule until April 2026
+  (``extract_characters_regex`` in ``lmms_eval/tasks/videomme/utils.py`` at
+  commit d0c1eae; its MLVU task had the same rule in
+  ``lmms_eval/tasks/mlvu/utils.py`` until commit 13d139a, February 2025):
+  strip a few answer prefixes, then take the *first* capital letter among the
+  option letters;
+- ``"lmms_eval_paren"``: lmms-eval's MLVU rule from commit e5f7044 (March
+  2025) until 9ca4445 (``extract_characters_regex`` in
+  ``lmms_eval/tasks/mlvu/utils.py`` at d0c1eae): the character before the
+  first ``)``, else the whole stripped reply;
 - ``"lmms_eval_mcq"``: lmms-eval's current rule (``extract_mcq_answer`` in
   ``lmms_eval/tasks/_task_utils/mcq_extract.py``, used by those tasks since
   commit 9ca4445, 2026-04-11; phrases as of 7a69a9a): every letter found in
@@ -38,6 +44,7 @@ __all__ = [
     "answer_letters",
     "extract_answer_letter",
     "extract_mcq_letter",
+    "extract_paren_letter",
     "extract_letter",
     "EXTRACTIONS",
     "mc_accuracy",
@@ -79,7 +86,7 @@ CLEAN_PREFIXES: tuple[str, ...] = (
 _PREFIX_SETS = {"lmms_eval": LMMS_EVAL_PREFIXES, "clean": CLEAN_PREFIXES}
 
 #: the extraction modes, in the order the module docstring describes them
-EXTRACTIONS: tuple[str, ...] = ("lmms_eval", "lmms_eval_mcq", "clean")
+EXTRACTIONS: tuple[str, ...] = ("lmms_eval", "lmms_eval_paren", "lmms_eval_mcq", "clean")
 
 
 def answer_letters(n_options: int) -> str:
@@ -225,11 +232,33 @@ def extract_mcq_letter(text: str, letters: str = "ABCDEFGH") -> str:
     return max(found, key=lambda c: (c[0], c[1]))[2]
 
 
+def extract_paren_letter(text: str) -> str:
+    """The character before the reply's first ``)``, else the whole stripped reply.
+
+    lmms-eval's MLVU rule from commit e5f7044 (2025-03-16) until 9ca4445
+    (2026-04-11): ``extract_characters_regex`` in ``lmms_eval/tasks/mlvu/utils.py``
+    (as at d0c1eae). The result is compared with the answer as it is, so a
+    reply "B." is wrong and "(B) a dog" right; a reply opening with ``)``
+    gives ``""``.
+
+    >>> extract_paren_letter("(B) a dog"), extract_paren_letter(" B "), extract_paren_letter("B.")
+    ('B', 'B', 'B.')
+    """
+    s = text.strip()
+    if ")" in s:
+        at = s.index(")")
+        return s[at - 1 : at] if at > 0 else ""
+    return s
+
+
 def extract_letter(text: str, letters: str, extraction: str = "lmms_eval") -> str:
     """The option letter of ``text`` under an extraction mode (see the module docstring)."""
-    if check_extraction(extraction) == "lmms_eval_mcq":
+    mode = check_extraction(extraction)
+    if mode == "lmms_eval_mcq":
         return extract_mcq_letter(text, letters)
-    return extract_answer_letter(text, letters, _PREFIX_SETS[extraction])
+    if mode == "lmms_eval_paren":
+        return extract_paren_letter(text)
+    return extract_answer_letter(text, letters, _PREFIX_SETS[mode])
 
 
 def mc_accuracy(text: str, truth: str | None, n_options: int = 4, extraction: str = "lmms_eval") -> float:
@@ -288,9 +317,9 @@ class MCAccuracy(Evaluator):
     (``extract_characters_regex``, ``videomme_process_results``). Letters A–D
     for up to four options, up to A–H for more. ``extraction="lmms_eval"``
     (default) is lmms-eval's first-letter rule before April 2026 (exactly its
-    prefixes, see :data:`LMMS_EVAL_PREFIXES`); ``"lmms_eval_mcq"`` its current
-    ``extract_mcq_answer``; ``"clean"`` the first-letter rule with the intended
-    prefixes (Video-MME-v2's).
+    prefixes, see :data:`LMMS_EVAL_PREFIXES`); ``"lmms_eval_paren"`` its MLVU
+    rule of 2025; ``"lmms_eval_mcq"`` its current ``extract_mcq_answer``;
+    ``"clean"`` the first-letter rule with the intended prefixes (Video-MME-v2's).
     """
 
     needs_answer = True
@@ -313,8 +342,9 @@ class MLVUMAvg(Evaluator):
     Reference: MLVU (Zhou et al., 2024); lmms-eval ``lmms_eval/tasks/mlvu/utils.py``
     (``extract_characters_regex``, ``mlvu_aggregate_results``): letters A–D,
     exact (case-sensitive) comparison with the ground truth; ``extraction``
-    as :class:`MCAccuracy` (lmms-eval's MLVU task switched to
-    ``"lmms_eval_mcq"`` with Video-MME in 2026). Each record
+    as :class:`MCAccuracy`: lmms-eval's MLVU task used ``"lmms_eval"`` until
+    February 2025, ``"lmms_eval_paren"`` until April 2026 and
+    ``"lmms_eval_mcq"`` since. Each record
     stores ``mlvu_correct``; the aggregate is ``mlvu_m_avg``. Samples without
     a task type count under ``"unknown"``. Deviation: the mean is over the task
     types present (lmms-eval divides by all nine).
