@@ -1,4 +1,4 @@
-"""LV-Haystack temporal P/R/F1 (5 s) and ANND against a transliteration of val_tstar_results.py."""
+"""LV-Haystack temporal P/R/F1 (5 s) and ANND against outputs of val_tstar_results.py itself."""
 
 from __future__ import annotations
 

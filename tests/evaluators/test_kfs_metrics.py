@@ -1,4 +1,4 @@
-"""KFS-Bench KFR, SHR, BSR, BDS, UKSS: hand-computed and against a transliteration of eval.py."""
+"""KFS-Bench KFR, SHR, BSR, BDS, UKSS: hand-computed and against outputs of eval.py itself."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Video-MME-v2 group scores, hand-computed and against a transliteration of the reference scorer."""
+"""Video-MME-v2 group scores, hand-computed and against outputs of the official scorer and lmms-eval's port."""
 
 from __future__ import annotations
 
