@@ -119,11 +119,14 @@ def test_moment_ap_hand_computed() -> None:
     assert MR_IOU_THRESHOLDS == (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
 
 
-def test_only_the_ten_best_predictions_count() -> None:
+def test_only_the_ten_first_predictions_count() -> None:
+    # compute_mr_ap (moment_detr b7e553a) on these three: 0.0, 9.09 with max_pred_windows=11, and 10.0
     gt = [(0.0, 10.0)]
     decoys = [(100.0, 110.0, 0.9)] * 10
     assert moment_retrieval_scores([*decoys, (0.0, 10.0, 0.1)], gt)["mr_map"] == 0.0
     assert moment_retrieval_scores([*decoys, (0.0, 10.0, 0.1)], gt, max_windows=11)["mr_map"] == pytest.approx(1 / 11)
+    # the cut is in the order given, before ranking, as compute_mr_ap cuts pred_relevant_windows
+    assert moment_retrieval_scores([(100.0, 110.0, 0.9)] * 9 + [(0.0, 10.0, 0.1), (50.0, 60.0, 1.0)], gt)["mr_map"] == pytest.approx(1 / 10)
 
 
 def test_selection_windows_merge_consecutive_clips() -> None:

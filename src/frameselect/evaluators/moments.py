@@ -8,8 +8,8 @@ github.com/jayleicn/moment_detr ``standalone_eval/eval.py``
 ``standalone_eval/utils.py`` (``compute_average_precision_detection``,
 ``interpolated_precision_recall``):
 
-- per question, the average precision of its predictions (at most the 10
-  first, best score first) at each temporal-IoU threshold 0.5, 0.55, ..., 0.95:
+- per question, the average precision of its predictions (the 10 first,
+  ranked by score) at each temporal-IoU threshold 0.5, 0.55, ..., 0.95:
   a prediction is a true positive when its best-IoU ground-truth window not
   yet matched reaches the threshold; precision interpolated as in VOC 2011;
 - ``mr_map`` is the mean over the ten thresholds, ``mr_map@0.5`` and
@@ -128,13 +128,14 @@ def moment_retrieval_scores(predictions: Sequence[Moment], ground_truth: Sequenc
     """MR-mAP (mean over thresholds), @0.5, @0.75 and per length bucket of one question.
 
     NaN for all without predictions or ground truth, and for a bucket holding
-    no ground-truth window. Only the first ``max_windows`` predictions in
-    score order count.
+    no ground-truth window. Only the first ``max_windows`` predictions count,
+    in the order given, as the reference cuts ``pred_relevant_windows`` (which
+    moment_detr writes best first) before ranking them by score.
     """
     keys = ["mr_map", "mr_map@0.5", "mr_map@0.75"] + [f"mr_map_{b}" for b in MR_LENGTH_BUCKETS]
     if not predictions or not ground_truth:
         return dict.fromkeys(keys, math.nan)
-    kept = sorted(predictions, key=lambda m: -float(m[2]))[:max_windows]
+    kept = list(predictions)[:max_windows]
     ap = moment_ap(kept, ground_truth)
     out = {"mr_map": float(np.mean(ap)), "mr_map@0.5": float(ap[MR_IOU_THRESHOLDS.index(0.5)]), "mr_map@0.75": float(ap[MR_IOU_THRESHOLDS.index(0.75)])}
     for bucket, (low, high) in MR_LENGTH_BUCKETS.items():
