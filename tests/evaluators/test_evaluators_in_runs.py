@@ -29,4 +29,35 @@ def test_selection_level_evaluators_in_a_real_run(tmp_path: Path) -> None:
     assert rec["lvh_recall"] == 1.0 and rec["lvh_precision"] == 1.0
     assert 0.0 <= rec["redundancy"] <= 1.0 and rec["representativeness"] > 0
     assert math.isnan(rec["hl_map"])  # tiny has no saliency annotations
+    # NExT-GQA's numbers on the same window: IoU and IoP 3/11, below both thresholds
+    assert rec["nextgqa_miou"] == pytest.approx(3 / 11) and rec["nextgqa_miop"] == pytest.approx(3 / 11)
+    assert rec["nextgqa_iop@0.3"] == 0.0 and rec["nextgqa_iou@0.3"] == 0.0
+    # moment windows [0,2] [4,6] [10,12] (2-s clips of 0, 5, 11 s): IoU 2/3 with three of the four 3-s scenes,
+    # so AP 0.75 at thresholds 0.5-0.65 and 0 above: mean 4 * 0.75 / 10; all scenes are "short"
+    assert rec["mr_map"] == pytest.approx(0.3) and rec["mr_map@0.5"] == 0.75 and rec["mr_map@0.75"] == 0.0
+    assert rec["mr_map_short"] == pytest.approx(0.3) and math.isnan(rec["mr_map_long"])
     assert result.table["kfs_ukss"] > 0
+
+
+def test_every_evaluator_writes_only_the_keys_it_declares() -> None:
+    """score() returns a subset of ``score_keys``; aggregate() exactly ``metrics``."""
+    from frameselect.types import Answer, CandidatePool, Query, Sample, SampleRecord, Selection, Span
+
+    metadata = {
+        "duration": 20.0,
+        "keyframe_times": [3.0],
+        "scene_ids": ["a"],
+        "saliency_scores": [[4, 2, 3]] * 10,
+        "group_id": "g",
+        "group_type": "relevance",
+        "group_order": 1,
+        "task_type": "TR",
+    }
+    sample = Sample("s", "v.mp4", Query("q?", ("x", "y", "z", "w")), "B", (Span(2.0, 6.0),), metadata)
+    pool = CandidatePool.from_timestamps([float(t) for t in range(20)])
+    for name in evaluators.names():
+        ev = evaluators.create(name)
+        values = ev.score(sample, pool, Selection((1, 4, 9)), Answer("The answer is B", prompt_tokens=3), None)
+        assert set(values) <= set(ev.score_keys), name
+        table = ev.aggregate([SampleRecord("s", dict(values), metadata=metadata)])
+        assert set(table) == set(ev.metrics), name

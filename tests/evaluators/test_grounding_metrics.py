@@ -5,49 +5,42 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import pytest
 
-from frameselect.evaluators.grounding import acc_gqa, best_iou_iop, recall_at_iou, selection_window, temporal_iou_iop
+from frameselect.evaluators.grounding import (
+    NExTGQAGrounding,
+    acc_gqa,
+    best_iou_iop,
+    fraction_to_seconds,
+    recall_at_iou,
+    selection_window,
+    temporal_iou_iop,
+)
+from frameselect.pipeline import aggregate
 from frameselect.registry import evaluators
-from frameselect.types import Answer, CandidatePool, Query, Sample, Selection, Span
+from frameselect.types import Answer, CandidatePool, Query, Sample, SampleRecord, Selection, Span
 
-
-def ref_get_tiou(loc: tuple[float, float], span: tuple[float, float]) -> tuple[float, float]:
-    """NExT-GQA code/TempGQA/eval_ground.py get_tIoU(loc=ground truth, span=prediction)."""
-    if span[0] == span[-1]:
-        return (0, 1) if loc[0] <= span[0] <= loc[1] else (0, 0)
-    span_u = (min(loc[0], span[0]), max(loc[-1], span[-1]))
-    span_i = (max(loc[0], span[0]), min(loc[-1], span[-1]))
-    dis_i = span_i[1] - span_i[0]
-    iou = dis_i / (span_u[1] - span_u[0]) if span_u[1] > span_u[0] else 0.0
-    iop = dis_i / (span[-1] - span[0]) if span[-1] > span[0] else 0.0
-    return iou, iop
-
-
-def ref_best(locs: list[tuple[float, float]], span: tuple[float, float]) -> tuple[float, float]:
-    """eval_ground's per-question max over ground-truth locations, starting from 0."""
-    best_iou = best_iop = 0
-    for loc in locs:
-        iou, iop = ref_get_tiou(loc, span)
-        best_iou, best_iop = max(best_iou, iou), max(best_iop, iop)
-    return best_iou, best_iop
-
-
+# (ground-truth locations, predicted window, get_tIoU's (IoU, IoP) per location): outputs of running
+# doc-doc/NExT-GQA at commit 63772e0256ad9e34b83d6a108f1ba2041b924607, code/TempGQA/eval_ground.py
+# get_tIoU(loc, span) on these cases; eval_ground keeps the best per question, starting from 0.
 CASES = [
-    ([(4.0, 8.0)], (2.0, 6.0)),
-    ([(4.0, 8.0)], (5.0, 5.0)),
-    ([(4.0, 8.0)], (9.0, 9.0)),
-    ([(4.0, 8.0)], (10.0, 12.0)),  # disjoint: negative intersection in the reference, clipped by the max
-    ([(0.0, 3.0), (6.0, 9.0)], (1.0, 7.0)),
-    ([(2.0, 2.0)], (0.0, 4.0)),
-    ([(0.0, 10.0)], (3.0, 4.0)),
+    ([(4.0, 8.0)], (2.0, 6.0), [(0.3333333333333333, 0.5)]),
+    ([(4.0, 8.0)], (5.0, 5.0), [(0.0, 1.0)]),
+    ([(4.0, 8.0)], (9.0, 9.0), [(0.0, 0.0)]),
+    ([(4.0, 8.0)], (10.0, 12.0), [(-0.25, -1.0)]),  # disjoint: negative, so the best stays at 0
+    ([(0.0, 3.0), (6.0, 9.0)], (1.0, 7.0), [(0.2857142857142857, 0.3333333333333333), (0.125, 0.16666666666666666)]),
+    ([(2.0, 2.0)], (0.0, 4.0), [(0.0, 0.0)]),
+    ([(0.0, 10.0)], (3.0, 4.0), [(0.1, 1.0)]),
 ]
 
 
-@pytest.mark.parametrize(("locs", "window"), CASES)
-def test_best_iou_iop_matches_nextgqa(locs: list[tuple[float, float]], window: tuple[float, float]) -> None:
-    ours = best_iou_iop(window, [Span(*loc) for loc in locs])
-    assert ours == pytest.approx(ref_best(locs, window))
+@pytest.mark.parametrize(("locs", "window", "per_location"), CASES)
+def test_best_iou_iop_matches_nextgqa(locs: list[tuple[float, float]], window: tuple[float, float], per_location: list[tuple[float, float]]) -> None:
+    for loc, expected in zip(locs, per_location, strict=True):
+        assert temporal_iou_iop(window, loc) == pytest.approx((max(0.0, expected[0]), max(0.0, expected[1])))
+    best = (max(0.0, *(v[0] for v in per_location)), max(0.0, *(v[1] for v in per_location)))
+    assert best_iou_iop(window, [Span(*loc) for loc in locs]) == pytest.approx(best)
 
 
 def test_hand_computed_values() -> None:
@@ -96,3 +89,109 @@ def test_nextgqa_acc_gqa_needs_right_answer_and_grounding() -> None:
     # an answer that carries its own grounding is judged by it, not by the selection
     assert ev.score(sample, POOL, wide, GroundedAnswer("B", grounding=(3.0, 6.5))) == {"nextgqa_acc_gqa": 1.0}
     assert math.isnan(ev.score(_sample(()), POOL, inside, Answer("B"))["nextgqa_acc_gqa"])
+
+
+# -- NExT-GQA's eval_ground run on seeded questions -----------------------------------------------
+def gqa_cases(seed: int = 11, n: int = 16) -> list[tuple[float, list[list[float]], list[float]]]:
+    """(duration, annotated spans, predicted window as fractions of the video), every fifth of zero length."""
+    rng = np.random.default_rng(seed)
+    cases = []
+    for i in range(n):
+        duration = round(float(rng.uniform(20, 120)), 2)
+        spans = []
+        for _ in range(int(rng.integers(1, 3))):
+            a, b = sorted(float(x) for x in np.round(rng.uniform(0, duration, size=2), 1))
+            spans.append([a, b])
+        a, b = sorted(float(x) for x in np.round(rng.uniform(0, 1, size=2), 3))
+        if i % 5 == 0:
+            b = a
+        cases.append((duration, spans, [a, b]))
+    return cases
+
+
+# Per question: (the window eval_ground passed to get_tIoU after scaling, best IoU, best IoP), observed by
+# running doc-doc/NExT-GQA at commit 63772e0256ad9e34b83d6a108f1ba2041b924607, code/TempGQA/eval_ground.py
+# eval_ground(gt, pred, pred_qa, gs=True) on gqa_cases() (get_tIoU wrapped to record its arguments and results).
+GQA_REFERENCE = [
+    ((2.3, 2.3), 0.0, 1.0),
+    ((58.7, 76.1), 0.3768545994065283, 0.7298850574712649),
+    ((26.1, 46.6), 0.5720720720720718, 0.619512195121951),
+    ((14.3, 23.9), 0.2916666666666664, 0.2916666666666664),
+    ((3.6, 39.0), 0.9096045197740112, 0.9096045197740112),
+    ((2.1, 2.1), 0.0, 0.0),
+    ((13.6, 27.9), 0.4008810572687225, 0.6363636363636362),
+    ((10.0, 15.0), 0.2762430939226519, 1.0),
+    ((7.9, 8.1), 0.0, 0.0),
+    ((13.5, 24.3), 0.0, 0.0),
+    ((0.9, 0.9), 0.0, 0.0),
+    ((19.2, 33.3), 0.4200913242009132, 0.6524822695035462),
+    ((14.2, 39.3), 0.8366666666666667, 1.0),
+    ((2.5, 4.3), 0.0, 0.0),
+    ((41.8, 47.2), 0.25806451612903275, 0.44444444444444503),
+    ((16.2, 16.2), 0.0, 0.0),
+]
+
+# What that run printed: Acc&GQA mIoP TIoP@0.3 TIoP@0.5 mIoU TIoU@0.3 TIoU@0.5 (percent, one decimal), with
+# pred_qa answers right for every third question (index % 3 == 0).
+GQA_PRINTED = ("18.8", "45.5", "56.2", "50.0", "27.1", "37.5", "18.8")
+
+
+@pytest.mark.parametrize("index", range(16))
+def test_fraction_windows_and_best_values_match_eval_ground(index: int) -> None:
+    duration, spans, fraction = gqa_cases()[index]
+    window, best_iou, best_iop = GQA_REFERENCE[index]
+    assert fraction_to_seconds((fraction[0], fraction[1]), duration) == window
+    ours = best_iou_iop(window, [Span(a, b) for a, b in spans])
+    assert ours == pytest.approx((best_iou, best_iop), abs=1e-12)
+
+
+@dataclass(frozen=True)
+class FractionAnswer(Answer):
+    grounding: tuple[float, float] | None = None
+
+
+def test_nextgqa_grounding_evaluator_reproduces_the_printed_numbers() -> None:
+    ev = evaluators.create("nextgqa_grounding", units="fraction")
+    acc = evaluators.create("nextgqa_acc_gqa", units="fraction")
+    pool = CandidatePool.from_timestamps([0.0, 1.0])
+    records = []
+    for i, (duration, spans, fraction) in enumerate(gqa_cases()):
+        sample = Sample(
+            f"q{i}", "v.mp4", Query("why?", ("a", "b", "c", "d", "e")), "A" if i % 3 == 0 else "B", tuple(Span(a, b) for a, b in spans), {"duration": duration}
+        )
+        answer = FractionAnswer("A", grounding=(fraction[0], fraction[1]))
+        metrics = {**ev.score(sample, pool, Selection((0, 1)), answer), **acc.score(sample, pool, Selection((0, 1)), answer)}
+        assert set(metrics) == set(ev.score_keys) | set(acc.score_keys)
+        records.append(SampleRecord(sample.id, metrics))
+    table = aggregate(records, [ev, acc])
+    got = [
+        table[k] * 100 for k in ("nextgqa_acc_gqa", "nextgqa_miop", "nextgqa_iop@0.3", "nextgqa_iop@0.5", "nextgqa_miou", "nextgqa_iou@0.3", "nextgqa_iou@0.5")
+    ]
+    assert tuple(f"{v:.1f}" for v in got) == GQA_PRINTED  # formatted as the reference prints
+
+
+def test_fraction_rounding_to_a_tenth_of_a_second_decides_hits() -> None:
+    # 0.3333 and 0.6667 of 30 s are 9.999 and 20.001 s; rounded they are exactly the span [10, 20]
+    assert fraction_to_seconds((0.3333, 0.6667), 30.0) == (10.0, 20.0)
+    sample = Sample("q", "v.mp4", Query("q?"), None, (Span(10.0, 20.0),), {"duration": 30.0})
+    pool = CandidatePool.from_timestamps([0.0])
+    answer = FractionAnswer("", grounding=(0.3333, 0.6667))
+    assert NExTGQAGrounding("fraction").score(sample, pool, Selection((0,)), answer)["nextgqa_miop"] == 1.0
+    # in seconds the same numbers are a window of 0.33 s, far from the span
+    assert NExTGQAGrounding().score(sample, pool, Selection((0,)), answer)["nextgqa_miop"] == 0.0
+    # without an answer window the selection's window counts, in seconds
+    no_window = NExTGQAGrounding("fraction").score(sample, CandidatePool.from_timestamps([12.0, 14.0]), Selection((0, 1)), Answer("A"))
+    assert no_window["nextgqa_miop"] == 1.0 and no_window["nextgqa_iou@0.3"] == 0.0
+    with pytest.raises(ValueError, match="duration"):
+        NExTGQAGrounding("fraction").score(Sample("q", "v.mp4", Query("q?"), None, (Span(1.0, 2.0),)), pool, Selection((0,)), answer)
+    with pytest.raises(ValueError, match="units"):
+        NExTGQAGrounding("percent")
+
+
+def test_nextgqa_grounding_is_nan_without_evidence_or_window() -> None:
+    ev = NExTGQAGrounding()
+    pool = CandidatePool.from_timestamps([0.0, 1.0])
+    no_evidence = ev.score(Sample("q", "v.mp4", Query("q?")), pool, Selection((0,)), None)
+    empty = ev.score(Sample("q", "v.mp4", Query("q?"), None, (Span(0.0, 1.0),)), pool, Selection(()), None)
+    assert all(math.isnan(v) for v in [*no_evidence.values(), *empty.values()])
+    assert set(no_evidence) == set(ev.metrics)

@@ -1,4 +1,4 @@
-"""LV-Haystack temporal P/R/F1 (5 s) and ANND against a transliteration of val_tstar_results.py."""
+"""LV-Haystack temporal P/R/F1 (5 s) and ANND against outputs of val_tstar_results.py itself."""
 
 from __future__ import annotations
 
@@ -7,39 +7,19 @@ import math
 import numpy as np
 import pytest
 
-from frameselect.evaluators.base import mean_of
+from frameselect.evaluators.base import Evaluator, mean_of
 from frameselect.evaluators.haystack import annd, keyframe_times, temporal_prf
+from frameselect.pipeline import aggregate
 from frameselect.registry import evaluators
 from frameselect.types import CandidatePool, Query, Sample, SampleRecord, Selection, Span
 
-
-def ref_calculate_prf(list_gt: list[np.ndarray], list_pred: list[np.ndarray], threshold: float = 5) -> tuple[float, float, float]:
-    """mll-lab-nu/TStar LVHaystackBench/val_tstar_results.py calculate_prf."""
-    ps, rs, fs = [], [], []
-    for gt, pred in zip(list_gt, list_pred, strict=True):
-        if gt.size == 0 or pred.size == 0:
-            continue
-        d_gt = np.min(np.abs(gt[:, np.newaxis] - pred), axis=1)
-        d_pred = np.min(np.abs(pred[:, np.newaxis] - gt), axis=1)
-        p = np.sum(d_pred <= threshold) / len(pred)
-        r = np.sum(d_gt <= threshold) / len(gt)
-        ps.append(p)
-        rs.append(r)
-        fs.append(2 * p * r / (p + r) if p + r > 0 else 0.0)
-    return float(np.mean(ps)), float(np.mean(rs)), float(np.mean(fs))
-
-
-def ref_calculate_annd(list_gt: list[np.ndarray], list_pred: list[np.ndarray]) -> list[tuple[float, float]]:
-    out = []
-    for gt, pred in zip(list_gt, list_pred, strict=True):
-        if gt.size == 0 or pred.size == 0:
-            continue
-        out.append((float(np.mean(np.min(np.abs(pred[:, None] - gt), axis=1))), float(np.mean(np.min(np.abs(gt[:, None] - pred), axis=1)))))
-    return out
-
-
 GT = [[12.0, 40.0], [5.0], [], [100.0, 103.0, 250.0], [7.5]]
 PRED = [[0.0, 10.0, 30.0], [0.0, 10.0, 10.5], [1.0, 2.0], [98.0, 104.9, 105.1, 300.0], [2.5]]
+# Outputs of running mll-lab-nu/TStar at commit 6b3a2e161a2f72c9940cdbeb48149fdf22f1a4c9,
+# LVHaystackBench/val_tstar_results.py, on GT and PRED (as numpy arrays): calculate_prf(threshold=5) and
+# calculate_annd (per scorable question; the third has no keyframe and is skipped)
+PRF_REFERENCE = (0.6875, 0.7916666666666666, 0.7264705882352942)
+ANND_REFERENCE = [(8.0, 6.0), (5.166666666666667, 5.0), (14.0, 17.96666666666667), (5.0, 5.0)]
 
 
 def test_means_over_questions_match_the_reference() -> None:
@@ -54,11 +34,10 @@ def test_means_over_questions_match_the_reference() -> None:
         for ev in evs:
             metrics.update(ev.score(sample, pool, sel, None))
         records.append(SampleRecord(str(i), metrics))
-    ref = ref_calculate_prf([np.array(g) for g in GT], [np.array(p) for p in PRED])
-    assert (mean_of(records, "lvh_precision"), mean_of(records, "lvh_recall"), mean_of(records, "lvh_f1")) == pytest.approx(ref)
-    ref_annd = ref_calculate_annd([np.array(g) for g in GT], [np.array(p) for p in PRED])
-    assert mean_of(records, "lvh_annd_precision") == pytest.approx(np.mean([a for a, _ in ref_annd]))
-    assert mean_of(records, "lvh_annd_recall") == pytest.approx(np.mean([b for _, b in ref_annd]))
+    assert (mean_of(records, "lvh_precision"), mean_of(records, "lvh_recall"), mean_of(records, "lvh_f1")) == pytest.approx(PRF_REFERENCE, abs=1e-12)
+    scorable = [r for r in records if not math.isnan(r.metrics["lvh_annd_precision"])]
+    for record, expected in zip(scorable, ANND_REFERENCE, strict=True):
+        assert (record.metrics["lvh_annd_precision"], record.metrics["lvh_annd_recall"]) == pytest.approx(expected, abs=1e-12)
     assert evaluators.create("lvh_annd").higher_is_better is False
 
 
@@ -79,3 +58,66 @@ def test_keyframe_sources() -> None:
     assert keyframe_times(spans, fallback=None) == []
     pool = CandidatePool.from_timestamps([0.0, 3.0])
     assert math.isnan(evaluators.create("lvh_f1", fallback=None).score(spans, pool, Selection((1,)), None)["lvh_f1"])
+
+
+# -- calculate_prf / calculate_annd run on seeded questions -------------------------------------
+def lvh_cases(seed: int = 9) -> tuple[list[list[float]], list[list[float]]]:
+    """Eight questions' keyframe and selected times (s); questions 2 and 5 select nothing."""
+    rng = np.random.default_rng(seed)
+    gt, pred = [], []
+    for q in range(8):
+        g = np.round(rng.uniform(0, 600, size=int(rng.integers(1, 5))), 2)
+        p = np.round(rng.uniform(0, 600, size=int(rng.integers(2, 9))), 2) if q not in (2, 5) else np.array([])
+        if q % 3 == 0 and len(p):
+            p[: len(g)] = np.round(g[: len(p)] + rng.uniform(-6, 6, size=min(len(g), len(p))), 2)
+        gt.append(g.tolist())
+        pred.append(p.tolist())
+    return gt, pred
+
+
+# From running mll-lab-nu/TStar at commit 6b3a2e161a2f72c9940cdbeb48149fdf22f1a4c9,
+# LVHaystackBench/val_tstar_results.py: calculate_prf(gt, pred, threshold=5) on lvh_cases(), and on no
+# scorable question (the empty-selection question alone, and no question at all): (0.0, 0.0, 0.0) both.
+LVH_PRF = (0.14285714285714282, 0.27777777777777773, 0.18787878787878787)
+# calculate_annd on lvh_cases(): (selected -> keyframes, keyframes -> selected) per scorable question
+LVH_ANND = [
+    (107.40125, 5.575000000000003),
+    (255.02428571428575, 119.21000000000004),
+    (11.608571428571407, 2.4099999999999913),
+    (70.19999999999999, 51.836666666666666),
+    (135.02, 4.210000000000002),
+    (124.70500000000001, 68.19),
+]
+
+
+def _lvh_records(gt: list[list[float]], pred: list[list[float]]) -> tuple[list[SampleRecord], list[Evaluator]]:
+    evs = [evaluators.create(n) for n in ("lvh_precision", "lvh_recall", "lvh_f1", "lvh_annd")]
+    records = []
+    for i, (g, p) in enumerate(zip(gt, pred, strict=True)):
+        pool = CandidatePool.from_timestamps(sorted(p))
+        metrics: dict[str, float] = {}
+        for ev in evs:
+            metrics.update(ev.score(Sample(str(i), "v", Query("q"), None, (), {"keyframe_times": g}), pool, Selection(tuple(range(len(p)))), None))
+        records.append(SampleRecord(str(i), metrics))
+    return records, evs
+
+
+def test_seeded_run_matches_calculate_prf_and_calculate_annd() -> None:
+    gt, pred = lvh_cases()
+    records, evs = _lvh_records(gt, pred)
+    table = aggregate(records, evs)
+    assert (table["lvh_precision"], table["lvh_recall"], table["lvh_f1"]) == pytest.approx(LVH_PRF, abs=1e-12)
+    scorable = [r for r in records if not math.isnan(r.metrics["lvh_annd_precision"])]
+    assert len(scorable) == len(LVH_ANND)
+    for record, expected in zip(scorable, LVH_ANND, strict=True):
+        assert (record.metrics["lvh_annd_precision"], record.metrics["lvh_annd_recall"]) == pytest.approx(expected, abs=1e-9)
+
+
+def test_no_scorable_question_gives_what_calculate_prf_gives() -> None:
+    gt, pred = lvh_cases()
+    records, evs = _lvh_records([gt[2], gt[5]], [pred[2], pred[5]])
+    table = aggregate(records, evs)
+    assert (table["lvh_precision"], table["lvh_recall"], table["lvh_f1"]) == (0.0, 0.0, 0.0)
+    assert aggregate([], evs)["lvh_f1"] == 0.0
+    # calculate_annd returns an empty list there, without a mean: NaN
+    assert math.isnan(table["lvh_annd_precision"]) and math.isnan(table["lvh_annd_recall"])

@@ -11,39 +11,6 @@ from frameselect.evaluators.highlight import clip_saliency, gt_saliency, hl_scor
 from frameselect.registry import evaluators
 from frameselect.types import CandidatePool, Features, Query, Sample, Selection
 
-
-def ref_get_ap(y_true: np.ndarray, y_predict: np.ndarray) -> float:
-    """moment_detr standalone_eval/utils.py get_ap(interpolate=True, point_11=False)."""
-    sklearn_metrics = pytest.importorskip("sklearn.metrics")
-    if len(set(y_true)) == 1:
-        return 0 if y_true[0] == 0 else 1
-    precision, recall, _ = sklearn_metrics.precision_recall_curve(y_true, y_predict)
-    recall = recall.astype(np.float32)
-    for i in range(1, len(precision)):
-        precision[i] = max(precision[i - 1], precision[i])
-    indices = np.where(np.diff(recall))
-    return float(np.mean(precision[indices]))
-
-
-def ref_hl(gt_full: np.ndarray, pred: np.ndarray, min_score: int = 4) -> tuple[float, float]:
-    """compute_hl_ap and compute_hl_hit1 for one query (mk_gt_scores already applied)."""
-    binary = (gt_full >= min_score).astype(float)
-    top = int(np.argmax(pred))
-    hit = float(np.max(binary[top])) if top < len(binary) else 0.0
-    aps = []
-    for w in range(binary.shape[1]):
-        y_true = binary[:, w]
-        y_pred = np.array(pred, dtype=float)
-        if len(y_true) < len(y_pred):
-            y_pred = y_pred[: len(y_true)]
-        elif len(y_true) > len(y_pred):
-            padded = np.zeros(len(y_true))
-            padded[: len(y_pred)] = y_pred
-            y_pred = padded
-        aps.append(ref_get_ap(y_true, y_pred))
-    return float(np.mean(aps)), hit
-
-
 AP_CASES = [
     ([1, 0, 1, 0], [0.9, 0.8, 0.7, 0.1]),
     ([0, 0, 1, 1, 0, 1], [0.5, 0.5, 0.5, 0.2, 0.9, 0.2]),  # ties
@@ -52,21 +19,52 @@ AP_CASES = [
     ([0, 0, 0], [1, 2, 3]),
     ([1, 1], [1, 2]),
 ]
+# get_ap(y_true, y_predict) of jayleicn/moment_detr at commit b7e553ac3b0c898ee6b85e03ee507c064eab89ca,
+# standalone_eval/utils.py, run on AP_CASES
+AP_REFERENCE = [0.8333333333333333, 0.5, 0.4, 0.875, 0.0, 1.0]
+
+# Per seeded query of test_hl_scores_match_reference: (HL-mAP, HL-Hit@1) at min score 4, then at min score 2,
+# from the same commit's standalone_eval/eval.py: compute_ap_from_tuple per annotator (mean over the three)
+# and compute_hl_hit1 on the query alone (its percentage / 100).
+HL_REFERENCE = [
+    (0.17037037037037037, 0.0, 0.7598765432098765, 1.0),
+    (0.16666666666666666, 0.0, 0.6746031746031745, 1.0),
+    (0.16666666666666666, 1.0, 0.625, 1.0),
+    (0.42407407407407405, 0.0, 0.8336011904761905, 1.0),
+    (0.27777777777777773, 0.0, 0.7060185185185185, 1.0),
+    (0.3333333333333333, 1.0, 0.7546296296296297, 1.0),
+    (0.7222222222222222, 0.0, 0.8333333333333334, 0.0),
+    (0.13333333333333333, 0.0, 0.7666666666666666, 1.0),
+    (0.3962962962962963, 1.0, 0.6943650793650793, 1.0),
+    (0.20202020202020202, 0.0, 0.7348484848484849, 1.0),
+    (0.0, 0.0, 0.7222222222222222, 1.0),
+    (0.44708994708994704, 1.0, 0.7185185185185184, 1.0),
+    (0.08333333333333333, 0.0, 0.75, 1.0),
+    (0.5, 0.0, 0.8055555555555555, 1.0),
+    (0.23597883597883595, 0.0, 0.5345069745069745, 1.0),
+    (0.5944444444444444, 1.0, 0.7158730158730159, 1.0),
+    (0.16666666666666666, 1.0, 0.8888888888888888, 1.0),
+    (0.19047619047619047, 0.0, 0.6611111111111111, 1.0),
+    (0.3333333333333333, 1.0, 0.7222222222222222, 1.0),
+    (0.0, 0.0, 0.9444444444444443, 1.0),
+]
 
 
-@pytest.mark.parametrize(("truth", "score"), AP_CASES)
-def test_ap_matches_moment_detr_get_ap(truth: list[int], score: list[float]) -> None:
-    assert saliency_ap(truth, score) == pytest.approx(ref_get_ap(np.array(truth), np.array(score, dtype=float)))
+@pytest.mark.parametrize("index", range(len(AP_CASES)))
+def test_ap_matches_moment_detr_get_ap(index: int) -> None:
+    truth, score = AP_CASES[index]
+    assert saliency_ap(truth, score) == pytest.approx(AP_REFERENCE[index], abs=1e-12)
 
 
 def test_hl_scores_match_reference() -> None:
     rng = np.random.default_rng(3)
-    for _ in range(20):
+    for i in range(20):
         n = int(rng.integers(3, 12))
         gt = rng.integers(0, 5, size=(n, 3)).astype(float)
         pred = np.round(rng.random(n + int(rng.integers(-2, 3))), 1)
-        assert hl_scores(gt, pred) == pytest.approx(ref_hl(gt, pred))
-        assert hl_scores(gt, pred, 2) == pytest.approx(ref_hl(gt, pred, 2))
+        ap4, hit4, ap2, hit2 = HL_REFERENCE[i]
+        assert hl_scores(gt, pred) == pytest.approx((ap4, hit4), abs=1e-12)
+        assert hl_scores(gt, pred, 2) == pytest.approx((ap2, hit2), abs=1e-12)
 
 
 def test_hand_computed_hit_and_map() -> None:

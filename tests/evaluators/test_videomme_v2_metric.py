@@ -1,68 +1,110 @@
-"""Video-MME-v2 group scores, hand-computed and against a transliteration of the reference scorer."""
+"""Video-MME-v2 group scores, hand-computed and against outputs of the official scorer and lmms-eval's port."""
 
 from __future__ import annotations
 
-import ast
 import math
 
+import numpy as np
 import pytest
 
-from frameselect.evaluators.videomme_v2 import VideoMMEv2Group, logic_group_score, parse_group_structure, relevance_group_score
+from frameselect.evaluators.videomme_v2 import (
+    VideoMMEv2Group,
+    logic_group_score,
+    parse_group_structure,
+    relevance_group_score,
+    relevance_linear_score,
+    videomme_v2_rating,
+)
+from frameselect.pipeline import breakdown
 from frameselect.types import Answer, CandidatePool, Query, Sample, SampleRecord, Selection
 
-
-def _reference_module():  # type: ignore[no-untyped-def]
-    """The restatements of the reference scorers kept in test_answer_metrics.py (tests are no package)."""
-    import importlib.util
-    from pathlib import Path
-
-    spec = importlib.util.spec_from_file_location("_answer_metric_refs", Path(__file__).with_name("test_answer_metrics.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-#: Video-MME-v2's extract_characters_regex_v2, restated once in test_answer_metrics.py
-videomme_v2_extract = _reference_module().videomme_v2_extract
-
-
-# -- transliteration of evaluation/test_video_mme_v2.py (cal_relevance, cal_logic, get_final_rating) --
-def ref_relevance(scores: list[int]) -> float:
-    table = {0: 0.0, 1: 100.0 / 16, 2: 100.0 * 4 / 16, 3: 100.0 * 9 / 16, 4: 100.0}
-    return table.get(sum(scores), 0.0)
-
-
-def ref_logic(scores: list[int], structure: str) -> float:
-    shape = ast.literal_eval(structure)
-    last = -1
-    for idx, val in enumerate(scores):
-        if val:
-            last = idx
-        else:
-            break
-    if shape == [1, 2, 3, 4]:
-        table = {0: 0.0, 1: 100.0 / 16, 2: 100.0 * 4 / 16, 3: 100.0 * 9 / 16, 4: 100.0}
-    elif shape == [1, [2, 3], 4]:
-        table = {0: 0.0, 1: 100.0 / 12, 2: 100.0 * 4 / 12, 3: 100.0 * 7 / 12, 4: 100.0}
-        if last == 0 and scores[2]:
-            last += 1
-    else:
-        table = {0: 0.0, 1: 100.0 / 10, 2: 100.0 * 2 / 10, 3: 100.0 * 5 / 10, 4: 100.0}
-        if last == -1 and scores[1]:
-            last += 1
-    return table.get(last + 1, 0.0)
-
-
-def ref_total(rows: list[tuple[str, str, int]]) -> float:
-    """rows of (group_type, group_structure, score) in groups of four consecutive rows."""
-    totals = []
-    for g in range(len(rows) // 4):
-        group = rows[4 * g : 4 * g + 4]
-        kind, structure = group[-1][0], group[-1][1]
-        scores = [r[2] for r in group]
-        totals.append(ref_relevance(scores) if kind == "relevance" else ref_logic(scores, structure))
-    return sum(totals) / len(totals)
+# cal_relevance (both values) and cal_logic under each structure for every pattern of four results
+# (1 right, 0 wrong, x = -1 unparsed), as MME-Benchmarks/Video-MME-v2 at commit
+# b24176a14506c48a9f3e156d9f20068db6c4782b, evaluation/test_video_mme_v2.py, returned them:
+# (relevance, relevance linear, logic [1, 2, 3, 4], logic [1, [2, 3], 4], logic [[1, 2], 3, 4])
+PATTERN_REFERENCE = {
+    "1111": (100.0, 100.0, 100.0, 100.0, 100.0),
+    "1110": (56.25, 75.0, 56.25, 58.333333333333336, 50.0),
+    "111x": (25.0, 50.0, 100.0, 100.0, 100.0),
+    "1101": (56.25, 75.0, 25.0, 33.333333333333336, 20.0),
+    "1100": (25.0, 50.0, 25.0, 33.333333333333336, 20.0),
+    "110x": (6.25, 25.0, 25.0, 33.333333333333336, 20.0),
+    "11x1": (25.0, 50.0, 100.0, 100.0, 100.0),
+    "11x0": (6.25, 25.0, 56.25, 58.333333333333336, 50.0),
+    "11xx": (0.0, 0.0, 100.0, 100.0, 100.0),
+    "1011": (56.25, 75.0, 6.25, 33.333333333333336, 10.0),
+    "1010": (25.0, 50.0, 6.25, 33.333333333333336, 10.0),
+    "101x": (6.25, 25.0, 6.25, 33.333333333333336, 10.0),
+    "1001": (25.0, 50.0, 6.25, 8.333333333333334, 10.0),
+    "1000": (6.25, 25.0, 6.25, 8.333333333333334, 10.0),
+    "100x": (0.0, 0.0, 6.25, 8.333333333333334, 10.0),
+    "10x1": (6.25, 25.0, 6.25, 33.333333333333336, 10.0),
+    "10x0": (0.0, 0.0, 6.25, 33.333333333333336, 10.0),
+    "10xx": (0.0, -25.0, 6.25, 33.333333333333336, 10.0),
+    "1x11": (25.0, 50.0, 100.0, 100.0, 100.0),
+    "1x10": (6.25, 25.0, 56.25, 58.333333333333336, 50.0),
+    "1x1x": (0.0, 0.0, 100.0, 100.0, 100.0),
+    "1x01": (6.25, 25.0, 25.0, 33.333333333333336, 20.0),
+    "1x00": (0.0, 0.0, 25.0, 33.333333333333336, 20.0),
+    "1x0x": (0.0, -25.0, 25.0, 33.333333333333336, 20.0),
+    "1xx1": (0.0, 0.0, 100.0, 100.0, 100.0),
+    "1xx0": (0.0, -25.0, 56.25, 58.333333333333336, 50.0),
+    "1xxx": (0.0, -50.0, 100.0, 100.0, 100.0),
+    "0111": (56.25, 75.0, 0.0, 0.0, 10.0),
+    "0110": (25.0, 50.0, 0.0, 0.0, 10.0),
+    "011x": (6.25, 25.0, 0.0, 0.0, 10.0),
+    "0101": (25.0, 50.0, 0.0, 0.0, 10.0),
+    "0100": (6.25, 25.0, 0.0, 0.0, 10.0),
+    "010x": (0.0, 0.0, 0.0, 0.0, 10.0),
+    "01x1": (6.25, 25.0, 0.0, 0.0, 10.0),
+    "01x0": (0.0, 0.0, 0.0, 0.0, 10.0),
+    "01xx": (0.0, -25.0, 0.0, 0.0, 10.0),
+    "0011": (25.0, 50.0, 0.0, 0.0, 0.0),
+    "0010": (6.25, 25.0, 0.0, 0.0, 0.0),
+    "001x": (0.0, 0.0, 0.0, 0.0, 0.0),
+    "0001": (6.25, 25.0, 0.0, 0.0, 0.0),
+    "0000": (0.0, 0.0, 0.0, 0.0, 0.0),
+    "000x": (0.0, -25.0, 0.0, 0.0, 0.0),
+    "00x1": (0.0, 0.0, 0.0, 0.0, 0.0),
+    "00x0": (0.0, -25.0, 0.0, 0.0, 0.0),
+    "00xx": (0.0, -50.0, 0.0, 0.0, 0.0),
+    "0x11": (6.25, 25.0, 0.0, 0.0, 10.0),
+    "0x10": (0.0, 0.0, 0.0, 0.0, 10.0),
+    "0x1x": (0.0, -25.0, 0.0, 0.0, 10.0),
+    "0x01": (0.0, 0.0, 0.0, 0.0, 10.0),
+    "0x00": (0.0, -25.0, 0.0, 0.0, 10.0),
+    "0x0x": (0.0, -50.0, 0.0, 0.0, 10.0),
+    "0xx1": (0.0, -25.0, 0.0, 0.0, 10.0),
+    "0xx0": (0.0, -50.0, 0.0, 0.0, 10.0),
+    "0xxx": (0.0, -75.0, 0.0, 0.0, 10.0),
+    "x111": (25.0, 50.0, 100.0, 100.0, 100.0),
+    "x110": (6.25, 25.0, 56.25, 58.333333333333336, 50.0),
+    "x11x": (0.0, 0.0, 100.0, 100.0, 100.0),
+    "x101": (6.25, 25.0, 25.0, 33.333333333333336, 20.0),
+    "x100": (0.0, 0.0, 25.0, 33.333333333333336, 20.0),
+    "x10x": (0.0, -25.0, 25.0, 33.333333333333336, 20.0),
+    "x1x1": (0.0, 0.0, 100.0, 100.0, 100.0),
+    "x1x0": (0.0, -25.0, 56.25, 58.333333333333336, 50.0),
+    "x1xx": (0.0, -50.0, 100.0, 100.0, 100.0),
+    "x011": (6.25, 25.0, 6.25, 33.333333333333336, 10.0),
+    "x010": (0.0, 0.0, 6.25, 33.333333333333336, 10.0),
+    "x01x": (0.0, -25.0, 6.25, 33.333333333333336, 10.0),
+    "x001": (0.0, 0.0, 6.25, 8.333333333333334, 10.0),
+    "x000": (0.0, -25.0, 6.25, 8.333333333333334, 10.0),
+    "x00x": (0.0, -50.0, 6.25, 8.333333333333334, 10.0),
+    "x0x1": (0.0, -25.0, 6.25, 33.333333333333336, 10.0),
+    "x0x0": (0.0, -50.0, 6.25, 33.333333333333336, 10.0),
+    "x0xx": (0.0, -75.0, 6.25, 33.333333333333336, 10.0),
+    "xx11": (0.0, 0.0, 100.0, 100.0, 100.0),
+    "xx10": (0.0, -25.0, 56.25, 58.333333333333336, 50.0),
+    "xx1x": (0.0, -50.0, 100.0, 100.0, 100.0),
+    "xx01": (0.0, -25.0, 25.0, 33.333333333333336, 20.0),
+    "xx00": (0.0, -50.0, 25.0, 33.333333333333336, 20.0),
+    "xx0x": (0.0, -75.0, 25.0, 33.333333333333336, 20.0),
+    "xxx1": (0.0, -50.0, 100.0, 100.0, 100.0),
+    "xxx0": (0.0, -75.0, 56.25, 58.333333333333336, 50.0),
+    "xxxx": (0.0, -100.0, 100.0, 100.0, 100.0),
+}
 
 
 def test_relevance_scores_by_number_correct() -> None:
@@ -87,14 +129,14 @@ def test_logic_scores_by_longest_correct_prefix() -> None:
         parse_group_structure("[1, 2, [3, 4]]")
 
 
-def test_group_functions_match_the_reference_on_every_pattern() -> None:
-    import itertools
-
-    for pattern in itertools.product([1, 0, -1], repeat=4):
-        scores = list(pattern)
-        assert relevance_group_score(scores) == ref_relevance(scores)
-        for structure in ("[1, 2, 3, 4]", "[1, [2, 3], 4]", "[[1, 2], 3, 4]"):
-            assert logic_group_score(scores, structure) == pytest.approx(ref_logic(scores, structure))
+@pytest.mark.parametrize("pattern", sorted(PATTERN_REFERENCE))
+def test_group_functions_match_the_reference_on_every_pattern(pattern: str) -> None:
+    scores = [{"1": 1, "0": 0, "x": -1}[c] for c in pattern]
+    relevance, linear, chain, middle, first = PATTERN_REFERENCE[pattern]
+    assert (relevance_group_score(scores), relevance_linear_score(scores)) == (relevance, linear)
+    assert logic_group_score(scores, "[1, 2, 3, 4]") == pytest.approx(chain, abs=1e-12)
+    assert logic_group_score(scores, "[1, [2, 3], 4]") == pytest.approx(middle, abs=1e-12)
+    assert logic_group_score(scores, "[[1, 2], 3, 4]") == pytest.approx(first, abs=1e-12)
 
 
 POOL = CandidatePool.from_timestamps([0.0, 1.0])
@@ -123,25 +165,25 @@ GROUPS = [
 ]
 
 
-def _reference_rows(unparsed: str) -> list[tuple[str, str, int]]:
-    """The reference's per-question score: int(extracted == answer) if extracted else -1."""
-    rows = []
-    for kind, structure, qas in GROUPS:
-        for reply, truth in qas:
-            letter = videomme_v2_extract(reply)
-            score = int(letter == truth) if letter else (-1 if unparsed == "reference" else 0)
-            rows.append((kind, structure, score))
-    return rows
+# GROUPS scored by the official script (evaluate() of evaluation/test_video_mme_v2.py at b24176a, on a table
+# of these replies: its final_rating, an unparsed reply scoring -1) and by lmms-eval's port
+# (lmms_eval/tasks/videomme_v2/utils.py at 75571cfe0fa36ca5ec2e6aa2bb268f9d38295af3: process_results, then
+# _compute_all_subscores; an unparsed reply is wrong): (total, relevance, logic)
+GROUPS_REFERENCE = {"reference": (44.91666666666667, 40.625, 47.77777777777778), "wrong": (36.16666666666667, 56.25, 22.777777777777782)}
+#: the official script's relevance_linear_score for GROUPS
+GROUPS_LINEAR_REFERENCE = 62.5
 
 
 @pytest.mark.parametrize("unparsed", ["wrong", "reference"])
 def test_aggregate_matches_the_reference_scorer(unparsed: str) -> None:
     ev = VideoMMEv2Group(unparsed)
     table = ev.aggregate(_records(GROUPS, ev))
-    assert table["videomme_v2_group"] == pytest.approx(ref_total(_reference_rows(unparsed)))
-    rows = _reference_rows(unparsed)
-    relevance = [ref_relevance([r[2] for r in rows[4 * g : 4 * g + 4]]) for g in range(2)]
-    assert table["videomme_v2_relevance"] == pytest.approx(sum(relevance) / 2)
+    total, relevance, logic = GROUPS_REFERENCE[unparsed]
+    assert table["videomme_v2_group"] == pytest.approx(total, abs=1e-12)
+    assert table["videomme_v2_relevance"] == pytest.approx(relevance, abs=1e-12)
+    assert table["videomme_v2_logic"] == pytest.approx(logic, abs=1e-12)
+    if unparsed == "reference":
+        assert table["videomme_v2_relevance_linear"] == GROUPS_LINEAR_REFERENCE
 
 
 def test_hand_computed_group_scores() -> None:
@@ -199,4 +241,103 @@ def test_type_and_structure_may_sit_on_the_last_question_only() -> None:
             md.update(group_type="logic", group_structure="[1, [2, 3], 4]")
         sample = Sample(f"q{pos}", "v.mp4", Query("q", tuple("ABCDEFGH")), truth, (), md)
         records.append(SampleRecord(sample.id, dict(ev.score(sample, POOL, SEL, Answer(reply))), metadata=md))
-    assert ev.aggregate(records)["videomme_v2_logic"] == pytest.approx(ref_logic([1, 0, 1, 1], "[1, [2, 3], 4]"))
+    assert ev.aggregate(records)["videomme_v2_logic"] == pytest.approx(PATTERN_REFERENCE["1011"][3])  # 100 * 4 / 12
+
+
+# -- get_final_rating run on seeded rows ---------------------------------------------------------
+STRUCTURES = ["[1, 2, 3, 4]", "[1, [2, 3], 4]", "[[1, 2], 3, 4]"]
+SECOND = ["Perception", "Reasoning", "Knowledge"]
+THIRD = ["Counting", "Temporal", "Spatial", "Causal"]
+
+
+def vm2_rows(seed: int = 5, n_groups: int = 24) -> list[tuple[str, str | None, int | None, str | None, str | None, int]]:
+    """(group_type, group_structure, level, second_head, third_head, score) in groups of four; level and
+    capabilities on a group's last row only, as the release sets them; scores -1 (unparsed), 0, 1."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for _ in range(n_groups):
+        kind = "relevance" if rng.uniform() < 0.5 else "logic"
+        structure = STRUCTURES[int(rng.integers(0, 3))] if kind == "logic" else None
+        level = int(rng.integers(1, 4)) if rng.uniform() < 0.9 else None
+        second = SECOND[int(rng.integers(0, 3))]
+        third = THIRD[int(rng.integers(0, 4))]
+        scores = [int(x) for x in rng.choice([-1, 0, 1], size=4, p=[0.1, 0.4, 0.5])]
+        for pos in range(4):
+            last = pos == 3
+            rows.append((kind, structure, level if last else None, second if last else None, third if last else None, scores[pos]))
+    return rows
+
+
+# The output of running MME-Benchmarks/Video-MME-v2 at commit b24176a14506c48a9f3e156d9f20068db6c4782b,
+# evaluation/test_video_mme_v2.py get_final_rating, on a DataFrame of vm2_rows() (object columns, so that
+# an unset level stays None).
+REFERENCE_RATING = {
+    "final_rating": {
+        "level_1": 31.25,
+        "level_2": 32.5,
+        "level_3": 21.770833333333336,
+        "relevance_score": 35.0,
+        "relevance_linear_score": 45.0,
+        "logic_score": 15.324074074074076,
+        "total": 27.621527777777782,
+    },
+    "second_head_rating": {"Reasoning": 35.17361111111111, "Perception": 22.430555555555557, "Knowledge": 17.708333333333332},
+    "third_head_rating": {"Temporal": 27.575757575757574, "Spatial": 24.0, "Counting": 28.645833333333336, "Causal": 31.25},
+}
+
+
+def _seeded_records() -> list[SampleRecord]:
+    """vm2_rows() as stored records: score 1 right, 0 wrong, -1 a reply without a letter."""
+    records = []
+    for i, (kind, structure, level, second, third, score) in enumerate(vm2_rows()):
+        md: dict[str, object] = {"group_id": f"v{i // 4}", "group_order": i % 4 + 1, "group_type": kind}
+        for key, value in (("group_structure", structure), ("level", level), ("second_head", second), ("third_head", third)):
+            if value is not None:
+                md[key] = value
+        metrics = {"videomme_v2_correct": float(score == 1), "videomme_v2_parsed": float(score != -1)}
+        records.append(SampleRecord(f"v{i // 4}-{i % 4 + 1}", metrics, metadata=md))
+    return records
+
+
+def test_rating_matches_get_final_rating() -> None:
+    rating = videomme_v2_rating(_seeded_records(), unparsed="reference")
+    for section, expected in REFERENCE_RATING.items():
+        assert rating[section] == pytest.approx(expected, abs=1e-12), section
+    table = VideoMMEv2Group("reference").aggregate(_seeded_records())
+    final = REFERENCE_RATING["final_rating"]
+    assert table == pytest.approx(
+        {
+            "videomme_v2_group": final["total"],
+            "videomme_v2_relevance": final["relevance_score"],
+            "videomme_v2_relevance_linear": final["relevance_linear_score"],
+            "videomme_v2_logic": final["logic_score"],
+            "videomme_v2_level_1": final["level_1"],
+            "videomme_v2_level_2": final["level_2"],
+            "videomme_v2_level_3": final["level_3"],
+        },
+        abs=1e-12,
+    )
+
+
+def test_linear_relevance_score_as_cal_relevance() -> None:
+    # cal_relevance at b24176a returned (25.0, 50.0) for [1, 1, -1, 1] and (0.0, -50.0) for [-1, -1, 0, 0]
+    assert (relevance_group_score([1, 1, -1, 1]), relevance_linear_score([1, 1, -1, 1])) == (25.0, 50.0)
+    assert (relevance_group_score([-1, -1, 0, 0]), relevance_linear_score([-1, -1, 0, 0])) == (0.0, -50.0)
+    assert [relevance_linear_score([1] * c + [0] * (4 - c)) for c in range(5)] == [0.0, 25.0, 50.0, 75.0, 100.0]
+
+
+def test_a_level_set_on_the_last_question_only_scores_the_whole_group() -> None:
+    """A 4/4-correct group whose level sits on its last question scores 100 in that level, not 6.25."""
+    records = []
+    for pos in range(4):
+        md: dict[str, object] = {"group_id": "g", "group_order": pos + 1, "group_type": "relevance"}
+        if pos == 3:
+            md["level"] = 2
+        records.append(SampleRecord(f"g-{pos + 1}", {"videomme_v2_correct": 1.0, "videomme_v2_parsed": 1.0}, metadata=md))
+    ev = VideoMMEv2Group()
+    table = ev.aggregate(records)
+    assert table["videomme_v2_group"] == 100.0 and table["videomme_v2_level_2"] == 100.0
+    assert math.isnan(table["videomme_v2_level_1"]) and math.isnan(table["videomme_v2_level_3"])
+    # a breakdown by the field is right once every member of the group carries it
+    with_level = [SampleRecord(r.sample_id, r.metrics, metadata={**r.metadata, "level": 2}) for r in records]
+    assert breakdown(with_level, [ev], "level")["2"]["videomme_v2_group"] == 100.0

@@ -22,7 +22,8 @@ def mean_of(records: Sequence[SampleRecord], key: str) -> float:
 
 
 class Evaluator:
-    """Base class. ``metrics`` lists the keys this evaluator writes into a record."""
+    """Base class. ``metrics`` lists the benchmark-level keys ``aggregate`` returns;
+    ``score_keys`` the per-sample keys ``score`` returns (the same by default)."""
 
     registered_name: ClassVar[str] = ""
     needs_answer: ClassVar[bool] = False
@@ -37,6 +38,11 @@ class Evaluator:
     @property
     def metrics(self) -> tuple[str, ...]:
         return (self.name,)
+
+    @property
+    def score_keys(self) -> tuple[str, ...]:
+        """The keys ``score`` writes into a record; ``metrics`` unless the aggregate differs."""
+        return self.metrics
 
     def params(self) -> dict[str, Any]:
         return {}

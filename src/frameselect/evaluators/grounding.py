@@ -7,6 +7,14 @@ selected timestamp. It is compared with each evidence span as NExT-GQA's
 - IoU = intersection / (hull of the two spans), IoP = intersection / (window length);
 - a window of zero length (one frame) has IoU 0 and IoP 1 when it lies in the span, else 0;
 - over several evidence spans the best value is kept, and never below 0.
+
+NExT-GQA's headline grounding numbers (``eval_ground``) are mIoP, IoP@0.3,
+IoP@0.5, mIoU, IoU@0.3 and IoU@0.5 over the questions that have a prediction
+(``nextgqa_grounding``), and Acc@GQA (``nextgqa_acc_gqa``). Its Gaussian-mask
+models predict windows as fractions of the video; the reference's ``gs=True``
+path scales them by the annotated duration and rounds to 0.1 s
+(``np.round(span * duration, 1)``): ``units="fraction"`` does the same with a
+window an answer carries.
 """
 
 from __future__ import annotations
@@ -15,7 +23,9 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from frameselect.evaluators.answer import answer_letters, extract_answer_letter
+import numpy as np
+
+from frameselect.evaluators.answer import answer_letters, check_extraction, extract_letter
 from frameselect.evaluators.base import Evaluator
 from frameselect.registry import evaluators
 from frameselect.types import Answer, CandidatePool, Features, Sample, Selection, Span
@@ -26,13 +36,20 @@ __all__ = [
     "best_iou_iop",
     "recall_at_iou",
     "acc_gqa",
+    "fraction_to_seconds",
+    "GROUNDING_UNITS",
     "IoU",
     "IoP",
     "RecallAtIoU",
     "NExTGQAAccGQA",
+    "NExTGQAGrounding",
+    "prediction_window",
 ]
 
 Window = tuple[float, float]
+
+#: how a window an answer carries is given: in seconds, or as fractions of the video (NExT-GQA ``gs=True``)
+GROUNDING_UNITS: tuple[str, ...] = ("seconds", "fraction")
 
 
 def selection_window(times: Sequence[float]) -> Window | None:
@@ -98,6 +115,19 @@ def acc_gqa(correct: float, iop: float, threshold: float = 0.5) -> float:
     if math.isnan(correct) or math.isnan(iop):
         return math.nan
     return 1.0 if correct == 1.0 and iop >= threshold else 0.0
+
+
+def fraction_to_seconds(window: Window, duration: float) -> Window:
+    """A window given as fractions of the video, in seconds: scaled by ``duration``, rounded to 0.1 s.
+
+    As NExT-GQA's ``eval_ground`` with ``gs=True`` (``np.round(np.asarray(span) * duration, 1)``,
+    numpy's round-half-to-even on the scaled value).
+
+    >>> fraction_to_seconds((0.25, 0.5), 37.0)
+    (9.2, 18.5)
+    """
+    start, end = np.round(np.asarray(window, dtype=np.float64) * float(duration), 1)
+    return float(start), float(end)
 
 
 def _window(pool: CandidatePool, selection: Selection) -> Window | None:
@@ -167,6 +197,74 @@ def _answer_window(answer: Answer | None) -> Window | None:
     return float(start), float(end)
 
 
+def _check_units(units: str) -> str:
+    if units not in GROUNDING_UNITS:
+        raise ValueError(f"unknown grounding units {units!r}; use 'seconds' or 'fraction'")
+    return units
+
+
+def prediction_window(sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, units: str = "seconds") -> Window | None:
+    """The window a question's grounding is judged on: the answer's own, else the selection's.
+
+    With ``units="fraction"`` the answer's window is taken as fractions of the
+    video and converted by :func:`fraction_to_seconds` with
+    ``metadata["duration"]`` (NExT-GQA's annotated duration), else the pool's.
+    The selection's window is in seconds already.
+    """
+    window = _answer_window(answer)
+    if window is None:
+        return _window(pool, selection)
+    if _check_units(units) == "seconds":
+        return window
+    duration = sample.metadata.get("duration", pool.duration)
+    if duration is None:
+        raise ValueError(f"sample {sample.id!r}: a grounding in fractions of the video needs metadata['duration']")
+    return fraction_to_seconds(window, float(duration))
+
+
+@evaluators.register("nextgqa_grounding")
+class NExTGQAGrounding(Evaluator):
+    """NExT-GQA's grounding numbers: mIoP, IoP@0.3, IoP@0.5, mIoU, IoU@0.3, IoU@0.5.
+
+    Reference: Xiao et al., "Can I Trust Your Answer? Visually Grounded Video
+    Question Answering" (CVPR 2024); github.com/doc-doc/NExT-GQA
+    ``code/TempGQA/eval_ground.py`` (``eval_ground``, ``get_tIoU``): per
+    question the best IoU and IoP over its annotated spans (never below 0),
+    hits at ``>= 0.3`` and ``>= 0.5``, means over the questions with a
+    prediction. Writes ``nextgqa_miop``, ``nextgqa_iop@0.3``,
+    ``nextgqa_iop@0.5``, ``nextgqa_miou``, ``nextgqa_iou@0.3`` and
+    ``nextgqa_iou@0.5`` (fractions; the reference prints percentages). The
+    window is the answer's own grounding when it carries one (``units``:
+    ``"seconds"``, default, or ``"fraction"`` of the video as the reference's
+    ``gs=True``), else the selection's first-to-last-frame window. NaN for a
+    question without evidence or without a window (the reference skips
+    questions without a prediction).
+    """
+
+    def __init__(self, units: str = "seconds") -> None:
+        self.units = _check_units(units)
+
+    def params(self) -> dict[str, Any]:
+        return {"units": self.units}
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        return ("nextgqa_miop", "nextgqa_iop@0.3", "nextgqa_iop@0.5", "nextgqa_miou", "nextgqa_iou@0.3", "nextgqa_iou@0.5")
+
+    def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
+        iou, iop = best_iou_iop(prediction_window(sample, pool, selection, answer, self.units), sample.evidence)
+        if math.isnan(iou):
+            return dict.fromkeys(self.metrics, math.nan)
+        return {
+            "nextgqa_miop": iop,
+            "nextgqa_iop@0.3": float(iop >= 0.3),
+            "nextgqa_iop@0.5": float(iop >= 0.5),
+            "nextgqa_miou": iou,
+            "nextgqa_iou@0.3": float(iou >= 0.3),
+            "nextgqa_iou@0.5": float(iou >= 0.5),
+        }
+
+
 @evaluators.register("nextgqa_acc_gqa")
 class NExTGQAAccGQA(Evaluator):
     """NExT-GQA Acc@GQA: the answer is right AND its grounding has IoP ≥ 0.5 with the evidence.
@@ -176,24 +274,27 @@ class NExTGQAAccGQA(Evaluator):
     ``code/TempGQA/eval_ground.py`` (``eval_ground``: ``max_tIoP >= 0.5`` and
     answer == prediction). The grounding window is the one the answer carries
     (an ``Answer.grounding`` (start, end), for backends that ground their
-    answers), else the selection's window from its first to its last frame.
-    Answer letters as lmms-eval (A–E for NExT-QA's five options). NaN without
-    ground truth or evidence.
+    answers; ``units`` as :class:`NExTGQAGrounding`), else the selection's
+    window from its first to its last frame. Answer letters as lmms-eval (A–E
+    for NExT-QA's five options), ``extraction`` as
+    :class:`~frameselect.evaluators.answer.MCAccuracy`. NaN without ground
+    truth or evidence.
     """
 
     needs_answer = True
 
-    def __init__(self, threshold: float = 0.5) -> None:
+    def __init__(self, threshold: float = 0.5, units: str = "seconds", extraction: str = "lmms_eval") -> None:
         self.threshold = float(threshold)
+        self.units = _check_units(units)
+        self.extraction = check_extraction(extraction)
 
     def params(self) -> dict[str, Any]:
-        return {"threshold": self.threshold}
+        return {"threshold": self.threshold, "units": self.units, "extraction": self.extraction}
 
     def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
         if sample.answer is None:
             return {self.name: math.nan}
-        letter = extract_answer_letter("" if answer is None else answer.text, answer_letters(len(sample.query.options)))
+        letter = extract_letter("" if answer is None else answer.text, answer_letters(len(sample.query.options)), self.extraction)
         correct = 1.0 if letter and letter.lower() == sample.answer.strip().lower() else 0.0
-        window = _answer_window(answer) or _window(pool, selection)
-        _, iop = best_iou_iop(window, sample.evidence)
+        _, iop = best_iou_iop(prediction_window(sample, pool, selection, answer, self.units), sample.evidence)
         return {self.name: acc_gqa(correct, iop, self.threshold)}

@@ -14,7 +14,10 @@ github.com/mll-lab-nu/TStar, ``LVHaystackBench/val_tstar_results.py``
   nearest selected frame (``lvh_annd_recall``).
 
 Questions with no keyframe or no selected frame are skipped (NaN), as in the
-reference. Keyframe times come from ``metadata["keyframe_times"]`` (seconds),
+reference; a benchmark with no scorable question has temporal precision,
+recall and F1 0.0, as ``calculate_prf`` returns them. ``calculate_annd``
+returns its per-question list without a mean; the ANND means over no
+question are NaN. Keyframe times come from ``metadata["keyframe_times"]`` (seconds),
 or ``metadata["gt_frame_index"]`` divided by ``metadata["fps"]`` (the
 reference's conversion). Deviation, for datasets that annotate spans instead
 of keyframes: without either, the midpoints of the evidence spans are used
@@ -29,9 +32,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from frameselect.evaluators.base import Evaluator
+from frameselect.evaluators.base import Evaluator, mean_of
 from frameselect.registry import evaluators
-from frameselect.types import Answer, CandidatePool, Features, Sample, Selection
+from frameselect.types import Answer, CandidatePool, Features, Sample, SampleRecord, Selection
 
 __all__ = ["temporal_prf", "annd", "keyframe_times", "TemporalPrecision", "TemporalRecall", "TemporalF1", "ANND", "LVH_THRESHOLD_S"]
 
@@ -104,6 +107,11 @@ class _HaystackEvaluator(Evaluator):
     def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
         p, r, f1 = self._prf(sample, pool, selection)
         return {self.name: {"precision": p, "recall": r, "f1": f1}[self.key]}
+
+    def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, float]:
+        """The mean over scorable questions; 0.0 over none, as ``calculate_prf``."""
+        value = mean_of(records, self.name)
+        return {self.name: 0.0 if math.isnan(value) else value}
 
 
 @evaluators.register("lvh_precision")

@@ -42,7 +42,7 @@ from frameselect.evaluators.base import Evaluator
 from frameselect.registry import evaluators
 from frameselect.types import Answer, CandidatePool, Features, Sample, Selection
 
-__all__ = ["saliency_ap", "hl_scores", "gt_saliency", "clip_saliency", "HLmAP", "HLHit1"]
+__all__ = ["saliency_ap", "hl_scores", "gt_saliency", "frame_scores", "clip_saliency", "HLmAP", "HLHit1"]
 
 
 def saliency_ap(y_true: Sequence[float] | NDArray[Any], y_score: Sequence[float] | NDArray[Any]) -> float:
@@ -117,8 +117,8 @@ def gt_saliency(sample: Sample, pool: CandidatePool | None = None, clip_length: 
     return full
 
 
-def _frame_scores(pool: CandidatePool, selection: Selection, features: Features | None) -> NDArray[np.float64]:
-    """A saliency score per selected frame (see the module docstring)."""
+def frame_scores(pool: CandidatePool, selection: Selection, features: Features | None) -> NDArray[np.float64]:
+    """A score per selected frame: the selection's own, else the run's relevance, else 1."""
     k = len(selection.indices)
     if selection.scores is not None and len(selection.scores) == k:
         return np.asarray(selection.scores, dtype=np.float64)
@@ -136,7 +136,7 @@ def _frame_scores(pool: CandidatePool, selection: Selection, features: Features 
 
 def clip_saliency(pool: CandidatePool, selection: Selection, n_clips: int, clip_length: float = 2.0, features: Features | None = None) -> NDArray[np.float64]:
     """Predicted saliency per clip: the best selected frame in it; clips without one rank below all."""
-    scores = _frame_scores(pool, selection, features)
+    scores = frame_scores(pool, selection, features)
     floor = (float(np.min(scores)) - 1.0) if scores.size else 0.0
     out = np.full(n_clips, floor)
     for t, s in zip(selection.timestamps(pool), scores, strict=True):

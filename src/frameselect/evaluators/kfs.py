@@ -16,6 +16,12 @@ it; a scene is one or more time segments. Its metrics (github.com/NEC-VID/KFS-Be
 
 KFR, SHR, BSR and BDS aggregate by their plain mean.
 
+An empty selection scores as ``eval.py`` scores it: SHR, BSR and BDS 0 (no
+scene is hit), KFR and UKSS NaN (``0 / 0``). The question stays in the SHR,
+BSR and BDS means. Deviation: the reference's KFR mean and UKSS then become
+NaN for the whole benchmark (``np.mean`` over a NaN); here they are taken over
+the questions with frames, as every NaN is left out of a mean.
+
 Scenes come from the sample's evidence spans: ``metadata["scene_ids"]`` (one
 id per evidence span) groups spans into scenes; without it each span is its
 own scene. KFS-Bench's annotations are whole seconds, and its ``eval.py`` adds
@@ -61,15 +67,20 @@ def _inside(times: np.ndarray, segments: np.ndarray) -> np.ndarray:
 
 
 def kfs_scores(times: Sequence[float], scenes: Sequence[Scene]) -> dict[str, float]:
-    """KFR, SHR, BSR, BDS and UKSS of one question (NaN for all when there is no scene or no frame).
+    """KFR, SHR, BSR, BDS and UKSS of one question.
+
+    NaN for all without scenes; without frames SHR, BSR and BDS are 0 and KFR
+    and UKSS NaN, as KFS-Bench's ``eval.py`` computes them.
 
     >>> s = kfs_scores([1.0, 2.0, 7.0, 9.5], [[(0.0, 4.0)], [(6.0, 8.0)]])
     >>> s["kfr"], s["shr"], s["bsr"]
     (0.75, 1.0, 1.0)
     """
     keys = ("kfr", "shr", "bsr", "bds", "ukss")
-    if not scenes or not len(times):
+    if not scenes:
         return dict.fromkeys(keys, math.nan)
+    if not len(times):
+        return {"kfr": math.nan, "shr": 0.0, "bsr": 0.0, "bds": 0.0, "ukss": math.nan}
     t = np.asarray(times, dtype=np.float64)
     segments = [np.asarray(scene, dtype=np.float64).reshape(-1, 2) for scene in scenes]
     in_scene = np.stack([_inside(t, seg) for seg in segments])  # (S, T)

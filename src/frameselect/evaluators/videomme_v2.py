@@ -3,10 +3,13 @@
 Video-MME-v2 (Fu et al., 2026) asks its questions in groups of four about one
 video. A *relevance* (capability-consistency) group scores by how many of its
 four questions are right: 0, 1, 2, 3, 4 correct give 0, 6.25, 25, 56.25, 100
-(quadratic: 100·(c/4)²). A *logic* (reasoning-coherence) group scores by the
+(quadratic: 100·(c/4)²); the official script also reports a *linear*
+relevance score, 25 per correct answer. A *logic* (reasoning-coherence) group scores by the
 longest correct prefix of its reasoning chain (first-error truncation), with a
 score table per chain structure. The benchmark score is the mean over groups,
-on a 0–100 scale.
+on a 0–100 scale; it is also reported per difficulty ``level`` (1–3) and per
+``second_head`` / ``third_head`` capability, each group counted under the
+values of its *last* question (where the release sets them).
 
 Reference: github.com/MME-Benchmarks/Video-MME-v2, ``evaluation/test_video_mme_v2.py``
 (``extract_characters_regex_v2``, ``cal_relevance``, ``cal_logic``,
@@ -31,7 +34,9 @@ __all__ = [
     "LOGIC_SCORES",
     "parse_group_structure",
     "relevance_group_score",
+    "relevance_linear_score",
     "logic_group_score",
+    "videomme_v2_rating",
     "VideoMMEv2Group",
 ]
 
@@ -83,6 +88,18 @@ def relevance_group_score(correct: Sequence[int]) -> float:
     """
     count = sum(int(c) for c in correct)
     return RELEVANCE_SCORES[count] if 0 <= count < len(RELEVANCE_SCORES) else 0.0
+
+
+def relevance_linear_score(correct: Sequence[int]) -> float:
+    """The linear relevance score of a group: 25 per correct answer (``cal_relevance``'s second value).
+
+    As the quadratic score, results are summed as they are (the reference's
+    -1 for an unparsed reply subtracts 25, and can make the score negative).
+
+    >>> relevance_linear_score([1, 1, 0, 1])
+    75.0
+    """
+    return 25.0 * sum(int(c) for c in correct)
 
 
 def logic_group_score(correct: Sequence[int], structure: Any = (1, 2, 3, 4)) -> float:
@@ -158,28 +175,90 @@ def _field(slots: Sequence[SampleRecord | None], name: str) -> Any:
     return value
 
 
+def _level(value: Any) -> int | None:
+    """The difficulty level a group field holds (1, 2 or 3), None when unset."""
+    if value is None or str(value) in ("", "None", "nan"):
+        return None
+    try:
+        return int(float(value))
+    except (TypeError, ValueError):
+        raise ValueError(f"Video-MME-v2 level must be a number, got {value!r}") from None
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else math.nan
+
+
+def videomme_v2_rating(records: Sequence[SampleRecord], unparsed: str = "wrong") -> dict[str, dict[str, float]]:
+    """The official rating of a run's records, as ``get_final_rating`` structures it.
+
+    ``final_rating``: ``total``, ``relevance_score``, ``relevance_linear_score``,
+    ``logic_score`` and ``level_1`` .. ``level_3``; ``second_head_rating`` and
+    ``third_head_rating``: the mean group score per capability (``"None"`` for
+    groups without one). Each group's type, structure, level and capabilities
+    are those of its last question that carries them. A mean over no group is
+    NaN (the reference prints 0.0).
+    """
+    final: dict[str, list[float]] = {k: [] for k in ("level_1", "level_2", "level_3", "relevance_score", "relevance_linear_score", "logic_score", "total")}
+    heads: dict[str, dict[str, list[float]]] = {"second_head_rating": {}, "third_head_rating": {}}
+    for (group_id, _copy), members in _groups(records).items():
+        slots = _ordered(members)
+        results = [_result(r, unparsed) for r in slots]
+        kind = str(_field(slots, "group_type"))
+        if kind == "relevance":
+            score = relevance_group_score(results)
+            final["relevance_score"].append(score)
+            final["relevance_linear_score"].append(relevance_linear_score(results))
+        elif kind == "logic":
+            score = logic_group_score(results, _field(slots, "group_structure") or "[1, 2, 3, 4]")
+            final["logic_score"].append(score)
+        else:
+            raise ValueError(f"group {group_id!r}: group_type must be 'relevance' or 'logic', got {kind!r}")
+        level = _level(_field(slots, "level"))
+        if level is not None:
+            if f"level_{level}" not in final:
+                raise ValueError(f"group {group_id!r}: level must be 1, 2 or 3, got {level!r}")
+            final[f"level_{level}"].append(score)
+        final["total"].append(score)
+        for head in ("second_head", "third_head"):
+            heads[f"{head}_rating"].setdefault(str(_field(slots, head)), []).append(score)
+    out: dict[str, dict[str, float]] = {"final_rating": {k: _mean(v) for k, v in final.items()}}
+    for name, table in heads.items():
+        out[name] = {k: _mean(v) for k, v in table.items()}
+    return out
+
+
 @evaluators.register("videomme_v2_group")
 class VideoMMEv2Group(Evaluator):
-    """Video-MME-v2 non-linear group score (0–100), with relevance and logic sub-scores.
+    """Video-MME-v2 non-linear group score (0–100), with relevance, logic and per-level sub-scores.
 
-    Reference: Video-MME-v2 ``evaluation/test_video_mme_v2.py``. Letters A–H,
+    Reference: Video-MME-v2 ``evaluation/test_video_mme_v2.py``
+    (``cal_relevance``, ``cal_logic``, ``get_final_rating``). Letters A–H,
     prefixes as ``extract_characters_regex_v2``. Group membership comes from
     ``sample.metadata``: ``group_id``, ``group_type`` (``"relevance"`` or
-    ``"logic"``), ``group_structure`` (logic groups; default ``[1, 2, 3, 4]``)
-    and ``group_order`` (1-based position; else the order of the records), as
-    the ``videomme_v2`` loader sets them. Type and structure are read from the
-    last member that carries them (the official script reads the group's last
-    row; the release sets them on every question).
+    ``"logic"``), ``group_structure`` (logic groups; default ``[1, 2, 3, 4]``),
+    ``group_order`` (1-based position; else the order of the records) and
+    ``level``, as the ``videomme_v2`` loader sets them. Type, structure and
+    level are read from the last member that carries them, as the official
+    script reads the group's last row (the release sets the level there only).
     Records store ``videomme_v2_correct`` and ``videomme_v2_parsed``; the
-    aggregate is ``videomme_v2_group`` (mean over groups), ``videomme_v2_relevance``
-    and ``videomme_v2_logic``.
+    aggregate is ``videomme_v2_group`` (mean over groups, the official
+    ``total``), ``videomme_v2_relevance`` (quadratic), ``videomme_v2_relevance_linear``
+    (25 per correct answer, ``cal_relevance``'s second value),
+    ``videomme_v2_logic`` and ``videomme_v2_level_1`` .. ``_3``. The
+    per-capability ratings are in :func:`videomme_v2_rating`.
+
+    A breakdown by a group-level field (``--by level``) sees only the members
+    that carry it, so it needs the field on every member of the group; the
+    ``videomme_v2_level_*`` keys need no breakdown.
 
     Deviations: a group with missing questions (failed samples) counts them as
     wrong (the reference assumes complete groups of four consecutive rows). A
     reply with no extractable letter is wrong (``unparsed="wrong"``, default,
     as lmms-eval's port); the official script scores it -1, which removes a
     correct answer in a relevance group and passes the question in a logic
-    chain; ``unparsed="reference"`` reproduces that.
+    chain; ``unparsed="reference"`` reproduces that. A score over no group is
+    NaN (the official script prints 0.0).
     """
 
     needs_answer = True
@@ -194,7 +273,19 @@ class VideoMMEv2Group(Evaluator):
 
     @property
     def metrics(self) -> tuple[str, ...]:
-        return ("videomme_v2_group", "videomme_v2_relevance", "videomme_v2_logic")
+        return (
+            "videomme_v2_group",
+            "videomme_v2_relevance",
+            "videomme_v2_relevance_linear",
+            "videomme_v2_logic",
+            "videomme_v2_level_1",
+            "videomme_v2_level_2",
+            "videomme_v2_level_3",
+        )
+
+    @property
+    def score_keys(self) -> tuple[str, ...]:
+        return ("videomme_v2_correct", "videomme_v2_parsed")
 
     def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
         if sample.answer is None:
@@ -204,20 +295,13 @@ class VideoMMEv2Group(Evaluator):
         return {"videomme_v2_correct": 1.0 if right else 0.0, "videomme_v2_parsed": 1.0 if letter else 0.0}
 
     def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, float]:
-        scores: dict[str, list[float]] = {"relevance": [], "logic": []}
-        for (group_id, _copy), members in _groups(records).items():
-            slots = _ordered(members)
-            results = [_result(r, self.unparsed) for r in slots]
-            kind = str(_field(slots, "group_type"))
-            if kind == "relevance":
-                scores["relevance"].append(relevance_group_score(results))
-            elif kind == "logic":
-                scores["logic"].append(logic_group_score(results, _field(slots, "group_structure") or "[1, 2, 3, 4]"))
-            else:
-                raise ValueError(f"group {group_id!r}: group_type must be 'relevance' or 'logic', got {kind!r}")
-        every = scores["relevance"] + scores["logic"]
-
-        def mean(values: list[float]) -> float:
-            return sum(values) / len(values) if values else math.nan
-
-        return {"videomme_v2_group": mean(every), "videomme_v2_relevance": mean(scores["relevance"]), "videomme_v2_logic": mean(scores["logic"])}
+        final = videomme_v2_rating(records, self.unparsed)["final_rating"]
+        return {
+            "videomme_v2_group": final["total"],
+            "videomme_v2_relevance": final["relevance_score"],
+            "videomme_v2_relevance_linear": final["relevance_linear_score"],
+            "videomme_v2_logic": final["logic_score"],
+            "videomme_v2_level_1": final["level_1"],
+            "videomme_v2_level_2": final["level_2"],
+            "videomme_v2_level_3": final["level_3"],
+        }
