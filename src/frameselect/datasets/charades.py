@@ -109,9 +109,6 @@ class CharadesSTA(AnnotationDataset):
             n = counts.get(video_id, 0)
             counts[video_id] = n + 1
             sample_id = f"{video_id}/{n}"
-            video = self.locate(sample_id, VideoRef(video_id, where, "video"), missing)
-            if video is None:
-                continue
             metadata: dict[str, Any] = {"video_id": video_id}
             if video_id in durations:
                 length = metadata["duration"] = durations[video_id]
@@ -119,5 +116,8 @@ class CharadesSTA(AnnotationDataset):
                     raise annotation_error(where, "start", f"moment [{start}, {end}] starts after the end of the video ({length} s)")
                 if start < length < end:  # a few moments run past the video: clip, as the Charades authors advise
                     end = length
+            video = self.locate(sample_id, VideoRef(video_id, where, "video"), missing)
+            if video is None:
+                continue
             out.append(Sample(sample_id, video, Query(sentence), None, (Span(start, end),), metadata))
         return out

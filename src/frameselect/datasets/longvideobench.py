@@ -111,9 +111,7 @@ class LongVideoBench(AnnotationDataset):
                 answer = answer_letter(integer(rec["correct_choice"], where, "correct_choice"), len(options), where, "correct_choice")
             question = text(rec, where, "question")
             video_id = text(rec, where, "video_id")
-            video = self.locate(sample_id, VideoRef(text(rec, where, "video_path"), where, "video_path"), missing)
-            if video is None:
-                continue
+            video_path = text(rec, where, "video_path")
             category = text(rec, where, "question_category")
             metadata: dict[str, Any] = {"video_id": video_id, "duration_group": group, "question_category": category, "kind": category}
             if rec.get("duration") is not None:
@@ -125,5 +123,8 @@ class LongVideoBench(AnnotationDataset):
                 metadata["starting_timestamp_for_subtitles"] = number(rec["starting_timestamp_for_subtitles"], where, "starting_timestamp_for_subtitles")
             if rec.get("position") is not None:
                 metadata["position"] = list(rec["position"]) if isinstance(rec["position"], (list, tuple)) else rec["position"]
+            video = self.locate(sample_id, VideoRef(video_path, where, "video_path"), missing)
+            if video is None:
+                continue
             out.append(Sample(sample_id, video, Query(question, options), answer, (), metadata))
         return out

@@ -187,10 +187,6 @@ class LVHaystack(AnnotationDataset):
             self._check_range(frames_field, frames, fps, meta, where)
             times = [i / fps for i in frames]
             evidence = tuple(sorted((self._span(t, fps) for t in times), key=lambda s: s.start))
-            ref = VideoRef(video_id, where, "video_id") if self.level == "video" else VideoRef(vclip_id, where, "vclip_id")
-            video = self.locate(sample_id, ref, missing)
-            if video is None:
-                continue
             metadata: dict[str, Any] = {
                 "video_id": video_id,
                 "vclip_id": vclip_id,
@@ -205,5 +201,9 @@ class LVHaystack(AnnotationDataset):
             if meta.get("vclip_interval_in_video") is not None:
                 interval = span(meta["vclip_interval_in_video"], where, "video_metadata.vclip_interval_in_video")
                 metadata["vclip_interval_in_video"] = [interval.start, interval.end]
+            ref = VideoRef(video_id, where, "video_id") if self.level == "video" else VideoRef(vclip_id, where, "vclip_id")
+            video = self.locate(sample_id, ref, missing)
+            if video is None:
+                continue
             out.append(Sample(sample_id, video, Query(question, options), answer, evidence, metadata))
         return out

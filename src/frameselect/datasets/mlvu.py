@@ -174,13 +174,13 @@ class MLVU(AnnotationDataset):
                         inside(r, task, where, "task_type")
                     refs.append(VideoRef(f"{task}/{name}", where, field))
                 refs.append(VideoRef(name, where, field))
-                video = self.locate(sample_id, refs, missing, roots, expected=name)
-                if video is None:
-                    continue
                 if rec.get("question_type") is not None:
                     metadata["question_type"] = str(rec["question_type"])
                 if rec.get("duration") is not None:
                     metadata["duration"] = duration(rec["duration"], where, "duration")
+                video = self.locate(sample_id, refs, missing, roots, expected=name)
+                if video is None:
+                    continue
                 out.append(Sample(sample_id, video, Query(question, options), answer, (), metadata))
         if unmatched:
             warnings.warn(

@@ -165,18 +165,19 @@ class _NExTBase(AnnotationDataset):
         video_id = text(rec, where, self.video_column)
         qid = integer(text(rec, where, "qid"), where, "qid")
         sample_id = f"{video_id}_{qid}"
-        own = VideoRef(video_id, where, self.video_column)
-        video = self.locate(sample_id, [vmap[video_id], own] if video_id in vmap else [own], missing)
-        if video is None:
-            return None
         options = tuple(text(rec, where, c) for c in _OPTION_COLUMNS)
+        question = text(rec, where, "question")
         qtype = text(rec, where, "type")
         metadata: dict[str, Any] = {"video_id": video_id, "qid": qid, "type": qtype, "kind": scored_type(qtype)}
         for key in ("frame_count", "width", "height"):
             if rec.get(key) not in (None, ""):
                 metadata[key] = integer(rec[key], where, key)
         metadata.update(extra)
-        return Sample(sample_id, video, Query(text(rec, where, "question"), options), answer, evidence, metadata)
+        own = VideoRef(video_id, where, self.video_column)
+        video = self.locate(sample_id, [vmap[video_id], own] if video_id in vmap else [own], missing)
+        if video is None:
+            return None
+        return Sample(sample_id, video, Query(question, options), answer, evidence, metadata)
 
 
 @datasets.register("nextqa")

@@ -153,16 +153,16 @@ class VideoMME(AnnotationDataset):
             answer = answer_letter(require(rec, where, "answer"), len(options), where, "answer")
             question = text(rec, where, "question")
             video_id = text(rec, where, "video_id")
-            own = VideoRef(video_id, where, "video_id")
-            refs = [VideoRef(text(rec, where, "videoID"), where, "videoID"), own] if rec.get("videoID") else [own]
-            video = self.locate(sample_id, refs, missing)
-            if video is None:
-                continue
             task_type = text(rec, where, "task_type")
             metadata: dict[str, Any] = {"video_id": video_id, "duration": group, "task_type": task_type, "kind": task_type}
             for key in ("videoID", "domain", "sub_category", "url"):
                 if rec.get(key) is not None:
                     metadata[key] = str(rec[key])
+            own = VideoRef(video_id, where, "video_id")
+            refs = [VideoRef(text(rec, where, "videoID"), where, "videoID"), own] if rec.get("videoID") else [own]
+            video = self.locate(sample_id, refs, missing)
+            if video is None:
+                continue
             out.append(Sample(sample_id, video, Query(question, options), answer, (), metadata))
         return out
 
