@@ -54,7 +54,9 @@ def load(name: str, root: Path, **params: Any) -> list[Any]:
     return list(frameselect.datasets.create(name, root=str(root), **params).samples())
 
 
-def fails(name: str, root: Path, path: Path, field: str | None, *, line: int | None = None, index: int | None = None, key: str | None = None, **params: Any) -> str:
+def fails(
+    name: str, root: Path, path: Path, field: str | None, *, line: int | None = None, index: int | None = None, key: str | None = None, **params: Any
+) -> str:
     """Load, expect an AnnotationError at exactly this place, and return its message."""
     with pytest.raises(AnnotationError) as exc:
         load(name, root, **params)
@@ -250,7 +252,9 @@ def test_charades_moment_after_the_end_of_its_video(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("value", "field"), [("-0:00:05", "start"), ("0:00:nan", "start"), ("0:00:75", "start"), ("+0:01:00", "start"), ("0:1e1", "start")])
 def test_kfsbench_bad_time(tmp_path: Path, value: str, field: str) -> None:
-    path = write_csv(tmp_path / "lvb_anno.csv", ["id", "segment_id", "scene_id", "start", "end"], [["v_0", 0, 0, "0:00:01", "0:00:02"], ["v_0", 1, 0, value, "0:00:09"]])
+    path = write_csv(
+        tmp_path / "lvb_anno.csv", ["id", "segment_id", "scene_id", "start", "end"], [["v_0", 0, 0, "0:00:01", "0:00:02"], ["v_0", 1, 0, value, "0:00:09"]]
+    )
     message = fails("kfsbench", tmp_path, path, field, line=3)
     assert repr(value) in message
 
@@ -260,7 +264,9 @@ def test_kfsbench_segment_past_the_end_of_its_video(tmp_path: Path) -> None:
            "video_path": "v.mp4", "duration_group": 15, "duration": 12.0}  # fmt: skip
     write_json(tmp_path / "LongVideoBench" / "lvb_val.json", [row])
     touch(tmp_path / "LongVideoBench" / "videos" / "v.mp4")
-    path = write_csv(tmp_path / "lvb_anno.csv", ["id", "segment_id", "scene_id", "start", "end"], [["v_0", 0, 0, "0:00:01", "0:00:02"], ["v_0", 1, 1, "0:00:20", "0:00:25"]])
+    path = write_csv(
+        tmp_path / "lvb_anno.csv", ["id", "segment_id", "scene_id", "start", "end"], [["v_0", 0, 0, "0:00:01", "0:00:02"], ["v_0", 1, 1, "0:00:20", "0:00:25"]]
+    )
     assert "runs past the end of the video (12.0 s)" in fails("kfsbench", tmp_path, path, "end", line=3)
 
 
@@ -298,7 +304,9 @@ EGO_UID = "001934bb-81bd-4cd8-a574-0472ef3f6678"
 
 
 def ego(root: Path, answers: Any) -> Path:
-    write_json(root / "questions.json", [{"q_uid": EGO_UID, "google_drive_id": "d", "question": "What is c doing?", **{f"option {i}": f"o{i}" for i in range(5)}}])
+    write_json(
+        root / "questions.json", [{"q_uid": EGO_UID, "google_drive_id": "d", "question": "What is c doing?", **{f"option {i}": f"o{i}" for i in range(5)}}]
+    )
     touch(root / "videos" / f"{EGO_UID}.mp4")
     return write_json(root / "subset_answers.json", answers)
 
@@ -320,7 +328,9 @@ def test_egoschema_answers_not_an_object(tmp_path: Path) -> None:
 
 def test_egoschema_empty_option_cell_names_questions(tmp_path: Path) -> None:
     ego(tmp_path, {EGO_UID: 1})
-    path = write_json(tmp_path / "questions.json", [{"q_uid": EGO_UID, "question": "What is c doing?", **{f"option {i}": f"o{i}" for i in range(4)}, "option 4": " "}])
+    path = write_json(
+        tmp_path / "questions.json", [{"q_uid": EGO_UID, "question": "What is c doing?", **{f"option {i}": f"o{i}" for i in range(4)}, "option 4": " "}]
+    )
     assert "empty" in fails("egoschema", tmp_path, path, "option 4", index=0)
 
 
