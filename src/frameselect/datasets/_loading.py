@@ -74,6 +74,7 @@ __all__ = [
     "split_option_block",
     "answer_letter",
     "VideoRef",
+    "relative_name",
     "inside",
     "find_video",
     "MissingVideos",
@@ -468,26 +469,46 @@ class VideoRef:
     field: str
 
 
-def inside(folder: Path, relative: str, where: Where, field: str) -> Path:
-    """``folder / relative``, refused unless it stays inside ``folder``.
+_FIX = "video paths in annotations must be relative to the dataset's video folder; keep videos elsewhere with videos=<folder>"
 
-    ``relative`` comes from annotation text, so it is untrusted: an absolute
-    path (POSIX or Windows, with a drive or UNC prefix) or one that, after
-    resolving ``..`` and symbolic links (of the parts that exist), lands
-    outside ``folder`` raises :class:`~frameselect.errors.AnnotationError`
-    naming the file, record and field. ``folder`` itself is chosen by the user
-    or the loader, never by annotation text, and may be a link.
+
+def relative_name(relative: str, where: Where, field: str) -> str:
+    """``relative`` if it is a relative path that does not climb out with ``..`` (checked on the text alone).
+
+    An empty name, a NUL byte, an absolute path (POSIX, or Windows with a
+    drive or UNC prefix) or a ``..`` that leaves the folder raises
+    :class:`~frameselect.errors.AnnotationError` naming the file, record
+    and field, whether or not such a file exists.
     """
-    fix = "video paths in annotations must be relative to the dataset's video folder; keep videos elsewhere with videos=<folder>"
     if not relative or "\x00" in relative:
         raise annotation_error(where, field, f"not a usable video name: {relative!r}")
     windows = PureWindowsPath(relative)
-    if PurePosixPath(relative).is_absolute() or windows.is_absolute() or windows.drive or windows.root:
-        raise annotation_error(where, field, f"video path {relative!r} is absolute; {fix}")
-    base = Path(os.path.realpath(folder))
-    target = Path(os.path.realpath(folder / relative))
-    if not target.is_relative_to(base):
-        raise annotation_error(where, field, f"video path {relative!r} resolves to {target}, outside {base}; {fix}")
+    if relative.startswith("/") or windows.is_absolute() or windows.drive or windows.root:
+        raise annotation_error(where, field, f"video path {relative!r} is absolute; {_FIX}")
+    normal = os.path.normpath(relative.replace("\\", "/"))
+    if normal == ".." or normal.startswith("../"):
+        raise annotation_error(where, field, f"video path {relative!r} leads outside the video folder; {_FIX}")
+    return relative
+
+
+def _contained(path: str, base: str) -> bool:
+    return path == base or path.startswith(base.rstrip(os.sep) + os.sep)
+
+
+def inside(folder: Path, relative: str, where: Where, field: str) -> Path:
+    """``folder / relative``, refused unless it stays inside ``folder`` after resolving ``..`` and symbolic links.
+
+    ``relative`` comes from annotation text, so it is untrusted: besides the
+    checks of :func:`relative_name`, the path with every symbolic link (of
+    the parts that exist) resolved must lie inside ``folder``, itself
+    resolved. ``folder`` is chosen by the user or the loader, never by
+    annotation text, so it may be a link.
+    """
+    relative_name(relative, where, field)
+    base = os.path.realpath(folder)
+    target = os.path.realpath(folder / relative)
+    if not _contained(target, base):
+        raise annotation_error(where, field, f"video path {relative!r} resolves to {target}, outside {base}; {_FIX}")
     return folder / relative
 
 
@@ -591,10 +612,12 @@ class AnnotationDataset(Dataset):
         self.split = split
         self.videos = optional_path(videos)
         self._samples: list[Sample] | None = None
+        self._folder_exists: dict[Path, bool] = {}  # per load: video folders that are not there are not searched
 
     # -- the Dataset interface -------------------------------------------
     def samples(self) -> list[Sample]:
         if self._samples is None:
+            self._folder_exists.clear()
             missing = MissingVideos()
             samples = self._load(missing)
             missing.report(self.name, self.video_folders())
@@ -644,6 +667,12 @@ class AnnotationDataset(Dataset):
             return [self._under_root(self.videos)]
         return [self.root / c if c != "." else self.root for c in self.video_candidates]
 
+    def _exists(self, folder: Path) -> bool:
+        known = self._folder_exists.get(folder)
+        if known is None:
+            known = self._folder_exists[folder] = folder.is_dir()
+        return known
+
     def locate(
         self,
         sample_id: str,
@@ -654,20 +683,24 @@ class AnnotationDataset(Dataset):
     ) -> str | None:
         """The video path for a sample (the first of ``names`` found), or None, recorded as missing (as ``expected``, default the first name).
 
-        Every name must stay inside each folder it is looked up in (see
-        :func:`inside`); a video file that is a symbolic link leading out of
-        its folder is refused the same way.
+        Every name must be a relative path that stays inside the folder it is
+        looked up in (:func:`relative_name`); a video found through a symbolic
+        link (a linked file or sub-folder) must resolve inside that folder
+        too (:func:`inside`). Either failure is an ``AnnotationError``.
         """
         folders = self.video_folders() if folders is None else folders
         refs = [names] if isinstance(names, VideoRef) else list(names)
         for ref in refs:
-            for folder in folders:
-                inside(folder, ref.name, ref.where, ref.field)
+            relative_name(ref.name, ref.where, ref.field)
+        present = [f for f in folders if self._exists(f)]
         for ref in refs:
-            for folder in folders:
+            for folder in present:
                 path = find_video([folder], ref.name)
                 if path is not None:
-                    inside(folder, str(path.relative_to(folder)), ref.where, ref.field)
+                    # the text stays inside; a symbolic link on the way (a linked sub-folder or file) must too
+                    target = os.path.realpath(path)
+                    if target != os.path.abspath(path):
+                        inside(folder, str(path.relative_to(folder)), ref.where, ref.field)
                     return str(path)
         missing.add(sample_id, refs[0].name if expected is None else expected)
         return None
