@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 
 import frameselect.datasets
+from frameselect.datasets._loading import MissingVideoWarning
 from frameselect.errors import AnnotationError, DatasetConfigError, DatasetNotFoundError, FrameselectError
 from frameselect.types import Span
 
@@ -412,3 +414,57 @@ def test_cli_prints_one_line_and_exits_2(tmp_path: Path, capsys: pytest.CaptureF
     assert rc == 2
     assert err.startswith(f"frameselect: error: {expected}"), err
     assert "Traceback" not in err
+
+
+# -- any malformed value: an AnnotationError or a clean load, never another exception ---------------------
+
+LVB = {"video_id": "v", "question": "q?", "candidates": ["a", "b"], "correct_choice": 0, "question_category": "TOS", "id": "v_0",
+       "video_path": "v.mp4", "duration_group": 600, "duration": 100.0, "position": [1, 2]}  # fmt: skip
+MLVU = {"video": "m.mp4", "duration": 100, "question": "What?", "candidates": ["a", "b"], "answer": "a", "question_type": "plotQA"}
+FUZZED: dict[str, tuple[dict[str, Any], str]] = {
+    "qvhighlights": (dict(QVH, relevant_clip_ids=[0, 1], saliency_scores=[[1, 2, 3], [0, 1, 2]]), "highlight_val_release.jsonl"),
+    "lvhaystack": (LVH, "data/test.jsonl"),
+    "videomme": (VMME, "videomme/test.jsonl"),
+    "longvideobench": (LVB, "lvb_val.jsonl"),
+    "mlvu": (MLVU, "mlvu.jsonl"),
+}
+
+
+def _json_values() -> Any:
+    from hypothesis import strategies as st
+
+    scalars = st.none() | st.booleans() | st.integers(-(10**6), 10**6) | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=8)
+    return st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from("ABCDE"), inner, max_size=3), max_leaves=6)
+
+
+@pytest.mark.parametrize("loader", sorted(FUZZED))
+def test_fuzzed_field_values_raise_only_annotation_errors(tmp_path_factory: pytest.TempPathFactory, loader: str) -> None:
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    record, relative = FUZZED[loader]
+
+    def nested(rec: dict[str, Any]) -> list[str]:
+        return [k for k, v in rec.items() if isinstance(v, dict)]
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture], derandomize=True)
+    @given(field=st.sampled_from(sorted(record) + [f"{k}.{j}" for k in nested(record) for j in record[k]]), value=_json_values())
+    def check(field: str, value: Any) -> None:
+        root = tmp_path_factory.mktemp("fuzz")
+        bad = json.loads(json.dumps(record))
+        head, _, tail = field.partition(".")
+        if tail:
+            bad[head][tail] = value
+        else:
+            bad[head] = value
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(bad, allow_nan=True) + "\n", encoding="utf-8")
+        try:
+            load(loader, root, **({"annotations": relative} if loader == "mlvu" else {}))
+        except AnnotationError as exc:
+            assert str(exc).startswith(str(path))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MissingVideoWarning)
+        check()
