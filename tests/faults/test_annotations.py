@@ -137,6 +137,12 @@ def test_corrupt_parquet(tmp_path: Path) -> None:
     assert "not a readable Parquet table" in fails("videomme", tmp_path, path, None)
 
 
+def test_a_folder_given_as_annotation_file(tmp_path: Path) -> None:
+    path = tmp_path / "questions.jsonl"
+    path.mkdir()
+    assert "cannot be read: Is a directory" in fails("qvhighlights", tmp_path, path, None, annotations="questions.jsonl")
+
+
 def test_utf8_byte_order_mark_is_accepted(tmp_path: Path) -> None:
     path = write_csv(tmp_path / "val.csv", NEXTQA_HEADER, [NEXTQA_ROW])
     path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())  # as spreadsheet programs export CSV

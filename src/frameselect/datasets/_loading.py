@@ -144,7 +144,10 @@ def read_text(path: Path) -> str:
 
     A UTF-8 byte-order mark is dropped (spreadsheet exports write one).
     """
-    data = path.read_bytes()
+    try:
+        data = path.read_bytes()
+    except OSError as exc:  # a folder, no permission, ...
+        raise annotation_error(Where(path), None, f"cannot be read: {exc.strerror or exc}") from None
     try:
         content = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
