@@ -230,7 +230,7 @@ def test_released_rounding_within_a_second_is_kept(tmp_path: Path) -> None:
 
 def test_negative_duration(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "highlight_val_release.jsonl", [dict(QVH, duration=-126, relevant_windows=[[0, 2]])])
-    assert "a duration must be positive, got -126" in fails("qvhighlights", tmp_path, path, "duration", line=1)
+    assert "a duration cannot be negative, got -126" in fails("qvhighlights", tmp_path, path, "duration", line=1)
 
 
 def test_negative_duration_in_longvideobench(tmp_path: Path) -> None:
@@ -238,7 +238,7 @@ def test_negative_duration_in_longvideobench(tmp_path: Path) -> None:
            "video_path": "v.mp4", "duration_group": 600, "duration": -190.16}  # fmt: skip
     path = write_json(tmp_path / "lvb_val.json", [row])
     touch(tmp_path / "videos" / "v.mp4")
-    assert "must be positive" in fails("longvideobench", tmp_path, path, "duration", index=0)
+    assert "cannot be negative" in fails("longvideobench", tmp_path, path, "duration", index=0)
 
 
 def test_charades_negative_start(tmp_path: Path) -> None:

@@ -332,10 +332,10 @@ def integer(value: Any, where: Where, name: str) -> int:
 
 
 def duration(value: Any, where: Where, name: str) -> float:
-    """A video length in seconds: finite and positive."""
+    """A video length in seconds: finite and not negative."""
     out = number(value, where, name)
-    if out <= 0:
-        raise annotation_error(where, name, f"a duration must be positive, got {value!r}")
+    if out < 0:
+        raise annotation_error(where, name, f"a duration cannot be negative, got {value!r}")
     return out
 
 
