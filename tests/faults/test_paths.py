@@ -183,6 +183,14 @@ def test_windows_drive_and_unc_paths_are_absolute(tmp_path: Path) -> None:
         assert "is absolute" in str(exc.value)
 
 
+def test_backslash_dotdot_is_an_escape_too(tmp_path: Path) -> None:
+    path = qvhighlights(tmp_path, "..\\..\\secret")
+    with pytest.raises(AnnotationError) as exc:
+        load("qvhighlights", tmp_path)
+    assert_names(exc.value, path, "vid", ("line", 1))
+    assert "leads outside the video folder" in str(exc.value)
+
+
 def test_symlinked_directory_that_leads_out_is_refused(tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     touch(outside / "secret.mp4")
