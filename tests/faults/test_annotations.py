@@ -189,6 +189,15 @@ def test_zero_byte_csv(tmp_path: Path) -> None:
     assert "holds no records" in fails("kfsbench", tmp_path, path, None, split="videomme")
 
 
+def test_no_video_for_any_sample(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "highlight_val_release.jsonl", [QVH, dict(QVH, qid=2)])
+    with pytest.raises(DatasetNotFoundError) as exc:
+        load("qvhighlights", tmp_path)
+    message = str(exc.value)
+    assert message.startswith("qvhighlights: no video found for any of its 2 sample(s) (looked in ")
+    assert "1 (clip); 2 (clip)" in message and message.endswith("Download the videos or pass videos=<folder>.")
+
+
 # -- evidence spans and durations ------------------------------------------------------------------------
 
 
@@ -394,7 +403,7 @@ def test_every_dataset_error_is_a_frameselect_error() -> None:
     assert issubclass(DatasetNotFoundError, FileNotFoundError) and issubclass(DatasetConfigError, ValueError)
 
 
-@pytest.mark.parametrize("case", ["non_utf8", "empty", "missing_file", "unknown_split"])
+@pytest.mark.parametrize("case", ["non_utf8", "empty", "missing_file", "unknown_split", "no_videos"])
 def test_cli_prints_one_line_and_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str) -> None:
     from frameselect.cli import main
 
@@ -407,6 +416,9 @@ def test_cli_prints_one_line_and_exits_2(tmp_path: Path, capsys: pytest.CaptureF
     elif case == "empty":
         path.write_bytes(b"")
         expected = f"{path}: holds no records"
+    elif case == "no_videos":
+        path.write_text(json.dumps(QVH) + "\n", encoding="utf-8")
+        expected = "qvhighlights: no video found for any of its 1 sample(s)"
     elif case == "missing_file":
         expected = f"qvhighlights: no annotation file for split 'val' under {tmp_path}"
     else:
@@ -470,6 +482,8 @@ def test_fuzzed_field_values_raise_only_annotation_errors(tmp_path_factory: pyte
             load(loader, root, **({"annotations": relative} if loader == "mlvu" else {}))
         except AnnotationError as exc:
             assert str(exc).startswith(str(path))
+        except DatasetNotFoundError as exc:  # a valid record whose video is not there
+            assert "no video found for any of its 1 sample(s)" in str(exc)
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MissingVideoWarning)

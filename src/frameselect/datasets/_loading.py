@@ -547,19 +547,19 @@ class MissingVideos:
     def __len__(self) -> int:
         return len(self.items)
 
-    def report(self, dataset: str, folders: Sequence[Path]) -> None:
-        if not self.items:
-            return
+    def summary(self, dataset: str, folders: Sequence[Path], head: str | None = None) -> str:
+        """One text naming the samples, where their videos were looked for and what to do."""
         n = len(self.items)
+        head = f"skipped {n} sample(s) whose video is missing" if head is None else head
         shown = "; ".join(f"{sid} ({expected})" for sid, expected in self.items[:_MAX_LISTED])
         more = f"; and {n - _MAX_LISTED} more" if n > _MAX_LISTED else ""
         where = ", ".join(str(f) for f in folders) or "(no video folder)"
-        warnings.warn(
-            f"{dataset}: skipped {n} sample(s) whose video is missing (looked in {where}; extensions {', '.join(VIDEO_EXTENSIONS)}): "
-            f"{shown}{more}. Download the videos or pass videos=<folder>.",
-            MissingVideoWarning,
-            stacklevel=3,
-        )
+        return f"{dataset}: {head} (looked in {where}; extensions {', '.join(VIDEO_EXTENSIONS)}): {shown}{more}. Download the videos or pass videos=<folder>."
+
+    def report(self, dataset: str, folders: Sequence[Path]) -> None:
+        """One warning for the skipped samples, if any."""
+        if self.items:
+            warnings.warn(self.summary(dataset, folders), MissingVideoWarning, stacklevel=3)
 
 
 # ---------------------------------------------------------------------------
@@ -623,6 +623,9 @@ class AnnotationDataset(Dataset):
             self._folder_exists.clear()
             missing = MissingVideos()
             samples = self._load(missing)
+            if not samples and missing:
+                n = len(missing)
+                raise DatasetNotFoundError(missing.summary(self.name, self.video_folders(), f"no video found for any of its {n} sample(s)"))
             missing.report(self.name, self.video_folders())
             self._samples = _check_unique(samples, self.name)
         return self._samples
