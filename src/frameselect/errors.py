@@ -13,6 +13,9 @@ __all__ = [
     "TruncatedVideoError",
     "SelectionError",
     "AnnotationError",
+    "DatasetNotFoundError",
+    "DatasetConfigError",
+    "MissingDependencyError",
     "MissingSelectionError",
     "AnswererError",
 ]
@@ -63,6 +66,18 @@ class SelectionError(FrameselectError, ValueError):
 
 class AnnotationError(FrameselectError, ValueError):
     """A malformed annotation file; the message names file, line and field."""
+
+
+class DatasetNotFoundError(FrameselectError, FileNotFoundError):
+    """A dataset's annotation file or folder is not where the loader looked; the message lists what was tried."""
+
+
+class DatasetConfigError(FrameselectError, ValueError):
+    """A dataset loader was given a parameter it cannot use (unknown split, bad filter value, ...)."""
+
+
+class MissingDependencyError(FrameselectError, ImportError):
+    """An optional package needed for this input is not installed; the message names it and the install command."""
 
 
 class MissingSelectionError(FrameselectError, LookupError):

@@ -9,9 +9,16 @@ installed), keeps the official field names, and builds
   :class:`~frameselect.errors.AnnotationError` naming the file, the line
   (JSON Lines, CSV, text) or the record index (JSON, Parquet) and the field.
   The exception also carries ``path``, ``line``, ``index`` and ``field``.
-- field readers (:func:`require`, :func:`text`, :func:`number`, ...) that
-  turn a wrong value into that error;
+  Files that are not UTF-8 text, hold binary data or hold no record at all
+  (an empty dataset is an error) get the same error.
+- field readers (:func:`require`, :func:`text`, :func:`number`,
+  :func:`duration`, :func:`span`, :func:`within`, ...) that turn a wrong
+  value into that error: empty text, non-finite numbers, negative durations,
+  negative, inverted or past-the-end spans;
 - option and answer normalisation (``"A. text"`` -> ``"text"``, index -> letter);
+- :func:`inside` and :class:`VideoRef`: a video path built from annotation
+  text must stay inside the folder it is looked up in, after resolving
+  ``..`` and symbolic links (videos kept elsewhere are named with ``videos=``);
 - :func:`find_video` (tries .mp4, .mkv, .webm, .avi when only an id is given;
   checks existence only, never decodes) and :class:`MissingVideos`, which
   reports every sample skipped for a missing video in one warning;
@@ -21,6 +28,7 @@ installed), keeps the official field names, and builds
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import os
@@ -28,12 +36,12 @@ import re
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PureWindowsPath
 from typing import Any, ClassVar
 
 from frameselect.cache import default_cache_dir
 from frameselect.datasets.base import Dataset
-from frameselect.errors import AnnotationError
+from frameselect.errors import AnnotationError, DatasetConfigError, DatasetNotFoundError, MissingDependencyError
 from frameselect.types import Sample, Span, option_letter
 
 __all__ = [
@@ -55,12 +63,19 @@ __all__ = [
     "optional_text",
     "number",
     "integer",
+    "duration",
     "span",
     "spans",
+    "within",
+    "SPAN_TOLERANCE",
+    "option_texts",
     "letter",
     "strip_option_letters",
     "split_option_block",
     "answer_letter",
+    "VideoRef",
+    "relative_name",
+    "inside",
     "find_video",
     "MissingVideos",
     "default_data_root",
@@ -124,20 +139,52 @@ def annotation_error(where: Where, field: str | None, problem: str) -> Annotatio
 # reading files
 
 
+def read_text(path: Path) -> str:
+    """A file's text; a file that is not UTF-8 text (binary, another encoding) is an error naming the line.
+
+    A UTF-8 byte-order mark is dropped (spreadsheet exports write one).
+    """
+    try:
+        data = path.read_bytes()
+    except OSError as exc:  # a folder, no permission, ...
+        raise annotation_error(Where(path), None, f"cannot be read: {exc.strerror or exc}") from None
+    try:
+        content = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise annotation_error(
+            Where(path, line=line), None, f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); is it a binary file or another encoding?"
+        ) from None
+    nul = content.find("\x00")
+    if nul >= 0:
+        raise annotation_error(Where(path, line=content.count("\n", 0, nul) + 1), None, "binary data (a NUL byte) in a text annotation file")
+    return content
+
+
+def _lines(content: str) -> list[str]:
+    """Lines as ``open()`` splits them (\\n, \\r\\n or \\r; not the other separators ``str.splitlines`` knows)."""
+    return content.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def _no_records(path: Path) -> AnnotationError:
+    return annotation_error(Where(path), None, "holds no records (an empty annotation file makes an empty dataset)")
+
+
 def load_json(path: Path) -> Any:
     """Parse a JSON file; a syntax error names its line."""
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+        return json.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise annotation_error(Where(path, line=exc.lineno), None, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
 
 
 def read_json_records(path: Path) -> list[Record]:
-    """A JSON file holding a list of objects; records are numbered from 0."""
+    """A JSON file holding a non-empty list of objects; records are numbered from 0."""
     data = load_json(path)
     if not isinstance(data, list):
         raise annotation_error(Where(path), None, f"expected a JSON list of records, got {type(data).__name__}")
+    if not data:
+        raise _no_records(path)
     out: list[Record] = []
     for i, row in enumerate(data):
         where = Where(path, index=i)
@@ -148,29 +195,32 @@ def read_json_records(path: Path) -> list[Record]:
 
 
 def read_jsonl(path: Path) -> list[Record]:
-    """A JSON Lines file; records are named by line number, blank lines skipped."""
+    """A JSON Lines file; records are named by line number, blank lines skipped; no record at all is an error."""
     out: list[Record] = []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            where = Where(path, line=lineno)
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise annotation_error(where, None, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
-            if not isinstance(row, Mapping):
-                raise annotation_error(where, None, f"expected a JSON object, got {type(row).__name__}")
-            out.append((where, row))
+    for lineno, line in enumerate(_lines(read_text(path)), start=1):
+        if not line.strip():
+            continue
+        where = Where(path, line=lineno)
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise annotation_error(where, None, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+        if not isinstance(row, Mapping):
+            raise annotation_error(where, None, f"expected a JSON object, got {type(row).__name__}")
+        out.append((where, row))
+    if not out:
+        raise _no_records(path)
     return out
 
 
 def read_csv(path: Path, required: Sequence[str] = ()) -> list[Record]:
-    """A CSV file with a header; records are named by the line they end on."""
+    """A CSV file with a header and at least one row; records are named by the line they end on."""
     out: list[Record] = []
-    with open(path, encoding="utf-8", newline="") as f:
-        reader = csv.DictReader(f)
+    reader = csv.DictReader(io.StringIO(read_text(path), newline=""))
+    try:
         header = reader.fieldnames or []
+        if not header:
+            raise _no_records(path)
         for name in required:
             if name not in header:
                 raise annotation_error(Where(path, line=1), name, f"column missing from the header {header}")
@@ -179,6 +229,10 @@ def read_csv(path: Path, required: Sequence[str] = ()) -> list[Record]:
             if None in row:  # more cells than header columns
                 raise annotation_error(where, None, f"{len(header) + len(row[None])} cells for {len(header)} columns")
             out.append((where, row))
+    except csv.Error as exc:
+        raise annotation_error(Where(path, line=reader.line_num), None, f"unreadable CSV: {exc}") from None
+    if not out:
+        raise _no_records(path)
     return out
 
 
@@ -187,10 +241,15 @@ def read_parquet(path: Path) -> list[Record]:
     try:
         import pyarrow.parquet as pq
     except ImportError:
-        raise ImportError(
+        raise MissingDependencyError(
             f"{path}: reading .parquet annotations needs pyarrow (pip install pyarrow); or export the table to JSON Lines and pass annotations=<file>.jsonl"
         ) from None
-    rows = pq.read_table(path).to_pylist()
+    try:
+        rows = pq.read_table(path).to_pylist()
+    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid / ArrowIOError derive from these
+        raise annotation_error(Where(path), None, f"not a readable Parquet table: {exc}") from None
+    if not rows:
+        raise _no_records(path)
     return [(Where(path, index=i), row) for i, row in enumerate(rows)]
 
 
@@ -209,13 +268,13 @@ def read_records(path: Path, required: Sequence[str] = ()) -> list[Record]:
 
 
 def read_text_lines(path: Path) -> list[tuple[Where, str]]:
-    """Non-blank lines of a text file with their line numbers."""
+    """Non-blank lines of a text file with their line numbers; no line at all is an error."""
     out = []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            line = line.rstrip("\r\n")
-            if line.strip():
-                out.append((Where(path, line=lineno), line))
+    for lineno, line in enumerate(_lines(read_text(path)), start=1):
+        if line.strip():
+            out.append((Where(path, line=lineno), line))
+    if not out:
+        raise _no_records(path)
     return out
 
 
@@ -232,11 +291,18 @@ def require(rec: Mapping[str, Any], where: Where, name: str) -> Any:
 
 
 def text(rec: Mapping[str, Any], where: Where, name: str) -> str:
-    """A required text field (numbers are accepted and turned into text: ids are sometimes stored as ints)."""
-    value = require(rec, where, name)
+    """A required, non-empty text field (numbers are accepted and turned into text: ids are sometimes stored as ints)."""
+    return nonempty_text(require(rec, where, name), where, name)
+
+
+def nonempty_text(value: Any, where: Where, name: str) -> str:
+    """``value`` as text; empty or blank text, and anything but text or an integer, is an error."""
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise annotation_error(where, name, f"expected text, got {type(value).__name__} {value!r}")
-    return str(value)
+    out = str(value)
+    if not out.strip():
+        raise annotation_error(where, name, "empty")
+    return out
 
 
 def optional_text(rec: Mapping[str, Any], name: str) -> str | None:
@@ -265,21 +331,65 @@ def integer(value: Any, where: Where, name: str) -> int:
     return int(out)
 
 
+def duration(value: Any, where: Where, name: str) -> float:
+    """A video length in seconds: finite and not negative."""
+    out = number(value, where, name)
+    if out < 0:
+        raise annotation_error(where, name, f"a duration cannot be negative, got {value!r}")
+    return out
+
+
+#: how far (seconds) an evidence span may reach before 0 or past the video's
+#: end and still load as released: the official files round times to 0.1 s
+#: (NExT-GQA's gsub_test.json has 36 starts at -0.1 or -0.2 s, gsub_val.json
+#: three ends up to 0.5 s past the duration). Such spans are kept as released,
+#: since the official scorers use them so; anything further out is an error.
+SPAN_TOLERANCE = 1.0
+
+
 def span(value: Any, where: Where, name: str) -> Span:
-    """A ``[start, end]`` pair of seconds."""
-    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or len(value) != 2:
+    """A ``[start, end]`` pair of seconds: finite, ordered, not before 0 (beyond :data:`SPAN_TOLERANCE`)."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence) or len(value) != 2:
         raise annotation_error(where, name, f"expected a [start, end] pair, got {value!r}")
     start, end = number(value[0], where, name), number(value[1], where, name)
+    return checked_span(start, end, where, name)
+
+
+def checked_span(start: float, end: float, where: Where, name: str) -> Span:
+    """``Span(start, end)`` after the checks of :func:`span`."""
     if end < start:
         raise annotation_error(where, name, f"span end {end} is before its start {start}")
+    if start < -SPAN_TOLERANCE:
+        raise annotation_error(where, name, f"span [{start}, {end}] starts before the video (negative time)")
     return Span(start, end)
 
 
 def spans(value: Any, where: Where, name: str) -> tuple[Span, ...]:
     """A list of ``[start, end]`` pairs."""
-    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
         raise annotation_error(where, name, f"expected a list of [start, end] pairs, got {value!r}")
     return tuple(span(v, where, name) for v in value)
+
+
+def within(items: Sequence[Span], length: float | None, where: Where, name: str) -> tuple[Span, ...]:
+    """``items`` unchanged, checked to end no later than ``length`` seconds (the video's duration) plus :data:`SPAN_TOLERANCE`."""
+    if length is None:
+        return tuple(items)
+    for s in items:
+        if s.end > length + SPAN_TOLERANCE:
+            raise annotation_error(where, name, f"span [{s.start}, {s.end}] runs past the end of the video ({length} s)")
+    return tuple(items)
+
+
+def option_texts(values: Any, where: Where, name: str) -> tuple[str, ...]:
+    """A non-empty list of non-empty option texts."""
+    if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Sequence) or not values:
+        raise annotation_error(where, name, f"expected a non-empty list of option texts, got {values!r}")
+    return tuple(nonempty_text(v, where, f"{name}[{i}]") if isinstance(v, str) else _not_text(v, where, f"{name}[{i}]") for i, v in enumerate(values))
+
+
+def _not_text(value: Any, where: Where, name: str) -> str:
+    raise annotation_error(where, name, f"expected option text, got {type(value).__name__} {value!r}")
 
 
 # ---------------------------------------------------------------------------
@@ -351,6 +461,58 @@ def answer_letter(value: Any, n_options: int, where: Where, name: str) -> str:
 # videos
 
 
+@dataclass(frozen=True)
+class VideoRef:
+    """A video name taken from annotation data, with where it was read (for the error if it escapes)."""
+
+    name: str
+    where: Where
+    field: str
+
+
+_FIX = "video paths in annotations must be relative to the dataset's video folder; keep videos elsewhere with videos=<folder>"
+
+
+def relative_name(relative: str, where: Where, field: str) -> str:
+    """``relative`` if it is a relative path that does not climb out with ``..`` (checked on the text alone).
+
+    An empty name, a NUL byte, an absolute path (POSIX, or Windows with a
+    drive or UNC prefix) or a ``..`` that leaves the folder raises
+    :class:`~frameselect.errors.AnnotationError` naming the file, record
+    and field, whether or not such a file exists.
+    """
+    if not relative or "\x00" in relative:
+        raise annotation_error(where, field, f"not a usable video name: {relative!r}")
+    windows = PureWindowsPath(relative)
+    if relative.startswith("/") or windows.is_absolute() or windows.drive or windows.root:
+        raise annotation_error(where, field, f"video path {relative!r} is absolute; {_FIX}")
+    normal = os.path.normpath(relative.replace("\\", "/"))
+    if normal == ".." or normal.startswith("../"):
+        raise annotation_error(where, field, f"video path {relative!r} leads outside the video folder; {_FIX}")
+    return relative
+
+
+def _contained(path: str, base: str) -> bool:
+    return path == base or path.startswith(base.rstrip(os.sep) + os.sep)
+
+
+def inside(folder: Path, relative: str, where: Where, field: str) -> Path:
+    """``folder / relative``, refused unless it stays inside ``folder`` after resolving ``..`` and symbolic links.
+
+    ``relative`` comes from annotation text, so it is untrusted: besides the
+    checks of :func:`relative_name`, the path with every symbolic link (of
+    the parts that exist) resolved must lie inside ``folder``, itself
+    resolved. ``folder`` is chosen by the user or the loader, never by
+    annotation text, so it may be a link.
+    """
+    relative_name(relative, where, field)
+    base = os.path.realpath(folder)
+    target = os.path.realpath(folder / relative)
+    if not _contained(target, base):
+        raise annotation_error(where, field, f"video path {relative!r} resolves to {target}, outside {base}; {_FIX}")
+    return folder / relative
+
+
 def find_video(folders: Sequence[Path], name: str, extensions: Sequence[str] = VIDEO_EXTENSIONS) -> Path | None:
     """The first existing file for ``name`` under ``folders`` (existence only; nothing is decoded).
 
@@ -383,19 +545,19 @@ class MissingVideos:
     def __len__(self) -> int:
         return len(self.items)
 
-    def report(self, dataset: str, folders: Sequence[Path]) -> None:
-        if not self.items:
-            return
+    def summary(self, dataset: str, folders: Sequence[Path], head: str | None = None) -> str:
+        """One text naming the samples, where their videos were looked for and what to do."""
         n = len(self.items)
+        head = f"skipped {n} sample(s) whose video is missing" if head is None else head
         shown = "; ".join(f"{sid} ({expected})" for sid, expected in self.items[:_MAX_LISTED])
         more = f"; and {n - _MAX_LISTED} more" if n > _MAX_LISTED else ""
         where = ", ".join(str(f) for f in folders) or "(no video folder)"
-        warnings.warn(
-            f"{dataset}: skipped {n} sample(s) whose video is missing (looked in {where}; extensions {', '.join(VIDEO_EXTENSIONS)}): "
-            f"{shown}{more}. Download the videos or pass videos=<folder>.",
-            MissingVideoWarning,
-            stacklevel=3,
-        )
+        return f"{dataset}: {head} (looked in {where}; extensions {', '.join(VIDEO_EXTENSIONS)}): {shown}{more}. Download the videos or pass videos=<folder>."
+
+    def report(self, dataset: str, folders: Sequence[Path]) -> None:
+        """One warning for the skipped samples, if any."""
+        if self.items:
+            warnings.warn(self.summary(dataset, folders), MissingVideoWarning, stacklevel=3)
 
 
 # ---------------------------------------------------------------------------
@@ -447,16 +609,21 @@ class AnnotationDataset(Dataset):
         split = split if split is not None else self.default_split
         split = self.split_aliases.get(split, split)
         if self.splits and split not in self.splits:
-            raise ValueError(f"{self.name}: unknown split {split!r}; known: {', '.join(self.splits)}")
+            raise DatasetConfigError(f"{self.name}: unknown split {split!r}; known: {', '.join(self.splits)}")
         self.split = split
         self.videos = optional_path(videos)
         self._samples: list[Sample] | None = None
+        self._folder_exists: dict[Path, bool] = {}  # per load: video folders that are not there are not searched
 
     # -- the Dataset interface -------------------------------------------
     def samples(self) -> list[Sample]:
         if self._samples is None:
+            self._folder_exists.clear()
             missing = MissingVideos()
             samples = self._load(missing)
+            if not samples and missing:
+                n = len(missing)
+                raise DatasetNotFoundError(missing.summary(self.name, self.video_folders(), f"no video found for any of its {n} sample(s)"))
             missing.report(self.name, self.video_folders())
             self._samples = _check_unique(samples, self.name)
         return self._samples
@@ -486,7 +653,7 @@ class AnnotationDataset(Dataset):
         if given is not None:
             path = self._under_root(given)
             if not path.exists():
-                raise FileNotFoundError(f"{self.name}: {what} not found: {path}")
+                raise DatasetNotFoundError(f"{self.name}: {what} not found: {path}")
             return path
         if candidates is None:
             candidates = self.annotation_candidates.get(self.split, ())
@@ -494,7 +661,7 @@ class AnnotationDataset(Dataset):
         for path in tried:
             if path.exists():
                 return path
-        raise FileNotFoundError(
+        raise DatasetNotFoundError(
             f"{self.name}: no {what} for split {self.split!r} under {self.root}; tried {', '.join(str(t) for t in tried)}. "
             "Pass root=<benchmark folder> or annotations=<file>."
         )
@@ -504,15 +671,42 @@ class AnnotationDataset(Dataset):
             return [self._under_root(self.videos)]
         return [self.root / c if c != "." else self.root for c in self.video_candidates]
 
-    def locate(self, sample_id: str, names: str | Sequence[str], missing: MissingVideos, folders: Sequence[Path] | None = None) -> str | None:
-        """The video path for a sample (the first of ``names`` found), or None, recorded as missing."""
+    def _exists(self, folder: Path) -> bool:
+        known = self._folder_exists.get(folder)
+        if known is None:
+            known = self._folder_exists[folder] = folder.is_dir()
+        return known
+
+    def locate(
+        self,
+        sample_id: str,
+        names: VideoRef | Sequence[VideoRef],
+        missing: MissingVideos,
+        folders: Sequence[Path] | None = None,
+        expected: str | None = None,
+    ) -> str | None:
+        """The video path for a sample (the first of ``names`` found), or None, recorded as missing (as ``expected``, default the first name).
+
+        Every name must be a relative path that stays inside the folder it is
+        looked up in (:func:`relative_name`); a video found through a symbolic
+        link (a linked file or sub-folder) must resolve inside that folder
+        too (:func:`inside`). Either failure is an ``AnnotationError``.
+        """
         folders = self.video_folders() if folders is None else folders
-        names = [names] if isinstance(names, str) else list(names)
-        for name in names:
-            path = find_video(folders, name)
-            if path is not None:
-                return str(path)
-        missing.add(sample_id, names[0])
+        refs = [names] if isinstance(names, VideoRef) else list(names)
+        for ref in refs:
+            relative_name(ref.name, ref.where, ref.field)
+        present = [f for f in folders if self._exists(f)]
+        for ref in refs:
+            for folder in present:
+                path = find_video([folder], ref.name)
+                if path is not None:
+                    # the text stays inside; a symbolic link on the way (a linked sub-folder or file) must too
+                    target = os.path.realpath(path)
+                    if target != os.path.abspath(path):
+                        inside(folder, str(path.relative_to(folder)), ref.where, ref.field)
+                    return str(path)
+        missing.add(sample_id, refs[0].name if expected is None else expected)
         return None
 
 

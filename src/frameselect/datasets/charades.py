@@ -9,7 +9,8 @@ the one moment it describes. Schema of the released ``charades_sta_train.txt``
 ``Charades_v1_480/<video id>.mp4``. The Charades metadata table
 ``Charades_v1_<split>.csv`` (columns ``id`` .. ``length``), where present,
 adds each video's duration; a moment that runs past the end of its video is
-then clipped to it (as advised in ``gsig/charades-algorithms`` issue 5).
+then clipped to it (as advised in ``gsig/charades-algorithms`` issue 5), and
+one that starts more than a second after the end is an error.
 
 A sample is a grounding query: the sentence as query text, no options, no
 answer, the moment as its single evidence span. Sample ids are
@@ -23,10 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from frameselect.datasets._loading import (
+    SPAN_TOLERANCE,
     AnnotationDataset,
     MissingVideos,
+    VideoRef,
     Where,
     annotation_error,
+    checked_span,
+    duration,
     number,
     optional_path,
     path_text,
@@ -51,6 +56,7 @@ def parse_sta_line(line: str, where: Where) -> tuple[str, float, float, str]:
     start, end = number(start_text, where, "start"), number(end_text, where, "end")
     if end < start:
         raise annotation_error(where, "end", f"end {end} is before start {start}")
+    checked_span(start, end, where, "start")
     if not sentence.strip():
         raise annotation_error(where, "sentence", "empty")
     return video, start, end, sentence.strip()
@@ -91,7 +97,7 @@ class CharadesSTA(AnnotationDataset):
             path = next((p for p in (self.root / name, self.root / "Charades" / name) if p.exists()), None)
         if path is None:
             return {}
-        return {str(rec["id"]): number(rec["length"], where, "length") for where, rec in read_csv(path, ("id", "length"))}
+        return {str(rec["id"]): duration(rec["length"], where, "length") for where, rec in read_csv(path, ("id", "length"))}
 
     def _load(self, missing: MissingVideos) -> list[Sample]:
         path = self.annotation_file()
@@ -103,13 +109,15 @@ class CharadesSTA(AnnotationDataset):
             n = counts.get(video_id, 0)
             counts[video_id] = n + 1
             sample_id = f"{video_id}/{n}"
-            video = self.locate(sample_id, video_id, missing)
-            if video is None:
-                continue
             metadata: dict[str, Any] = {"video_id": video_id}
             if video_id in durations:
-                duration = metadata["duration"] = durations[video_id]
-                if start < duration < end:  # a few moments run past the video: clip, as the Charades authors advise
-                    end = duration
+                length = metadata["duration"] = durations[video_id]
+                if start > length + SPAN_TOLERANCE:
+                    raise annotation_error(where, "start", f"moment [{start}, {end}] starts after the end of the video ({length} s)")
+                if start < length < end:  # a few moments run past the video: clip, as the Charades authors advise
+                    end = length
+            video = self.locate(sample_id, VideoRef(video_id, where, "video"), missing)
+            if video is None:
+                continue
             out.append(Sample(sample_id, video, Query(sentence), None, (Span(start, end),), metadata))
         return out

@@ -9,7 +9,8 @@ Schema of the official repository (``egoschema/EgoSchema``):
 ``questions.json`` is a list of records with ``q_uid`` (also the video's file
 name: ``videos/<q_uid>.mp4``), ``google_drive_id``, ``question`` and
 ``option 0`` .. ``option 4``; ``subset_answers.json`` maps ``q_uid`` to the
-correct option's 0-based index. Split ``"subset"`` loads the 500 answered
+correct option's 0-based index (an error in it names that file and the
+``q_uid``). Split ``"subset"`` loads the 500 answered
 questions, ``"full"`` all of them (answers from ``answers=`` if given, else
 none).
 
@@ -30,11 +31,13 @@ from typing import Any
 from frameselect.datasets._loading import (
     AnnotationDataset,
     MissingVideos,
+    VideoRef,
     Where,
     annotation_error,
     answer_letter,
     integer,
     load_json,
+    option_texts,
     optional_path,
     path_text,
     read_records,
@@ -42,6 +45,7 @@ from frameselect.datasets._loading import (
     strip_option_letters,
     text,
 )
+from frameselect.errors import DatasetNotFoundError
 from frameselect.registry import datasets
 from frameselect.types import Query, Sample
 
@@ -50,25 +54,31 @@ __all__ = ["EgoSchema"]
 _N_OPTIONS = 5
 
 
-def _answers(path: Path) -> dict[str, int]:
+def _answers(path: Path) -> dict[str, tuple[int, Where]]:
+    """``q_uid -> (answer index, where it is written)`` from ``subset_answers.json``."""
     data = load_json(path)
     if not isinstance(data, Mapping):
         raise annotation_error(Where(path), None, f"expected a JSON object mapping q_uid to answer index, got {type(data).__name__}")
-    return {str(k): integer(v, Where(path, key=str(k)), "answer") for k, v in data.items()}
+    if not data:
+        raise annotation_error(Where(path), None, "holds no answers")
+    out = {}
+    for k, v in data.items():
+        where = Where(path, key=str(k))
+        out[str(k)] = (integer(v, where, "answer"), where)
+    return out
 
 
-def _official(rec: Mapping[str, Any], where: Where) -> tuple[str, str, tuple[str, ...]]:
+def _official(rec: Mapping[str, Any], where: Where) -> tuple[str, str, tuple[str, ...], str]:
     q_uid = text(rec, where, "q_uid")
     options = tuple(text(rec, where, f"option {i}") for i in range(_N_OPTIONS))
-    return q_uid, text(rec, where, "question"), options
+    return q_uid, text(rec, where, "question"), options, "q_uid"
 
 
-def _lmms_eval(rec: Mapping[str, Any], where: Where) -> tuple[str, str, tuple[str, ...]]:
+def _lmms_eval(rec: Mapping[str, Any], where: Where) -> tuple[str, str, tuple[str, ...], str]:
     video = text(rec, where, "video_idx")
-    raw = require(rec, where, "option")
-    if not isinstance(raw, list) or not all(isinstance(o, str) for o in raw):
-        raise annotation_error(where, "option", f"expected a list of option texts, got {raw!r}")
-    return video, text(rec, where, "question"), strip_option_letters(raw)
+    raw = option_texts(require(rec, where, "option"), where, "option")
+    options = option_texts(strip_option_letters(raw), where, "option")
+    return video, text(rec, where, "question"), options, "video_idx"
 
 
 @datasets.register("egoschema")
@@ -94,14 +104,14 @@ class EgoSchema(AnnotationDataset):
     def params(self) -> dict[str, Any]:
         return {**super().params(), "answers": path_text(self.answers)}
 
-    def _answer_table(self) -> dict[str, int] | None:
+    def _answer_table(self) -> dict[str, tuple[int, Where]] | None:
         if self.answers is not None:
             return _answers(self.annotation_file(self.answers, what="answers file"))
         default = self.root / "subset_answers.json"
         if default.exists():
             return _answers(default)
         if self.split == "subset" and self.annotations is None:
-            raise FileNotFoundError(f"egoschema: split 'subset' needs {default} (or answers=<file>)")
+            raise DatasetNotFoundError(f"egoschema: split 'subset' needs {default} (or answers=<file>)")
         return None
 
     def _load(self, missing: MissingVideos) -> list[Sample]:
@@ -111,15 +121,16 @@ class EgoSchema(AnnotationDataset):
         out = []
         for where, rec in records:
             official = "q_uid" in rec
-            sample_id, question, options = _official(rec, where) if official else _lmms_eval(rec, where)
+            sample_id, question, options, id_field = _official(rec, where) if official else _lmms_eval(rec, where)
             answer: str | None = None
             if table is not None and sample_id in table:
-                answer = answer_letter(table[sample_id], len(options), Where(where.path, where.line, where.index, sample_id), "answer")
+                index, answer_where = table[sample_id]
+                answer = answer_letter(index, len(options), answer_where, "answer")
             elif not official and rec.get("answer") not in (None, ""):
                 answer = answer_letter(rec["answer"], len(options), where, "answer")
             if self.split == "subset" and answer is None:
                 continue
-            video = self.locate(sample_id, sample_id, missing)
+            video = self.locate(sample_id, VideoRef(sample_id, where, id_field), missing)
             if video is None:
                 continue
             metadata: dict[str, Any] = {"q_uid": sample_id}

@@ -7,7 +7,10 @@ disjoint scenes a question needs. ``lvb_anno.csv`` and ``vidmme_anno.csv``
 have the columns ``id`` (LongVideoBench ``id`` such as "VLInjyogciw_0", or
 Video-MME ``question_id`` such as "003-2"), ``segment_id``, ``scene_id``
 (segments of one scene share it), ``start`` and ``end`` ("H:MM:SS" or
-"M:SS", whole seconds).
+"M:SS", whole seconds). A time with a sign, a non-number (``0:00:nan``), an
+end before its start or, where the base benchmark gives the video's
+``duration``, a segment past the end of the video is an error naming the
+line.
 
 The questions, options, answers and videos come from the underlying
 benchmark (``longvideobench`` or ``videomme`` loader, read from
@@ -25,6 +28,7 @@ evaluators' ``end_pad`` stays 0.
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -35,10 +39,12 @@ from frameselect.datasets._loading import (
     MissingVideos,
     Where,
     annotation_error,
+    checked_span,
     optional_path,
     path_text,
     read_csv,
     text,
+    within,
 )
 from frameselect.datasets.longvideobench import LongVideoBench
 from frameselect.datasets.videomme import VideoMME
@@ -50,21 +56,22 @@ __all__ = ["KFSBench", "parse_timestamp"]
 _BASE_FOLDERS = {"longvideobench": "LongVideoBench", "videomme": "Video-MME"}
 
 
+_TIMESTAMP = re.compile(r"(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)")
+
+
 def parse_timestamp(value: str, where: Where, field: str) -> float:
-    """``"0:01:05"`` or ``"1:05"`` -> 65.0 seconds."""
-    parts = value.strip().split(":")
-    try:
-        if len(parts) == 3:
-            seconds = int(parts[0]) * 3600 + int(parts[1]) * 60 + float(parts[2])
-        elif len(parts) == 2:
-            seconds = int(parts[0]) * 60 + float(parts[1])
-        else:
-            raise ValueError(value)
-    except ValueError:
-        raise annotation_error(where, field, f"not a timestamp of the form H:MM:SS or M:SS: {value!r}") from None
-    if seconds < 0:
-        raise annotation_error(where, field, f"negative timestamp {value!r}")
-    return seconds
+    """``"0:01:05"`` or ``"1:05"`` -> 65.0 seconds; digits only (no sign, no ``nan``), seconds below 60.
+
+    >>> parse_timestamp("0:01:05", Where(Path("a.csv")), "start"), parse_timestamp("1:05.5", Where(Path("a.csv")), "end")
+    (65.0, 65.5)
+    """
+    m = _TIMESTAMP.fullmatch(value.strip())
+    if m is None:
+        raise annotation_error(where, field, f"not a timestamp of the form H:MM:SS or M:SS (digits only, no sign): {value!r}")
+    hours, minutes, seconds = int(m.group(1) or 0), int(m.group(2)), float(m.group(3))
+    if seconds >= 60 or (m.group(1) is not None and minutes >= 60):
+        raise annotation_error(where, field, f"minutes and seconds of a timestamp must be below 60: {value!r}")
+    return hours * 3600 + minutes * 60 + seconds
 
 
 @datasets.register("kfsbench")
@@ -110,17 +117,19 @@ class KFSBench(AnnotationDataset):
         return self.base().video_folders()
 
     def _scenes(self) -> dict[str, dict[str, list[list[float]]]]:
-        """question id -> scene id -> [[start, end + 1], ...] in file order."""
+        """question id -> scene id -> [[start, end + 1], ...] in file order (where each was read: :attr:`_rows`)."""
         path = self.annotation_file()
+        self._rows: dict[str, list[tuple[Where, float]]] = {}
         out: dict[str, dict[str, list[list[float]]]] = {}
         for where, rec in read_csv(path, ("id", "scene_id", "start", "end")):
             qid = text(rec, where, "id")
             scene = text(rec, where, "scene_id")
             start = parse_timestamp(text(rec, where, "start"), where, "start")
             end = parse_timestamp(text(rec, where, "end"), where, "end") + 1.0
-            if end < start:
+            if end - 1.0 < start:
                 raise annotation_error(where, "end", f"end {rec['end']} is before start {rec['start']}")
             out.setdefault(qid, {}).setdefault(scene, []).append([start, end])
+            self._rows.setdefault(qid, []).append((where, end - 1.0))
         return out
 
     def _load(self, missing: MissingVideos) -> list[Sample]:
@@ -145,6 +154,10 @@ class KFSBench(AnnotationDataset):
             sample = base_samples.get(qid)
             if sample is None:
                 continue
+            length = sample.metadata.get("duration")
+            if isinstance(length, (int, float)):
+                for where, last in self._rows[qid]:
+                    within((checked_span(last, last, where, "end"),), float(length), where, "end")
             tagged = sorted(((s, e, scene) for scene, segs in by_scene.items() for s, e in segs), key=lambda t: (t[0], t[1], _scene_key(t[2])))
             evidence = tuple(Span(s, e) for s, e, _ in tagged)
             metadata = {

@@ -31,15 +31,20 @@ from typing import Any
 from frameselect.datasets._loading import (
     AnnotationDataset,
     MissingVideos,
+    VideoRef,
     Where,
     annotation_error,
     answer_letter,
+    duration,
     integer,
+    nonempty_text,
     number,
+    option_texts,
     read_records,
     require,
     text,
 )
+from frameselect.errors import DatasetConfigError
 from frameselect.registry import datasets
 from frameselect.types import Query, Sample
 
@@ -51,16 +56,13 @@ _MAX_OPTIONS = 5
 
 def _options(rec: Mapping[str, Any], where: Where) -> tuple[str, ...]:
     if "candidates" in rec:
-        candidates = rec["candidates"]
-        if not isinstance(candidates, list) or not candidates or not all(isinstance(c, str) for c in candidates):
-            raise annotation_error(where, "candidates", f"expected a non-empty list of option texts, got {candidates!r}")
-        return tuple(candidates)
+        return option_texts(rec["candidates"], where, "candidates")
     options = []
     for i in range(_MAX_OPTIONS):
         value = rec.get(f"option{i}")
         if value is None or value == "N/A":
             break
-        options.append(str(value))
+        options.append(nonempty_text(value, where, f"option{i}"))
     if not options:
         raise annotation_error(where, "candidates", "missing (neither 'candidates' nor 'option0'..'option4' given)")
     return tuple(options)
@@ -89,7 +91,7 @@ class LongVideoBench(AnnotationDataset):
     ) -> None:
         super().__init__(root, annotations, split, videos)
         if duration_group is not None and duration_group not in DURATION_GROUPS:
-            raise ValueError(f"longvideobench: duration_group must be one of {DURATION_GROUPS}, got {duration_group!r}")
+            raise DatasetConfigError(f"longvideobench: duration_group must be one of {DURATION_GROUPS}, got {duration_group!r}")
         self.duration_group = duration_group
 
     def params(self) -> dict[str, Any]:
@@ -109,13 +111,11 @@ class LongVideoBench(AnnotationDataset):
                 answer = answer_letter(integer(rec["correct_choice"], where, "correct_choice"), len(options), where, "correct_choice")
             question = text(rec, where, "question")
             video_id = text(rec, where, "video_id")
-            video = self.locate(sample_id, text(rec, where, "video_path"), missing)
-            if video is None:
-                continue
+            video_path = text(rec, where, "video_path")
             category = text(rec, where, "question_category")
             metadata: dict[str, Any] = {"video_id": video_id, "duration_group": group, "question_category": category, "kind": category}
             if rec.get("duration") is not None:
-                metadata["duration"] = number(rec["duration"], where, "duration")
+                metadata["duration"] = duration(rec["duration"], where, "duration")
             for key in ("topic_category", "level", "subtitle_path", "question_wo_referring_query"):
                 if rec.get(key) is not None:
                     metadata[key] = str(rec[key])
@@ -123,5 +123,8 @@ class LongVideoBench(AnnotationDataset):
                 metadata["starting_timestamp_for_subtitles"] = number(rec["starting_timestamp_for_subtitles"], where, "starting_timestamp_for_subtitles")
             if rec.get("position") is not None:
                 metadata["position"] = list(rec["position"]) if isinstance(rec["position"], (list, tuple)) else rec["position"]
+            video = self.locate(sample_id, VideoRef(video_path, where, "video_path"), missing)
+            if video is None:
+                continue
             out.append(Sample(sample_id, video, Query(question, options), answer, (), metadata))
         return out

@@ -22,6 +22,15 @@ metrics use one). The metadata keep ``keyframe_indexes``, ``keyframe_times`` (s)
 clip frame indices) instead of the full videos. Sample ids are
 ``<vclip_id>/<n>``, n counting that clip's questions in file order.
 Parquet needs ``pyarrow``; a JSON Lines export reads without it.
+
+Videos are looked up in ``videos/``, in T*'s documented layout
+(``mll-lab-nu/TStar``, README and ``run_TStar_onDataset.py``:
+``--video_root ./Datasets/ego4d_data/ego4d_data/v1/256p``, the Ego4D CLI's
+download folder) under ``root`` or ``root/Datasets``, and in Ego4D's
+``v2/full_scale``; ``videos=`` names any other folder. A key frame before 0
+or past the video (``video_frame_count``, else the duration), a negative
+duration, or a ``vclip_interval_in_video`` that is not a ``[start, end]``
+pair is an error naming the record.
 """
 
 from __future__ import annotations
@@ -32,18 +41,24 @@ from pathlib import Path
 from typing import Any
 
 from frameselect.datasets._loading import (
+    SPAN_TOLERANCE,
     AnnotationDataset,
     MissingVideos,
+    VideoRef,
     Where,
     annotation_error,
     answer_letter,
+    duration,
     integer,
     letter,
+    nonempty_text,
     number,
     read_records,
     require,
+    span,
     text,
 )
+from frameselect.errors import DatasetConfigError
 from frameselect.registry import datasets
 from frameselect.types import Query, Sample, Span
 
@@ -59,8 +74,11 @@ def _options(value: Any, where: Where) -> tuple[str, ...]:
     for i in range(len(value)):
         option = value.get(letter(i))
         if option is None or option == "":
+            later = [k for k in map(letter, range(i + 1, len(value))) if value.get(k) not in (None, "")]
+            if later:
+                raise annotation_error(where, f"options.{letter(i)}", f"empty, but options {later} follow it")
             break
-        options.append(str(option))
+        options.append(nonempty_text(option, where, f"options.{letter(i)}"))
     if not options:
         raise annotation_error(where, "options", "no options")
     return tuple(options)
@@ -75,7 +93,16 @@ class LVHaystack(AnnotationDataset):
     annotation_candidates = {
         s: (f"data/{s}-00000-of-00001.parquet", f"data/{s}.jsonl", f"data/{s}.json", f"{s}.jsonl", f"{s}.json") for s in ("train", "val", "test", "test_tiny")
     }
-    video_candidates = ("videos", "v2/full_scale", "ego4d_data/v2/full_scale", ".")
+    video_candidates = (
+        "videos",
+        "ego4d_data/ego4d_data/v1/256p",
+        "Datasets/ego4d_data/ego4d_data/v1/256p",
+        "ego4d_data/v1/256p",
+        "v1/256p",
+        "v2/full_scale",
+        "ego4d_data/v2/full_scale",
+        ".",
+    )
     clip_candidates = ("vclips", "clips", "videos", ".")
 
     def __init__(
@@ -89,9 +116,9 @@ class LVHaystack(AnnotationDataset):
     ) -> None:
         super().__init__(root, annotations, split, videos)
         if level not in _LEVELS:
-            raise ValueError(f"lvhaystack: level must be one of {_LEVELS}, got {level!r}")
+            raise DatasetConfigError(f"lvhaystack: level must be one of {_LEVELS}, got {level!r}")
         if keyframe_window is not None and not keyframe_window >= 0:
-            raise ValueError(f"lvhaystack: keyframe_window must be >= 0 seconds, got {keyframe_window!r}")
+            raise DatasetConfigError(f"lvhaystack: keyframe_window must be >= 0 seconds, got {keyframe_window!r}")
         self.level = level
         self.keyframe_window = keyframe_window
 
@@ -110,8 +137,25 @@ class LVHaystack(AnnotationDataset):
                 value = rec[name]
                 if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
                     raise annotation_error(where, name, f"expected a list of frame indices, got {value!r}")
-                return name, [integer(v, where, name) for v in value]
+                frames = [integer(v, where, name) for v in value]
+                if any(i < 0 for i in frames):
+                    raise annotation_error(where, name, f"negative frame index in {frames}")
+                return name, frames
         raise annotation_error(where, names[0], "missing")
+
+    def _check_range(self, name: str, frames: list[int], fps: float, meta: Mapping[str, Any], where: Where) -> None:
+        """Key frames must lie in the video (frame count where given, else duration)."""
+        count = meta.get("video_frame_count") if self.level == "video" else None
+        if count is not None:
+            n = integer(count, where, "video_metadata.video_frame_count")
+            if any(i >= n for i in frames):
+                raise annotation_error(where, name, f"frame index past the end of the video ({n} frames): {frames}")
+            return
+        key = "video_duration" if self.level == "video" else "vclip_duration"
+        if meta.get(key) is not None:
+            length = duration(meta[key], where, f"video_metadata.{key}")
+            if any(i / fps > length + SPAN_TOLERANCE for i in frames):
+                raise annotation_error(where, name, f"key frame past the end of the video ({length} s at {fps} fps): {frames}")
 
     def _span(self, t: float, fps: float) -> Span:
         if self.keyframe_window is None:
@@ -139,12 +183,10 @@ class LVHaystack(AnnotationDataset):
             fps = number(meta["frame_rate"], where, "video_metadata.frame_rate")
             if fps <= 0:
                 raise annotation_error(where, "video_metadata.frame_rate", f"must be positive, got {fps}")
-            _, frames = self._keyframes(rec, where)
+            frames_field, frames = self._keyframes(rec, where)
+            self._check_range(frames_field, frames, fps, meta, where)
             times = [i / fps for i in frames]
             evidence = tuple(sorted((self._span(t, fps) for t in times), key=lambda s: s.start))
-            video = self.locate(sample_id, video_id if self.level == "video" else vclip_id, missing)
-            if video is None:
-                continue
             metadata: dict[str, Any] = {
                 "video_id": video_id,
                 "vclip_id": vclip_id,
@@ -155,8 +197,13 @@ class LVHaystack(AnnotationDataset):
             }
             for key in ("video_duration", "vclip_duration"):
                 if meta.get(key) is not None:
-                    metadata[key] = number(meta[key], where, f"video_metadata.{key}")
+                    metadata[key] = duration(meta[key], where, f"video_metadata.{key}")
             if meta.get("vclip_interval_in_video") is not None:
-                metadata["vclip_interval_in_video"] = [number(v, where, "video_metadata.vclip_interval_in_video") for v in meta["vclip_interval_in_video"]]
+                interval = span(meta["vclip_interval_in_video"], where, "video_metadata.vclip_interval_in_video")
+                metadata["vclip_interval_in_video"] = [interval.start, interval.end]
+            ref = VideoRef(video_id, where, "video_id") if self.level == "video" else VideoRef(vclip_id, where, "vclip_id")
+            video = self.locate(sample_id, ref, missing)
+            if video is None:
+                continue
             out.append(Sample(sample_id, video, Query(question, options), answer, evidence, metadata))
         return out

@@ -12,7 +12,18 @@ list of records with ``video`` (file name under ``MLVU/video/<n>_<task>/``),
 ``duration`` (s), ``question``, ``candidates`` (option texts), ``answer``
 (the correct option's *text*) and ``question_type``. The two open-ended
 tasks (``8_sub_scene``, ``9_summary``) have no options and are not loaded.
-Sample ids are ``<task>/<index in its file>``.
+Sample ids are ``<task>/<index in its file>``; every record of a file is
+loaded, so the ids follow the official files' order.
+
+The answer letter follows the official scorer (``JUNJIE99/MLVU``,
+``videochat2/choice_bench.py``, ``MVBench_dataset.qa_template``): the
+position of the candidate equal to ``answer``, the *last* one where
+candidates repeat. Two records of the official ``2_needle.json`` have an
+answer that is none of their candidates; ``qa_template`` then gives the
+letter ``chr(ord("A") - 1)`` = ``"@"``, which ``check_ans`` never matches,
+so the question always counts as wrong. Such records are kept the same way
+(answer :data:`UNMATCHED_ANSWER`, ``metadata["answer_text"]`` holding the
+released answer) and reported in one :class:`AnnotationWarning`.
 
 The copy lmms-eval reads (``sy1998/MLVU_dev``,
 ``lmms_eval/tasks/mlvu/utils.py``) is one table with ``video_name``,
@@ -24,27 +35,37 @@ here), ``candidates``, ``answer`` (a letter), ``task_type`` and
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from frameselect.datasets._loading import (
     AnnotationDataset,
+    AnnotationWarning,
     MissingVideos,
     Record,
+    VideoRef,
     Where,
     annotation_error,
     answer_letter,
+    duration,
+    inside,
     letter,
-    number,
+    option_texts,
     read_records,
     require,
     text,
 )
+from frameselect.errors import DatasetNotFoundError
 from frameselect.registry import datasets
 from frameselect.types import Query, Sample
 
-__all__ = ["MLVU", "MC_TASK_FILES"]
+__all__ = ["MLVU", "MC_TASK_FILES", "UNMATCHED_ANSWER", "official_answer_letter"]
+
+#: the answer letter of a record whose answer is none of its candidates:
+#: ``chr(ord("A") - 1)``, as the official ``qa_template`` computes it; no reply matches it
+UNMATCHED_ANSWER = "@"
 
 MC_TASK_FILES = (
     "1_plotQA.json",
@@ -73,10 +94,24 @@ def _question_text(question: str) -> str:
     return question.strip()
 
 
-def _answer(rec: Mapping[str, Any], options: tuple[str, ...], where: Where) -> str:
+def official_answer_letter(answer: str, candidates: tuple[str, ...]) -> str:
+    """The letter ``qa_template`` of the official ``choice_bench.py`` gives: the last candidate equal to ``answer``.
+
+    >>> official_answer_letter("b", ("a", "b", "c", "b")), official_answer_letter("z", ("a", "b"))
+    ('D', '@')
+    """
+    index = -1
+    for i, candidate in enumerate(candidates):
+        if candidate == answer:
+            index = i
+    return letter(index) if index >= 0 else UNMATCHED_ANSWER
+
+
+def _lmms_answer(rec: Mapping[str, Any], options: tuple[str, ...], where: Where) -> str:
+    """lmms-eval's copy gives the answer as a letter (the text is read too, by the official rule)."""
     value = require(rec, where, "answer")
     if isinstance(value, str) and value in options:
-        return letter(options.index(value))
+        return official_answer_letter(value, options)
     if isinstance(value, str) and len(value.strip().strip("().")) == 1:
         return answer_letter(value, len(options), where, "answer")
     raise annotation_error(where, "answer", f"{value!r} is neither one of the candidates {list(options)} nor an option letter")
@@ -94,7 +129,7 @@ class MLVU(AnnotationDataset):
         for candidate in (self.root / "MLVU" / "json", self.root / "json"):
             if candidate.is_dir():
                 return candidate
-        raise FileNotFoundError(
+        raise DatasetNotFoundError(
             f"mlvu: no annotation folder under {self.root}; tried {self.root / 'MLVU' / 'json'}, {self.root / 'json'}. "
             "Pass root=<folder holding MLVU/json> or annotations=<file>."
         )
@@ -107,31 +142,51 @@ class MLVU(AnnotationDataset):
         folder = self._json_dir()
         files = [folder / name for name in MC_TASK_FILES if (folder / name).exists()]
         if not files:
-            raise FileNotFoundError(f"mlvu: no multiple-choice task files ({', '.join(MC_TASK_FILES)}) in {folder}")
+            raise DatasetNotFoundError(f"mlvu: no multiple-choice task files ({', '.join(MC_TASK_FILES)}) in {folder}")
         return [(p.stem, read_records(p)) for p in files]
 
     def _load(self, missing: MissingVideos) -> list[Sample]:
         out = []
+        unmatched: list[str] = []
         roots = self.video_folders()
         for stem, records in self._sources():
             for i, (where, rec) in enumerate(records):
-                task = str(rec.get("task_type") or _task_name(stem))
-                sample_id = str(rec["question_id"]) if rec.get("question_id") is not None else f"{_task_name(stem)}/{i}"
-                candidates = require(rec, where, "candidates")
-                if not isinstance(candidates, list) or not candidates or not all(isinstance(c, str) for c in candidates):
-                    raise annotation_error(where, "candidates", f"expected a non-empty list of option texts, got {candidates!r}")
-                options = tuple(candidates)
-                answer = _answer(rec, options, where)
+                official = "video" in rec or "video_name" not in rec
+                task = text(rec, where, "task_type") if rec.get("task_type") is not None else _task_name(stem)
+                sample_id = text(rec, where, "question_id") if rec.get("question_id") is not None else f"{_task_name(stem)}/{i}"
+                options = option_texts(require(rec, where, "candidates"), where, "candidates")
+                metadata: dict[str, Any] = {"task_type": task, "kind": task}
+                if official:
+                    answer_text = text(rec, where, "answer")
+                    answer = official_answer_letter(answer_text, options)
+                    if answer == UNMATCHED_ANSWER:
+                        unmatched.append(f"{sample_id} ({where})")
+                        metadata["answer_text"] = answer_text
+                else:
+                    answer = _lmms_answer(rec, options, where)
                 question = _question_text(text(rec, where, "question"))
-                name = text(rec, where, "video") if "video" in rec or "video_name" not in rec else text(rec, where, "video_name")
-                folders = [r / stem for r in roots] + [r / task for r in roots if task != stem] + roots
-                video = self.locate(sample_id, name, missing, folders)
-                if video is None:
-                    continue
-                metadata: dict[str, Any] = {"task_type": task, "kind": task, "video": name}
+                field = "video" if official else "video_name"
+                name = text(rec, where, field)
+                metadata["video"] = name
+                refs = [VideoRef(f"{stem}/{name}", where, field)]
+                if task != stem:
+                    for r in roots:
+                        inside(r, task, where, "task_type")
+                    refs.append(VideoRef(f"{task}/{name}", where, field))
+                refs.append(VideoRef(name, where, field))
                 if rec.get("question_type") is not None:
                     metadata["question_type"] = str(rec["question_type"])
                 if rec.get("duration") is not None:
-                    metadata["duration"] = number(rec["duration"], where, "duration")
+                    metadata["duration"] = duration(rec["duration"], where, "duration")
+                video = self.locate(sample_id, refs, missing, roots, expected=name)
+                if video is None:
+                    continue
                 out.append(Sample(sample_id, video, Query(question, options), answer, (), metadata))
+        if unmatched:
+            warnings.warn(
+                f"mlvu: {len(unmatched)} question(s) have an answer that is none of their candidates; kept with answer {UNMATCHED_ANSWER!r}, "
+                f"so they always count as wrong, as the official choice_bench.py scores them: {'; '.join(unmatched)}",
+                AnnotationWarning,
+                stacklevel=3,
+            )
         return out

@@ -20,6 +20,15 @@ with evidence spans. ``{val,test}.csv`` has ``video_id``, ``frame_count``,
 ``video_id`` to ``{"duration": s, "location": {qid: [[start, end], ...]},
 "fps": r}`` (seconds). ``nextqa`` also attaches these spans to the questions
 they cover when it finds ``gsub_<split>.json`` (or ``grounding=`` names it).
+Spans are kept as released, a start up to a second before 0 or an end up to
+a second past ``duration`` included (the release rounds to 0.1 s); further
+out is an error.
+
+Question types: ``metadata["type"]`` keeps the released type; the breakdown
+key ``metadata["kind"]`` merges ``TP`` (temporal, previous) into ``TN``
+(temporal, next), as both official scorers do (``doc-doc/NExT-QA``
+``eval_mc.py`` and ``doc-doc/NExT-GQA`` ``code/TempCLIP/eval_next.py``,
+``accuracy_metric``: "combine temporal qns of previous and next as 'TN'").
 """
 
 from __future__ import annotations
@@ -32,25 +41,37 @@ from typing import Any
 from frameselect.datasets._loading import (
     AnnotationDataset,
     MissingVideos,
+    VideoRef,
     Where,
     annotation_error,
     answer_letter,
+    duration,
     integer,
     letter,
     load_json,
-    number,
+    nonempty_text,
     optional_path,
     path_text,
     read_csv,
     spans,
     text,
+    within,
 )
+from frameselect.errors import DatasetNotFoundError
 from frameselect.registry import datasets
 from frameselect.types import Query, Sample, Span
 
-__all__ = ["NExTQA", "NExTGQA", "load_grounding"]
+__all__ = ["NExTQA", "NExTGQA", "load_grounding", "scored_type", "TYPE_MERGES"]
 
 _OPTION_COLUMNS = tuple(f"a{i}" for i in range(5))
+
+#: the official scorers count these question types under another one
+TYPE_MERGES = {"TP": "TN"}
+
+
+def scored_type(qtype: str) -> str:
+    """The question type as the official scorers group it (``TP`` -> ``TN``)."""
+    return TYPE_MERGES.get(qtype, qtype)
 
 
 class _Grounding:
@@ -69,10 +90,12 @@ class _Grounding:
             location = entry.get("location")
             if not isinstance(location, Mapping):
                 raise annotation_error(where, "location", f"expected an object mapping qid to spans, got {location!r}")
-            info: dict[str, Any] = {"location": {str(q): spans(v, where, f"location.{q}") for q, v in location.items()}}
+            info: dict[str, Any] = {}
             for key in ("duration", "fps"):
                 if entry.get(key) is not None:
-                    info[key] = number(entry[key], where, key)
+                    info[key] = duration(entry[key], where, key)
+            length = info.get("duration")
+            info["location"] = {str(q): within(spans(v, where, f"location.{q}"), length, where, f"location.{q}") for q, v in location.items()}
             self.videos[str(video_id)] = info
 
     def spans(self, video_id: str, qid: str) -> tuple[Span, ...] | None:
@@ -112,7 +135,7 @@ class _NExTBase(AnnotationDataset):
     def _csv(self) -> Path:
         return self.annotation_file(candidates=[f"{folder}/{self.split}.csv" if folder else f"{self.split}.csv" for folder in self.csv_folders])
 
-    def _map(self, csv_path: Path) -> dict[str, str]:
+    def _map(self, csv_path: Path) -> dict[str, VideoRef]:
         if self.video_map is not None:
             path: Path | None = self.annotation_file(self.video_map, what="video map")
         else:
@@ -122,7 +145,7 @@ class _NExTBase(AnnotationDataset):
         data = load_json(path)
         if not isinstance(data, Mapping):
             raise annotation_error(Where(path), None, f"expected a JSON object mapping video id to path, got {type(data).__name__}")
-        return {str(k): str(v) for k, v in data.items()}
+        return {str(k): VideoRef(nonempty_text(v, Where(path, key=str(k)), "path"), Where(path, key=str(k)), "path") for k, v in data.items()}
 
     def _rows(self) -> tuple[Path, list[tuple[Where, Mapping[str, Any]]]]:
         path = self._csv()
@@ -136,23 +159,25 @@ class _NExTBase(AnnotationDataset):
         answer: str,
         evidence: tuple[Span, ...],
         extra: dict[str, Any],
-        vmap: Mapping[str, str],
+        vmap: Mapping[str, VideoRef],
         missing: MissingVideos,
     ) -> Sample | None:
         video_id = text(rec, where, self.video_column)
         qid = integer(text(rec, where, "qid"), where, "qid")
         sample_id = f"{video_id}_{qid}"
-        video = self.locate(sample_id, [vmap[video_id], video_id] if video_id in vmap else [video_id], missing)
-        if video is None:
-            return None
         options = tuple(text(rec, where, c) for c in _OPTION_COLUMNS)
+        question = text(rec, where, "question")
         qtype = text(rec, where, "type")
-        metadata: dict[str, Any] = {"video_id": video_id, "qid": qid, "type": qtype, "kind": qtype}
+        metadata: dict[str, Any] = {"video_id": video_id, "qid": qid, "type": qtype, "kind": scored_type(qtype)}
         for key in ("frame_count", "width", "height"):
             if rec.get(key) not in (None, ""):
                 metadata[key] = integer(rec[key], where, key)
         metadata.update(extra)
-        return Sample(sample_id, video, Query(text(rec, where, "question"), options), answer, evidence, metadata)
+        own = VideoRef(video_id, where, self.video_column)
+        video = self.locate(sample_id, [vmap[video_id], own] if video_id in vmap else [own], missing)
+        if video is None:
+            return None
+        return Sample(sample_id, video, Query(question, options), answer, evidence, metadata)
 
 
 @datasets.register("nextqa")
@@ -188,7 +213,7 @@ class NExTQA(_NExTBase):
             if path.exists():
                 return _Grounding(path)
         if self.grounding is True:
-            raise FileNotFoundError(f"nextqa: grounding=True but no {name} found next to {csv_path} or under {self.root}")
+            raise DatasetNotFoundError(f"nextqa: grounding=True but no {name} found next to {csv_path} or under {self.root}")
         return None
 
     def _load(self, missing: MissingVideos) -> list[Sample]:
@@ -245,7 +270,7 @@ class NExTGQA(_NExTBase):
         elif self.split != "train":
             gpath = next((p for p in (path.parent / f"gsub_{self.split}.json", self.root / f"gsub_{self.split}.json") if p.exists()), None)
             if gpath is None:
-                raise FileNotFoundError(f"nextgqa: no gsub_{self.split}.json next to {path}; pass grounding=<file>")
+                raise DatasetNotFoundError(f"nextgqa: no gsub_{self.split}.json next to {path}; pass grounding=<file>")
             grounding = _Grounding(gpath)
         out = []
         for where, rec in rows:

@@ -13,7 +13,8 @@ A sample is a grounding query: ``query`` as text, no options, no answer,
 ``relevant_windows`` as evidence spans. ``saliency_scores``,
 ``relevant_clip_ids`` and ``clip_length`` (2.0 s) go into the metadata, so
 highlight-detection metrics can be computed from them. Sample ids are the
-``qid`` as text.
+``qid`` as text. A window before 0 or past ``duration`` (beyond a second),
+or a negative ``duration``, is an error naming the line.
 """
 
 from __future__ import annotations
@@ -23,12 +24,14 @@ from typing import Any
 from frameselect.datasets._loading import (
     AnnotationDataset,
     MissingVideos,
+    VideoRef,
     annotation_error,
+    duration,
     integer,
-    number,
     read_records,
     spans,
     text,
+    within,
 )
 from frameselect.registry import datasets
 from frameselect.types import Query, Sample
@@ -60,7 +63,8 @@ class QVHighlights(AnnotationDataset):
             evidence = spans(rec["relevant_windows"], where, "relevant_windows") if rec.get("relevant_windows") is not None else ()
             metadata: dict[str, Any] = {"vid": vid, "clip_length": CLIP_LENGTH}
             if rec.get("duration") is not None:
-                metadata["duration"] = number(rec["duration"], where, "duration")
+                metadata["duration"] = duration(rec["duration"], where, "duration")
+                evidence = within(evidence, metadata["duration"], where, "relevant_windows")
             clip_ids = rec.get("relevant_clip_ids")
             if clip_ids is not None:
                 if not isinstance(clip_ids, list):
@@ -73,7 +77,7 @@ class QVHighlights(AnnotationDataset):
                 metadata["saliency_scores"] = [[integer(v, where, "saliency_scores") for v in s] for s in scores]
                 if clip_ids is not None and len(scores) != len(clip_ids):
                     raise annotation_error(where, "saliency_scores", f"{len(scores)} score lists for {len(clip_ids)} relevant_clip_ids")
-            video = self.locate(sample_id, vid, missing)
+            video = self.locate(sample_id, VideoRef(vid, where, "vid"), missing)
             if video is None:
                 continue
             out.append(Sample(sample_id, video, Query(query), None, evidence, metadata))

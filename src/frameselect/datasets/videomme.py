@@ -4,19 +4,24 @@ Video-MME (Fu et al., "Video-MME: The First-Ever Comprehensive Evaluation
 Benchmark of Multi-modal LLMs in Video Analysis", CVPR 2025): 2,700
 four-option questions on 900 videos of three duration groups.
 
-Schema, as the Hugging Face release ``lmms-lab/Video-MME`` ships it
-(``videomme/test-00000-of-00001.parquet``) and lmms-eval reads it
-(``lmms_eval/tasks/videomme/utils.py``): one row per question with
-``video_id`` ("001"), ``duration`` ("short" | "medium" | "long"), ``domain``,
-``sub_category``, ``url``, ``videoID`` (the YouTube id; the video is
-``data/<videoID>.mp4``), ``question_id`` ("001-1"), ``task_type``,
-``question``, ``options`` (``["A. ...", "B. ...", ...]``) and ``answer``
-("A".."D"). The nested layout of the official evaluation template
-(``BradyFU/Video-MME evaluation/output_test_template.json``: per video
-``video_id``, ``duration_category``, ``video_category``,
-``video_subcategory`` and ``questions`` with ``question_id``, ``task_type``,
-``question``, ``choices``, ``answer``) is read too and mapped to the same
-metadata names.
+The official repository (``BradyFU/Video-MME``) publishes no annotation
+file, only templates for submitting results. The annotations are the
+Hugging Face release ``lmms-lab/Video-MME``
+(``videomme/test-00000-of-00001.parquet``, as lmms-eval reads it in
+``lmms_eval/tasks/videomme/utils.py``), and that is what this loader reads:
+one row per question with ``video_id`` ("001"), ``duration`` ("short" |
+"medium" | "long"), ``domain``, ``sub_category``, ``url``, ``videoID`` (the
+YouTube id; the video is ``data/<videoID>.mp4``), ``question_id``
+("001-1"), ``task_type``, ``question``, ``options`` (``["A. ...", "B.
+...", ...]``) and ``answer`` ("A".."D").
+
+A file in the nested layout of the official *results* template
+(``evaluation/output_test_template.json``: per video ``video_id``,
+``duration_category``, ``video_category``, ``video_subcategory`` and
+``questions`` with ``question_id``, ``task_type``, ``question``,
+``choices``, ``answer`` and the model's ``response``) is read too, with
+its names mapped to the ones above and ``response`` ignored; it has no
+``videoID``, so its videos are looked up as ``<video_id>.mp4``.
 
 Video-MME-v2 (Fu et al., 2026; ``MME-Benchmarks/Video-MME-v2``): 3,200
 eight-option questions (A-H), four per video, in groups scored together.
@@ -46,15 +51,18 @@ from frameselect.datasets._loading import (
     AnnotationDataset,
     MissingVideos,
     Record,
+    VideoRef,
     Where,
     annotation_error,
     answer_letter,
+    nonempty_text,
     read_records,
     require,
     split_option_block,
     strip_option_letters,
     text,
 )
+from frameselect.errors import DatasetConfigError
 from frameselect.registry import datasets
 from frameselect.types import Query, Sample
 
@@ -75,6 +83,8 @@ def _option_list(value: Any, where: Where, name: str) -> tuple[str, ...]:
         raise annotation_error(where, name, f"expected a list of option texts, got {value!r}")
     if not options:
         raise annotation_error(where, name, "no options")
+    for i, option in enumerate(options):
+        nonempty_text(option, where, f"{name}[{i}]")
     return options
 
 
@@ -125,7 +135,7 @@ class VideoMME(AnnotationDataset):
     ) -> None:
         super().__init__(root, annotations, split, videos)
         if duration is not None and duration not in DURATION_GROUPS:
-            raise ValueError(f"videomme: duration must be one of {DURATION_GROUPS}, got {duration!r}")
+            raise DatasetConfigError(f"videomme: duration must be one of {DURATION_GROUPS}, got {duration!r}")
         self.duration = duration
 
     def params(self) -> dict[str, Any]:
@@ -143,15 +153,16 @@ class VideoMME(AnnotationDataset):
             answer = answer_letter(require(rec, where, "answer"), len(options), where, "answer")
             question = text(rec, where, "question")
             video_id = text(rec, where, "video_id")
-            youtube_id = rec.get("videoID")
-            video = self.locate(sample_id, [str(youtube_id), video_id] if youtube_id else [video_id], missing)
-            if video is None:
-                continue
             task_type = text(rec, where, "task_type")
             metadata: dict[str, Any] = {"video_id": video_id, "duration": group, "task_type": task_type, "kind": task_type}
             for key in ("videoID", "domain", "sub_category", "url"):
                 if rec.get(key) is not None:
                     metadata[key] = str(rec[key])
+            own = VideoRef(video_id, where, "video_id")
+            refs = [VideoRef(text(rec, where, "videoID"), where, "videoID"), own] if rec.get("videoID") else [own]
+            video = self.locate(sample_id, refs, missing)
+            if video is None:
+                continue
             out.append(Sample(sample_id, video, Query(question, options), answer, (), metadata))
         return out
 
@@ -176,7 +187,7 @@ class VideoMMEv2(AnnotationDataset):
             video_id = text(rec, where, "video_id")
             # the files are 001.mp4 ... 800.mp4; a table that stored the id as a number lost the padding
             names = [video_id] + ([f"{int(video_id):03d}"] if video_id.isdigit() and len(video_id) < 3 else [])
-            video = self.locate(sample_id, names, missing)
+            video = self.locate(sample_id, [VideoRef(n, where, "video_id") for n in names], missing)
             if video is None:
                 continue
             metadata: dict[str, Any] = {"video_id": video_id, "group_id": video_id}
