@@ -257,8 +257,10 @@ def test_videomme_v2(tmp_path: Path) -> None:
         Query("What is the ethnicity of the protagonist's mother?", letters),
         "F",
         (),
-        {"video_id": "1", "group_id": "1", "group_order": 1, "group_type": "relevance", "kind": "relevance"},
-    )
+        # level and heads are set on the group's last question only; the loader shares them with the group
+        {"video_id": "1", "group_id": "1", "group_order": 1, "group_type": "relevance", "kind": "relevance",
+         "level": 1, "second_head": "Information Retrieval", "third_head": "Counting"},
+    )  # fmt: skip
     assert samples[1].query.options[0] == "In Malaysia."
     assert samples[1].answer == "A"
     assert samples[1].metadata == {

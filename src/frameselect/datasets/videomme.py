@@ -31,7 +31,9 @@ Schema of ``test.parquet`` as the official script
 ``<video_id>.mp4``), ``question_id`` ("001-1"), ``question``, ``options`` (one
 text, "A. ...\\nB. ..."), ``answer`` (a letter), ``group_type``
 ("relevance" | "logic"), ``group_structure``, ``level``, ``second_head``,
-``third_head`` (the last three set on the last question of a group only).
+``third_head`` (the last three set on the last question of a group only;
+the loader copies them onto the group's other questions, so breakdowns by
+level or head score whole groups).
 A video's four questions form one group (as lmms-eval aggregates them): the
 metadata add ``group_id`` (the video id) and ``group_order`` (the question_id
 suffix, 1-4) for the ``videomme_v2_group`` evaluator.
@@ -42,6 +44,8 @@ evidence spans (KFS-Bench adds them to Video-MME: see ``kfsbench``).
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import os
 from collections.abc import Iterator, Mapping
@@ -201,4 +205,25 @@ class VideoMMEv2(AnnotationDataset):
             if "group_type" in metadata:
                 metadata["kind"] = metadata["group_type"]
             out.append(Sample(sample_id, video, Query(question, options), answer, (), metadata))
-        return out
+        return _share_group_fields(out)
+
+
+#: fields the release sets on a group's last question only; every member of the group carries them here
+GROUP_FIELDS = ("level", "second_head", "third_head")
+
+
+def _share_group_fields(samples: list[Sample]) -> list[Sample]:
+    """Copy ``level``/``second_head``/``third_head`` from the question of a group that has them onto its others.
+
+    The official rating reads them from a group's last question; copying them
+    makes breakdowns by level or head (``table --by level``) score whole groups.
+    """
+    shared: dict[str, dict[str, Any]] = {}
+    for s in samples:
+        found = {k: s.metadata[k] for k in GROUP_FIELDS if k in s.metadata}
+        if found:
+            shared.setdefault(str(s.metadata["group_id"]), {}).update(found)
+    return [
+        dataclasses.replace(s, metadata={**shared.get(str(s.metadata["group_id"]), {}), **s.metadata}) if str(s.metadata["group_id"]) in shared else s
+        for s in samples
+    ]
