@@ -891,3 +891,18 @@ def test_a_loaded_benchmark_runs_through_evaluate_and_replay(tmp_path: Path) -> 
     assert [r.sample_id for r in result.records] == ["AO8RW/0", "AO8RW/1"] and result.failed == []
     assert result.table["evidence_recall"] == 1.0  # 4 uniform frames of a 6-s video hit both moments
     assert dataset_from_config(result.config).id == ds.id
+
+
+def test_lvhaystack_answer_naming_an_empty_option_is_kept_as_always_wrong(tmp_path: Path) -> None:
+    """T*'s LVHaystack_test.json has a record whose answer is option E, which it leaves empty."""
+    empty_e = dict(LVH_RECORD, question="Which tool did I use?", answer="E")
+    write_jsonl(tmp_path / "data" / "test.jsonl", [LVH_RECORD, empty_e])
+    touch(tmp_path / "videos" / f"{LVH_RECORD['video_id']}.mp4")
+    with pytest.warns(AnnotationWarning, match=r"1 question\(s\) have as answer an option the release leaves empty.*line 2.*'E'"):
+        samples = frameselect.datasets.create("lvhaystack", root=str(tmp_path)).samples()
+    assert [s.answer for s in samples] == ["B", "E"]
+    assert len(samples[1].query.options) == 4  # E is not offered, so no answer can match it
+    # an answer past the options that the record does not even list stays an error
+    write_jsonl(tmp_path / "data" / "test.jsonl", [dict(LVH_RECORD, answer="F")])
+    with pytest.raises(AnnotationError, match="outside the 4 options"):
+        frameselect.datasets.create("lvhaystack", root=str(tmp_path)).samples()

@@ -36,6 +36,7 @@ pair is an error naming the record.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,7 @@ from typing import Any
 from frameselect.datasets._loading import (
     SPAN_TOLERANCE,
     AnnotationDataset,
+    AnnotationWarning,
     MissingVideos,
     VideoRef,
     Where,
@@ -165,6 +167,7 @@ class LVHaystack(AnnotationDataset):
     def _load(self, missing: MissingVideos) -> list[Sample]:
         path = self.annotation_file()
         counts: dict[str, int] = {}
+        unanswerable: list[str] = []
         out = []
         for where, rec in read_records(path):
             video_id = text(rec, where, "video_id")
@@ -172,8 +175,9 @@ class LVHaystack(AnnotationDataset):
             n = counts.get(vclip_id, 0)
             counts[vclip_id] = n + 1
             sample_id = f"{vclip_id}/{n}"
-            options = _options(require(rec, where, "options"), where)
-            answer = answer_letter(require(rec, where, "answer"), len(options), where, "answer")
+            raw_options = require(rec, where, "options")
+            options = _options(raw_options, where)
+            answer = self._answer(rec, raw_options, options, where, unanswerable)
             question = text(rec, where, "question")
             meta = require(rec, where, "video_metadata")
             if not isinstance(meta, Mapping):
@@ -206,4 +210,21 @@ class LVHaystack(AnnotationDataset):
             if video is None:
                 continue
             out.append(Sample(sample_id, video, Query(question, options), answer, evidence, metadata))
+        if unanswerable:
+            warnings.warn(
+                f"lvhaystack: {len(unanswerable)} question(s) have as answer an option the release leaves empty; kept, and they always "
+                f"count as wrong (no answerer can choose an option that is not offered): {'; '.join(unanswerable)}",
+                AnnotationWarning,
+                stacklevel=3,
+            )
         return out
+
+    @staticmethod
+    def _answer(rec: Mapping[str, Any], raw_options: Mapping[str, Any], options: tuple[str, ...], where: Where, unanswerable: list[str]) -> str:
+        """The answer letter; one naming an option the release left empty is kept (T*'s test set has one) and reported."""
+        value = require(rec, where, "answer")
+        key = str(value).strip().strip("().").upper()
+        if len(key) == 1 and key.isalpha() and key in raw_options and raw_options[key] in (None, "") and ord(key) - ord("A") >= len(options):
+            unanswerable.append(f"{where} answer {key!r}")
+            return key
+        return answer_letter(value, len(options), where, "answer")
