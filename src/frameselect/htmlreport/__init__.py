@@ -1,0 +1,519 @@
+"""``frameselect report``: one self-contained HTML page from a results store.
+
+The page holds, per dataset: the runs × metrics table with 95 % bootstrap
+intervals (sortable, the best value per column marked); the rank analysis (a
+bump chart of ranks across datasets and question kinds, Kendall τ_b between
+those rankings as a heat map, the significant inversions); per-sample
+timelines (duration, evidence spans, the query relevance curve where the
+feature cache holds it, each selector's chosen frames as ticks, thumbnails of
+the chosen frames) with filters by question kind and outcome; routed runs'
+budgets per question kind; cost against accuracy; and replays side by side.
+
+Everything is inline (styles, the small sorting/filtering script, SVG
+figures drawn by matplotlib, JPEG thumbnails as data URIs): the page makes no
+network request when viewed. All text from datasets and labels goes through
+a Jinja2 template with autoescape. Paths of the machine (store, videos) are
+left out unless ``include_paths=True``.
+
+Needs the ``report`` extra (jinja2, matplotlib, pillow).
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import os
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from frameselect.errors import FrameselectError
+from frameselect.htmlreport import figures
+from frameselect.stats import Interval, format_interval, format_p, kendall_tau
+from frameselect.store import Store
+from frameselect.tables import StoredRun, TableSection, build_tables, load_runs, rank_report
+from frameselect.types import Sample
+
+__all__ = ["build_report", "write_report", "ReportError"]
+
+#: metrics preferred as the report's headline, in order; else the first metric of the table
+HEADLINE_METRICS = ("mc_accuracy", "accuracy", "videomme_v2_score", "evidence_recall")
+THUMB_WIDTH = 96
+
+
+class ReportError(FrameselectError):
+    """The report cannot be built (empty store, missing extra, ...)."""
+
+
+def _require_extra() -> None:
+    missing = []
+    for module in ("jinja2", "matplotlib", "PIL"):
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(module)
+    if missing:
+        raise ReportError(f"the report needs {', '.join(missing)}: pip install 'frameselect[report]'")
+
+
+# -- page model ----------------------------------------------------------------
+
+
+@dataclass
+class Cell:
+    text: str
+    value: float
+    best: bool = False
+
+
+@dataclass
+class TableView:
+    dataset: str
+    columns: list[str]
+    higher_is_better: list[bool]
+    rows: list[tuple[str, int, list[Cell]]]
+    note: str = ""
+
+
+@dataclass
+class Thumb:
+    time: float
+    uri: str
+    chosen_by: str
+
+
+@dataclass
+class TimelineView:
+    sample_id: str
+    question: str
+    options: list[str]
+    answer: str
+    kind: str
+    video: str
+    svg: str
+    ticks: int
+    right: list[str]
+    wrong: list[str]
+    thumbs: list[Thumb] = field(default_factory=list)
+
+
+@dataclass
+class DatasetView:
+    name: str
+    table: TableView
+    headline: str
+    bump_svg: str = ""
+    tau_svg: str = ""
+    inversions: list[str] = field(default_factory=list)
+    timelines: list[TimelineView] = field(default_factory=list)
+    kinds: list[str] = field(default_factory=list)
+    run_labels: list[str] = field(default_factory=list)
+    routing_svgs: list[tuple[str, str]] = field(default_factory=list)
+    cost_svgs: list[tuple[str, str]] = field(default_factory=list)
+    replays: tuple[list[str], list[tuple[str, list[str]]]] | None = None
+
+
+# -- tables ---------------------------------------------------------------------
+
+
+def _cell_text(iv: Interval) -> str:
+    return "–" if math.isnan(iv.estimate) else format_interval(iv)
+
+
+def _table_view(section: TableSection, note: str) -> TableView:
+    columns = [m.name for m in section.metrics]
+    hib = [m.higher_is_better for m in section.metrics]
+    best: dict[str, float] = {}
+    for m in section.metrics:
+        values = [row.cells[m.name].estimate for row in section.rows if not math.isnan(row.cells[m.name].estimate)]
+        if values:
+            best[m.name] = max(values) if m.higher_is_better else min(values)
+    rows = []
+    for row in section.rows:
+        cells = []
+        for m in section.metrics:
+            iv = row.cells[m.name]
+            cells.append(Cell(_cell_text(iv), iv.estimate, m.name in best and iv.estimate == best[m.name]))
+        rows.append((row.label, row.n, cells))
+    return TableView(section.dataset, columns, hib, rows, note)
+
+
+def _headline(section: TableSection, wanted: str | None) -> str:
+    names = [m.name for m in section.metrics]
+    if wanted:
+        if wanted not in names:
+            raise ReportError(f"metric {wanted!r} is not in the stored runs of {section.dataset}; they have: {', '.join(names)}")
+        return wanted
+    for name in HEADLINE_METRICS:
+        if name in names:
+            return name
+    return names[0] if names else ""
+
+
+# -- ranks ----------------------------------------------------------------------
+
+
+def _group_name(key: tuple[str, ...], datasets: int) -> str:
+    dataset, _metric, subset = key
+    parts = ([dataset] if datasets > 1 else []) + ([subset] if subset != "all" else ["all"])
+    return " · ".join(parts)
+
+
+def _ranks_views(runs: Sequence[StoredRun], metric: str, by: str | None, n_boot: int, seed: int) -> tuple[str, str, list[str]]:
+    report = rank_report(runs, [metric], by, n_boot=n_boot, seed=seed)
+    rankings = [r for r in report.rankings if len(r.order) >= 2]
+    if not rankings:
+        return "", "", []
+    n_datasets = len({r.key[0] for r in rankings})
+    columns = [_group_name(r.key, n_datasets) for r in rankings]
+    entries = list(dict.fromkeys(e for r in rankings for e in r.order))
+    ranks = {e: [float(r.order.index(e) + 1) if e in r.order else math.nan for r in rankings] for e in entries}
+    bump = figures.bump_chart(columns, ranks, title=f"ranks on {metric}")
+    tau = np.full((len(rankings), len(rankings)), math.nan)
+    for i, a in enumerate(rankings):
+        for j, b in enumerate(rankings):
+            shared = [e for e in a.order if e in b.values and not math.isnan(b.values[e])]
+            if len(shared) >= 2:
+                tau[i, j] = kendall_tau([-a.order.index(e) for e in shared], [-b.order.index(e) for e in shared])
+    heat = figures.tau_heatmap(columns, tau, title=f"Kendall τ_b between rankings on {metric}")
+    inversions = [
+        f"{inv.better} > {inv.worse} on {_group_name(inv.key_a, n_datasets)} "
+        f"(Δ {inv.in_a.mean_diff:+.3f}, p={format_p(inv.in_a.p_value)}), but the other way on {_group_name(inv.key_b, n_datasets)} "
+        f"(Δ {-inv.in_b.mean_diff:+.3f}, p={format_p(inv.in_b.p_value)})"
+        for inv in report.inversions
+    ]
+    return bump, heat, inversions
+
+
+# -- timelines -------------------------------------------------------------------
+
+
+def _revive_samples(run: StoredRun) -> dict[str, Sample]:
+    """The run's dataset, re-created from its stored configuration (empty when that fails)."""
+    from frameselect.registry import datasets
+
+    spec = run.info.config.get("dataset_spec") or {}
+    name = spec.get("name")
+    if not name:
+        return {}
+    try:
+        ds = datasets.create(name, **dict(spec.get("params") or {}))
+        return {s.id: s for s in ds}
+    except Exception:  # a dataset that moved since the run: timelines without evidence
+        return {}
+
+
+def _correct(record_metrics: Mapping[str, float], metric: str) -> bool | None:
+    value = record_metrics.get(metric)
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return bool(value >= 0.5)
+
+
+def _relevance(run: StoredRun, sample: Sample, video_id: str, policy: str, cache: Any, times: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The query relevance curve from the feature cache, when the run's encoder has a text side."""
+    from frameselect.cache import Cache
+    from frameselect.registry import encoders
+
+    enc_cfg = run.info.config.get("encoder") or {}
+    if not isinstance(enc_cfg, Mapping) or not enc_cfg.get("name"):
+        return None
+    try:
+        encoder = encoders.create(str(enc_cfg["name"]))
+    except Exception:
+        return None
+    if str(getattr(encoder, "id", "")) != str(enc_cfg.get("id", "")) or not getattr(encoder, "has_text", False):
+        return None
+    frames = cache.load_array("frames", Cache.embedding_key(video_id, policy, encoder.id))
+    text = cache.load_array("text", Cache.text_key(encoder.id, sample.query.text))
+    if frames is None or text is None or frames.shape[0] != times.shape[0]:
+        return None
+    return times, np.asarray(encoder.relevance(frames, text), dtype=np.float64)
+
+
+def _thumbnails(sample: Sample, video_id: str, policy: str, picks: Mapping[int, tuple[float, list[str]]], cache_root: Path, limit: int) -> list[Thumb]:
+    """Small JPEGs of the chosen pool frames, decoded once and kept under the cache."""
+    from PIL import Image
+
+    from frameselect.video.decode import candidates
+
+    chosen = sorted(picks)
+    if len(chosen) > limit:
+        chosen = [chosen[int(i)] for i in np.linspace(0, len(chosen) - 1, limit).round().astype(int)]
+    folder = cache_root / "thumbs" / video_id / policy.replace("/", "_").replace(",", "_").replace("=", "-")
+    paths = {i: folder / f"{i}.jpg" for i in chosen}
+    todo = [i for i in chosen if not paths[i].exists()]
+    if todo:
+        pool = candidates(sample.video, policy, video_id=video_id)
+        source: Any = pool.source  # a video's frame source: decodes straight to the asked size
+        folder.mkdir(parents=True, exist_ok=True)
+        first = source.get([todo[0]])[0]
+        height = max(2, int(round(first.shape[0] * THUMB_WIDTH / max(first.shape[1], 1) / 2)) * 2)
+        for i, frame in zip(todo, source.get(todo, size=(THUMB_WIDTH, height))):
+            tmp = paths[i].with_suffix(".tmp")
+            Image.fromarray(frame).save(tmp, format="JPEG", quality=70)
+            os.replace(tmp, paths[i])
+    thumbs = []
+    for i in chosen:
+        data = base64.b64encode(paths[i].read_bytes()).decode("ascii")
+        t, labels = picks[i]
+        thumbs.append(Thumb(t, f"data:image/jpeg;base64,{data}", ", ".join(labels)))
+    return thumbs
+
+
+def _pick_samples(ids_by_kind: Mapping[str, list[str]], limit: int) -> list[str]:
+    """Round-robin over question kinds, so every kind is shown."""
+    queues = {k: list(v) for k, v in sorted(ids_by_kind.items())}
+    picked: list[str] = []
+    while len(picked) < limit and any(queues.values()):
+        for q in queues.values():
+            if q and len(picked) < limit:
+                picked.append(q.pop(0))
+    return picked
+
+
+def _timelines(store: Store, runs: Sequence[StoredRun], metric: str, by: str | None, opts: ReportOptions) -> list[TimelineView]:
+    from frameselect.cache import Cache, default_cache_dir
+
+    cache_root = Path(opts.cache_dir) if opts.cache_dir is not None else default_cache_dir()
+    cache = Cache(cache_root / "features")
+    samples: dict[str, Sample] = {}
+    for run in runs:
+        samples = _revive_samples(run)
+        if samples:
+            break
+    records = {run.label: {r.sample_id: r for r in run.records} for run in runs}
+    ids_by_kind: dict[str, list[str]] = defaultdict(list)
+    for sid in dict.fromkeys(r.sample_id for run in runs for r in run.records):
+        first = next(records[run.label][sid] for run in runs if sid in records[run.label])
+        ids_by_kind[str(first.metadata.get(by, "")) if by else ""].append(sid)
+    views: list[TimelineView] = []
+    for n, sid in enumerate(_pick_samples(ids_by_kind, opts.samples)):
+        rows: list[figures.TimelineRow] = []
+        seen: set[tuple[str, tuple[float, ...]]] = set()
+        picks: dict[int, tuple[float, list[str]]] = {}
+        right: list[str] = []
+        wrong: list[str] = []
+        video_id = policy = ""
+        duration = 0.0
+        times_all: np.ndarray | None = None
+        meta: Mapping[str, Any] = {}
+        for run in runs:
+            rec = records[run.label].get(sid)
+            stored = store.selection(run.info.run_id, sid)
+            if rec is None or stored is None:
+                continue
+            selection, info = stored
+            meta = rec.metadata
+            times = tuple(float(t) for t in info.get("timestamps", rec.timestamps))
+            ok = _correct(rec.metrics, metric)
+            if ok is not None:
+                (right if ok else wrong).append(run.label)
+            video_id, policy = str(info.get("video_id", "")), str(info.get("policy", rec.policy))
+            key = (str(run.info.config.get("selector", {}).get("name", run.label)) + f"@{rec.k}", times)
+            if key in seen:
+                continue
+            seen.add(key)
+            rows.append(figures.TimelineRow(run.label, times, ok))
+            for idx, t in zip(selection.indices, times):
+                picks.setdefault(int(idx), (t, []))[1].append(run.label)
+        if not rows:
+            continue
+        sample = samples.get(sid)
+        probe = cache.load_probe(video_id) if video_id else None
+        if probe is not None:
+            duration = float(probe.duration)
+            from frameselect.video.decode import parse_policy, select_pool_indices
+
+            try:
+                times_all = probe.timestamps[select_pool_indices(probe.timestamps, probe.duration, parse_policy(policy))]
+            except Exception:
+                times_all = None
+        duration = max(duration, max((t for r in rows for t in r.times), default=0.0) + 0.5)
+        evidence = [(s.start, s.end) for s in sample.evidence] if sample is not None else []
+        relevance = None
+        if sample is not None and times_all is not None:
+            for run in runs:
+                relevance = _relevance(run, sample, video_id, policy, cache, times_all)
+                if relevance is not None:
+                    break
+        gid = f"tl{n}"
+        svg = figures.timeline(duration, rows, evidence, relevance, gid=gid)
+        thumbs: list[Thumb] = []
+        if opts.thumbnails and sample is not None and video_id:
+            try:
+                thumbs = _thumbnails(sample, video_id, policy, picks, cache_root, opts.thumbs_per_sample)
+            except (OSError, FrameselectError, ValueError):
+                thumbs = []
+        views.append(
+            TimelineView(
+                sample_id=sid,
+                question=sample.query.text if sample is not None else "",
+                options=list(sample.query.options) if sample is not None else [],
+                answer=str(sample.answer or "") if sample is not None else "",
+                kind=str(meta.get(by, "")) if by else "",
+                video=(sample.video if opts.include_paths else os.path.basename(sample.video)) if sample is not None else "",
+                svg=svg,
+                ticks=sum(len(r.times) for r in rows),
+                right=right,
+                wrong=wrong,
+                thumbs=thumbs,
+            )
+        )
+    return views
+
+
+# -- routing, cost, replays ------------------------------------------------------------
+
+
+def _routing_svgs(runs: Sequence[StoredRun], by: str | None) -> list[tuple[str, str]]:
+    out = []
+    for run in runs:
+        if run.info.kind != "routed" or not run.records:
+            continue
+        groups: dict[str, list[int]] = defaultdict(list)
+        for r in run.records:
+            groups[str(r.metadata.get(by, "all")) if by else "all"].append(int(r.k))
+        mean_budget = float(run.info.config.get("k", np.mean([r.k for r in run.records])))
+        out.append((run.label, figures.budget_boxes(dict(sorted(groups.items())), mean_budget, title=run.label)))
+    return out
+
+
+def _mean(values: Sequence[float]) -> float:
+    vals = [v for v in values if not math.isnan(v)]
+    return float(np.mean(vals)) if vals else math.nan
+
+
+def _cost_svgs(section: TableSection, runs: Sequence[StoredRun], metric: str) -> list[tuple[str, str]]:
+    """Selection latency, and answer cost (tokens, else latency), against the headline metric."""
+    est = {row.label: row.cells[metric].estimate for row in section.rows if metric in row.cells and row.subset in (None, "all")}
+
+    def points(key: str) -> list[tuple[str, float, float]]:
+        out = []
+        for run in runs:
+            cost = _mean([float(r.metrics.get(key, math.nan)) for r in run.records])
+            if run.label in est and not math.isnan(cost) and not math.isnan(est[run.label]):
+                out.append((run.label, cost, est[run.label]))
+        return out
+
+    figs: list[tuple[str, str]] = []
+    latency = points("selection_latency_s")
+    if latency:
+        figs.append(("selection latency", figures.cost_scatter(latency, xlabel="selection latency (s per question)", ylabel=metric)))
+    tokens = [p for p in points("answer_tokens") if p[1] > 0]
+    answer, xlabel = (tokens, "answer cost (tokens per question)") if tokens else (points("answer_latency_s"), "answer latency (s per question)")
+    if answer:
+        figs.append(("answer cost", figures.cost_scatter(answer, xlabel=xlabel, ylabel=metric)))
+    return figs
+
+
+def _replays(runs: Sequence[StoredRun], section: TableSection, metric: str) -> tuple[list[str], list[tuple[str, list[str]]]] | None:
+    by_id = {run.info.run_id: run for run in runs}
+    children: dict[str, list[StoredRun]] = defaultdict(list)
+    for run in runs:
+        if run.info.parent_run and run.info.parent_run in by_id:
+            children[run.info.parent_run].append(run)
+    if not children:
+        return None
+    cells = {row.label: row.cells[metric] for row in section.rows if metric in row.cells and row.subset in (None, "all")}
+
+    def answerer(run: StoredRun) -> str:
+        cfg = run.info.config.get("answerer") or {}
+        return str(cfg.get("name") or cfg.get("id") or "—") if isinstance(cfg, Mapping) else str(cfg)
+
+    columns = list(dict.fromkeys(answerer(r) for parent, kids in children.items() for r in [by_id[parent], *kids]))
+    rows = []
+    for parent, kids in children.items():
+        values = {answerer(r): (_cell_text(cells[r.label]) if r.label in cells else "–") for r in [by_id[parent], *kids]}
+        rows.append((by_id[parent].label, [values.get(c, "") for c in columns]))
+    return columns, rows
+
+
+# -- the page -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """What goes into the page."""
+
+    samples: int = 8
+    thumbnails: bool = True
+    thumbs_per_sample: int = 24
+    include_paths: bool = False
+    metric: str | None = None
+    by: str | None = "kind"
+    n_boot: int = 1000
+    seed: int = 0
+    cache_dir: str | os.PathLike[str] | None = None
+
+
+def _dataset_views(store: Store, opts: ReportOptions, progress: Callable[[str], None]) -> list[DatasetView]:
+    runs = load_runs(store)
+    if not runs:
+        raise ReportError("the store holds no runs: run `frameselect run` or `frameselect bench` first")
+    sections = build_tables(runs, None, None, n_boot=opts.n_boot, seed=opts.seed)
+    note = f"95 % percentile bootstrap intervals over videos ({opts.n_boot} resamples, seed {opts.seed})"
+    views = []
+    for section in sections:
+        members = [run for run in runs if run.dataset == section.dataset]
+        metric = _headline(section, opts.metric)
+        view = DatasetView(section.dataset, _table_view(section, note), metric)
+        view.run_labels = [run.label for run in members]
+        view.kinds = sorted({str(r.metadata[opts.by]) for run in members for r in run.records if opts.by and opts.by in r.metadata})
+        if metric:
+            progress(f"ranks on {section.dataset}")
+            view.bump_svg, view.tau_svg, view.inversions = _ranks_views(members, metric, opts.by, opts.n_boot, opts.seed)
+            progress(f"timelines of {section.dataset}")
+            view.timelines = _timelines(store, members, metric, opts.by, opts)
+            view.cost_svgs = _cost_svgs(section, members, metric)
+            view.replays = _replays(members, section, metric)
+        view.routing_svgs = _routing_svgs(members, opts.by)
+        views.append(view)
+    return views
+
+
+def build_report(store: Store | str | os.PathLike[str], *, options: ReportOptions | None = None, progress: Callable[[str], None] | None = None) -> str:
+    """The report page (HTML text) for every run in ``store``."""
+    _require_extra()
+    import jinja2
+
+    from frameselect._version import __version__
+
+    opts = options or ReportOptions()
+    own = not isinstance(store, Store)
+    if own and not Path(os.fspath(store)).exists():  # type: ignore[arg-type]
+        raise ReportError(f"no store at {os.fspath(store)}")  # type: ignore[arg-type]
+    st = store if isinstance(store, Store) else Store(store)
+    try:
+        datasets = _dataset_views(st, opts, progress or (lambda _msg: None))
+    finally:
+        if own:
+            st.close()
+    env = jinja2.Environment(loader=jinja2.PackageLoader("frameselect.htmlreport", "templates"), autoescape=True, undefined=jinja2.StrictUndefined)
+    template = env.get_template("report.html.j2")
+    store_name = (os.fspath(store) if opts.include_paths else os.path.basename(os.fspath(store))) if not isinstance(store, Store) else ""
+    return template.render(datasets=datasets, version=__version__, store=store_name, markup=_markup)
+
+
+def _markup(svg: str) -> Any:
+    """Our own matplotlib SVG, trusted as markup (its text is drawn as paths)."""
+    import markupsafe
+
+    return markupsafe.Markup(svg)
+
+
+def write_report(
+    store: Store | str | os.PathLike[str], out: str | os.PathLike[str], *, options: ReportOptions | None = None, progress: Callable[[str], None] | None = None
+) -> Path:
+    """Build the report and write it to ``out`` (atomically); returns the path."""
+    html = build_report(store, options=options, progress=progress)
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(html, encoding="utf-8")
+    os.replace(tmp, path)
+    return path

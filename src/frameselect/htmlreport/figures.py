@@ -1,0 +1,187 @@
+"""The report's figures, drawn with matplotlib and written as inline SVG.
+
+Every function takes plain data and returns an SVG string (no XML prolog),
+ready to be placed in the page. Text is rendered as paths (matplotlib's
+default ``svg.fonttype``), so no label text reaches the page as markup.
+Elements the page's tests count carry an SVG id (``set_gid``).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["bump_chart", "tau_heatmap", "cost_scatter", "budget_boxes", "timeline", "TimelineRow", "training_curves"]
+
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+
+
+def _plt() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update({"svg.hashsalt": "frameselect", "font.size": 9, "axes.spines.top": False, "axes.spines.right": False})
+    return plt
+
+
+def _svg(fig: Any) -> str:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    _plt().close(fig)
+    text = buf.getvalue()
+    start = text.find("<svg")
+    # matplotlib repeats each label in an (escaped) XML comment beside its glyphs; drop them
+    return _COMMENT.sub("", text[start:] if start >= 0 else text)
+
+
+def color(i: int) -> str:
+    return _PALETTE[i % len(_PALETTE)]
+
+
+def bump_chart(columns: Sequence[str], ranks: Mapping[str, Sequence[float]], *, title: str = "") -> str:
+    """Ranks (1 = best) of each entry across ``columns``; NaN where an entry is absent."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(max(4.0, 1.3 * len(columns) + 2.5), 0.32 * max(len(ranks), 4) + 1.2))
+    x = np.arange(len(columns))
+    n_entries = max(len(ranks), 1)
+    for i, (entry, values) in enumerate(ranks.items()):
+        y = np.asarray(values, dtype=float)
+        line = ax.plot(x, y, marker="o", color=color(i), linewidth=1.6, markersize=4)[0]
+        line.set_gid(f"bump-{i}")
+        last = np.flatnonzero(~np.isnan(y))
+        if last.size:
+            ax.annotate(entry, (x[last[-1]], y[last[-1]]), xytext=(6, 0), textcoords="offset points", va="center", fontsize=8, color=color(i))
+    ax.set_xticks(x, list(columns), rotation=20, ha="right")
+    ax.set_ylim(n_entries + 0.5, 0.5)
+    ax.set_yticks(range(1, n_entries + 1))
+    ax.set_ylabel("rank (1 = best)")
+    ax.set_xlim(-0.3, len(columns) - 0.3 + 1.2)
+    if title:
+        ax.set_title(title, fontsize=10)
+    return _svg(fig)
+
+
+def tau_heatmap(labels: Sequence[str], tau: np.ndarray, *, title: str = "") -> str:
+    """Kendall τ_b between rankings, as a heat map with the values written in the cells."""
+    plt = _plt()
+    n = len(labels)
+    fig, ax = plt.subplots(figsize=(0.55 * n + 2.6, 0.5 * n + 1.6))
+    im = ax.imshow(np.ma.masked_invalid(tau), cmap="RdBu", vmin=-1, vmax=1)
+    im.set_gid("tau-heatmap")
+    ax.set_xticks(range(n), list(labels), rotation=40, ha="right")
+    ax.set_yticks(range(n), list(labels))
+    for i in range(n):
+        for j in range(n):
+            v = tau[i, j]
+            if not math.isnan(v):
+                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7, color="white" if abs(v) > 0.6 else "black")
+    fig.colorbar(im, ax=ax, shrink=0.8, label="Kendall τ_b")
+    if title:
+        ax.set_title(title, fontsize=10)
+    return _svg(fig)
+
+
+def cost_scatter(points: Sequence[tuple[str, float, float]], *, xlabel: str, ylabel: str) -> str:
+    """One point per run: (label, cost, accuracy); cost on a log axis when it spans decades."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.0, 3.6))
+    xs = np.array([p[1] for p in points], dtype=float)
+    for i, (label, x, y) in enumerate(points):
+        dot = ax.scatter([x], [y], color=color(i), s=28, zorder=3)
+        dot.set_gid(f"cost-{i}")
+        ax.annotate(label, (x, y), xytext=(4, 3), textcoords="offset points", fontsize=7)
+    finite = xs[np.isfinite(xs) & (xs > 0)]
+    if finite.size and finite.max() / max(finite.min(), 1e-12) > 30:
+        ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    return _svg(fig)
+
+
+def budget_boxes(groups: Mapping[str, Sequence[int]], mean_budget: float, *, title: str = "") -> str:
+    """The distribution of per-question budgets for each question kind, with the mean budget."""
+    plt = _plt()
+    names = list(groups)
+    fig, ax = plt.subplots(figsize=(max(4.0, 1.1 * len(names) + 2), 3.2))
+    ax.boxplot([list(groups[n]) for n in names], showmeans=True)
+    ax.set_xticks(range(1, len(names) + 1), names)
+    ax.axhline(mean_budget, color="#d62728", linestyle="--", linewidth=1, label=f"mean budget {mean_budget:g}")
+    ax.set_ylabel("frames (k)")
+    ax.legend(loc="upper right", fontsize=8)
+    if title:
+        ax.set_title(title, fontsize=10)
+    return _svg(fig)
+
+
+@dataclass(frozen=True)
+class TimelineRow:
+    """One selector's chosen frames on a sample's timeline."""
+
+    label: str
+    times: tuple[float, ...]
+    correct: bool | None = None
+
+
+def timeline(
+    duration: float,
+    rows: Sequence[TimelineRow],
+    evidence: Sequence[tuple[float, float]] = (),
+    relevance: tuple[np.ndarray, np.ndarray] | None = None,
+    *,
+    gid: str = "tl",
+) -> str:
+    """A sample's timeline: evidence spans shaded, the relevance curve on top, a row of ticks per selector.
+
+    Each chosen frame is one tick, an SVG element with id ``{gid}-tick-{row}-{j}``.
+    """
+    plt = _plt()
+    n = len(rows)
+    has_rel = relevance is not None and len(relevance[0]) > 1
+    heights = ([1.0] if has_rel else []) + [max(0.9, 0.28 * n + 0.3)]
+    fig, axes = plt.subplots(len(heights), 1, figsize=(7.5, sum(heights) + 0.3), sharex=True, gridspec_kw={"height_ratios": heights}, squeeze=False)
+    axes = axes[:, 0]
+    for ax in axes:
+        for s, e in evidence:
+            ax.axvspan(s, e, color="#2ca02c", alpha=0.18, linewidth=0)
+    if has_rel and relevance is not None:
+        ax = axes[0]
+        ax.plot(relevance[0], relevance[1], color="#555555", linewidth=1.0)
+        ax.set_ylabel("relevance", fontsize=7)
+        ax.tick_params(labelsize=7)
+    ax = axes[-1]
+    for r, row in enumerate(rows):
+        y = n - 1 - r
+        mark = "" if row.correct is None else (" ✓" if row.correct else " ✗")
+        for j, t in enumerate(row.times):
+            line = ax.vlines(t, y - 0.36, y + 0.36, color=color(r), linewidth=1.6)
+            line.set_gid(f"{gid}-tick-{r}-{j}")
+        ax.text(-0.01, y, row.label + mark, transform=ax.get_yaxis_transform(), ha="right", va="center", fontsize=7)
+    ax.set_yticks([])
+    ax.set_ylim(-0.6, n - 0.4)
+    ax.set_xlim(0, max(duration, 1e-6))
+    ax.set_xlabel("time (s)", fontsize=8)
+    ax.tick_params(labelsize=7)
+    return _svg(fig)
+
+
+def training_curves(steps: Sequence[int], series: Mapping[str, Sequence[float]]) -> str:
+    """Training curves (one panel per series) sharing the step axis."""
+    plt = _plt()
+    names = list(series)
+    fig, axes = plt.subplots(1, len(names), figsize=(3.2 * len(names), 2.6), squeeze=False)
+    for ax, name in zip(axes[0], names):
+        ax.plot(list(steps), list(series[name]), color="#1f77b4")
+        ax.set_title(name, fontsize=9)
+        ax.set_xlabel("step", fontsize=8)
+        ax.grid(alpha=0.3)
+    return _svg(fig)

@@ -1,0 +1,177 @@
+"""The HTML report: built from a real store, checked as text and in a real headless Chromium."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("jinja2")
+pytest.importorskip("matplotlib")
+
+import frameselect
+from frameselect.datasets.base import InMemoryDataset
+from frameselect.datasets.tiny import TinyDataset
+from frameselect.htmlreport import ReportError, ReportOptions, build_report, write_report
+from frameselect.registry import datasets
+from frameselect.replay import replay
+from frameselect.store import Store
+from frameselect.types import Query
+
+INJECTED = "<script>window.__pwned = 1;</script><img src=x onerror='window.__pwned = 2'>"
+
+
+@datasets.register("report_hostile")
+class HostileTiny(InMemoryDataset):
+    """``tiny`` with a question and a question kind that carry markup (registered for these tests)."""
+
+    def __init__(self, root: str = "") -> None:
+        samples = []
+        for s in TinyDataset(root=root or None):
+            query = Query(s.query.text + " " + INJECTED, tuple(s.query.options))
+            kind = str(s.metadata.get("kind", ""))
+            samples.append(dataclasses.replace(s, query=query, metadata={**s.metadata, "kind": kind + "<b>"}))
+        super().__init__(samples, name="report_hostile")
+        self.root = root
+
+    def params(self) -> dict[str, str]:
+        return {"root": self.root}
+
+
+@pytest.fixture(scope="module")
+def store_path(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    tmp = tmp_path_factory.mktemp("report")
+    store = tmp / "runs.sqlite"
+    cache = tmp / "cache"
+    common = dict(evaluators=["evidence_recall", "mc_accuracy"], k=4, encoder="color_histogram", answerer="oracle", store=store, cache_dir=cache / "features")
+    first = frameselect.evaluate(selector="uniform", dataset="report_hostile", label="uniform " + INJECTED, **common)
+    frameselect.evaluate(selector="kcenter", dataset="report_hostile", **common)
+    frameselect.evaluate(router="text_cue", bank=["uniform", "kcenter"], dataset="report_hostile", **common)
+    replay(first.run_id, "label_reader", store=store, cache_dir=cache / "features", label="uniform replayed")
+    return store, cache
+
+
+def _options(cache: Path, **kw: object) -> ReportOptions:
+    return ReportOptions(cache_dir=cache, n_boot=200, **kw)  # type: ignore[arg-type]
+
+
+def _expected_ticks(store: Path) -> dict[str, int]:
+    """Ticks per sample in a timeline: one per chosen frame of each distinct (selector, k, frames)."""
+    with Store(store) as st:
+        out: dict[str, set[tuple[str, int, tuple[float, ...]]]] = {}
+        for info in st.runs():
+            for rec in st.records(info.run_id, status="ok"):
+                sel = st.selection(info.run_id, rec.sample_id)
+                assert sel is not None
+                times = tuple(float(t) for t in sel[1]["timestamps"])
+                out.setdefault(rec.sample_id, set()).add((info.config["selector"]["name"] + f"@{rec.k}", 0, times))
+    return {sid: sum(len(t) for _, _, t in keys) for sid, keys in out.items()}
+
+
+def test_report_escapes_text_and_leaves_out_paths(store_path: tuple[Path, Path]) -> None:
+    store, cache = store_path
+    html = build_report(store, options=_options(cache))
+    assert "<script>window.__pwned" not in html
+    assert "&lt;script&gt;window.__pwned = 1;&lt;/script&gt;" in html
+    assert "onerror='window" not in html
+    assert str(store.parent) not in html  # no machine paths unless asked
+    assert "runs.sqlite" in html
+    with_paths = build_report(store, options=_options(cache, include_paths=True, thumbnails=False))
+    assert str(store) in with_paths
+
+
+def test_report_sections_and_ticks(store_path: tuple[Path, Path]) -> None:
+    store, cache = store_path
+    html = build_report(store, options=_options(cache, samples=50))
+    # one table row per run; the best mc_accuracy marked
+    assert html.count("<tr><td>") == 4 + 1  # 4 runs in the results table, one replayed run in the replay table
+    assert 'class="best"' in html
+    for section in ("figure bump", "figure tau", "figure routing", "figure cost", "results replays"):
+        assert section in html
+    expected = _expected_ticks(store)
+    cards = re.findall(r'data-ticks="(\d+)"', html)
+    assert sorted(int(c) for c in cards) == sorted(expected.values())
+    ticks = re.findall(r'<g id="tl(\d+)-tick-\d+-\d+"', html)
+    assert len(ticks) == sum(expected.values())
+    # thumbnails are JPEG data URIs, decoded once and kept in the cache
+    assert html.count('src="data:image/jpeg;base64,') > 0
+    assert any((cache / "thumbs").rglob("*.jpg"))
+
+
+def test_report_of_empty_store_is_an_error(tmp_path: Path) -> None:
+    Store(tmp_path / "empty.sqlite").close()
+    with pytest.raises(ReportError, match="no runs"):
+        build_report(tmp_path / "empty.sqlite")
+    with pytest.raises(ReportError, match="no store"):
+        build_report(tmp_path / "missing.sqlite")
+
+
+def test_report_command(store_path: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from frameselect.cli import main
+
+    store, cache = store_path
+    out = tmp_path / "r.html"
+    assert main(["report", "--store", str(store), "-o", str(out), "--cache-dir", str(cache), "--boot", "100", "--no-thumbnails"]) == 0
+    assert out.exists() and "report written to" in capsys.readouterr().out
+    assert main(["report", "--store", str(tmp_path / "none.sqlite"), "-o", str(out)]) == 2
+    assert "no store" in capsys.readouterr().err
+
+
+def _chrome() -> object:
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install selenium)")
+    binary = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    driver = shutil.which("chromedriver")
+    if not binary or not driver:
+        pytest.skip("no headless Chromium and chromedriver on this machine (Debian: apt-get install chromium chromium-driver)")
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = binary
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,2000"):
+        opts.add_argument(arg)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    return webdriver.Chrome(service=Service(executable_path=driver), options=opts)
+
+
+def test_report_in_headless_chromium(store_path: tuple[Path, Path], tmp_path: Path) -> None:
+    store, cache = store_path
+    page = write_report(store, tmp_path / "report.html", options=_options(cache, samples=50))
+    expected = _expected_ticks(store)
+    browser = _chrome()
+    try:
+        url = page.resolve().as_uri()
+        browser.get(url)  # type: ignore[attr-defined]
+        run = browser.execute_script  # type: ignore[attr-defined]
+        assert run("return document.readyState") == "complete"
+        assert run("return window.__pwned === undefined") is True
+        # the escaped question is shown as text
+        assert "<script>window.__pwned = 1;</script>" in run("return document.body.innerText")
+        assert run("return document.querySelectorAll('table.results').length") == 2
+        for css in (".bump svg", ".tau svg", ".routing svg", ".cost svg"):
+            assert run(f"return document.querySelectorAll('{css}').length") >= 1, css
+        cards = run("return Array.from(document.querySelectorAll('.timeline')).map(c => [c.querySelectorAll('[id*=\"-tick-\"]').length, +c.dataset.ticks])")
+        assert sorted(c[0] for c in cards) == sorted(expected.values())
+        assert all(a == b for a, b in cards)
+        # sorting a column reorders the rows by value
+        run("document.querySelectorAll('table.results th')[2].click(); document.querySelectorAll('table.results th')[2].click();")
+        values = run("return Array.from(document.querySelectorAll('#table-1 tbody tr')).map(r => parseFloat(r.cells[2].dataset.value))")
+        assert values == sorted(values, reverse=True)
+        # the kind filter hides the other kinds
+        kinds = run("return Array.from(document.querySelectorAll('.f-kind option')).map(o => o.value).filter(v => v)")
+        run(f"var s = document.querySelector('.f-kind'); s.value = {json.dumps(kinds[0])}; s.dispatchEvent(new Event('change'));")
+        shown = run("return Array.from(document.querySelectorAll('.timeline')).filter(c => !c.hidden).map(c => c.dataset.kind)")
+        assert shown and set(shown) == {kinds[0]}
+        severe = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]  # type: ignore[attr-defined]
+        assert severe == []
+        requests = []
+        for entry in browser.get_log("performance"):  # type: ignore[attr-defined]
+            msg = json.loads(entry["message"])["message"]
+            if msg["method"] == "Network.requestWillBeSent":
+                requests.append(msg["params"]["request"]["url"])
+        assert [u for u in requests if u != url and not u.startswith("data:")] == []
+    finally:
+        browser.quit()  # type: ignore[attr-defined]
