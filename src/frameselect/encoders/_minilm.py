@@ -54,8 +54,12 @@ def _load() -> tuple[Any, Any]:
     return tokenizer, model
 
 
-def embed_texts(texts: Sequence[str], batch_size: int = 64) -> NDArray[np.float32]:
-    """(len(texts), 384) L2-normalised sentence embeddings."""
+def embed_texts(texts: Sequence[str], batch_size: int = 64, runtime: str = "torch") -> NDArray[np.float32]:
+    """(len(texts), 384) L2-normalised sentence embeddings (mean pooling over tokens).
+
+    ``runtime``: ``"torch"`` (eager fp32), ``"onnx"`` or ``"onnx-int8"`` (ONNX Runtime,
+    see :mod:`frameselect.encoders._onnx`); the tokenizer is the same for all three.
+    """
     import torch
 
     texts = [str(t) for t in texts]
@@ -66,18 +70,25 @@ def embed_texts(texts: Sequence[str], batch_size: int = 64) -> NDArray[np.float3
     with torch.inference_mode():
         for start in range(0, len(texts), batch_size):
             batch = tokenizer(texts[start : start + batch_size], padding=True, truncation=True, max_length=128, return_tensors="pt")
-            hidden = model(**batch).last_hidden_state
+            if runtime == "torch":
+                hidden = model(**batch).last_hidden_state
+            else:
+                from frameselect.encoders._onnx import session
+
+                sess = session("minilm", runtime)
+                feeds = {i.name: batch[i.name].numpy() for i in sess.get_inputs()}
+                hidden = torch.from_numpy(sess.run(None, feeds)[0])
             mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
             pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
             out.append(torch.nn.functional.normalize(pooled, dim=1).numpy())
     return np.concatenate(out).astype(np.float32)
 
 
-@functools.lru_cache(maxsize=1)
-def label_embeddings() -> NDArray[np.float32]:
-    """MiniLM embeddings of the 1000 ImageNet class names (computed once per process)."""
+@functools.lru_cache(maxsize=3)
+def label_embeddings(runtime: str = "torch") -> NDArray[np.float32]:
+    """MiniLM embeddings of the 1000 ImageNet class names (computed once per process and runtime)."""
     from frameselect.encoders._mobilenet_v2 import imagenet_class_names
 
-    emb = embed_texts(list(imagenet_class_names()))
+    emb = embed_texts(list(imagenet_class_names()), runtime=runtime)
     emb.setflags(write=False)
     return emb

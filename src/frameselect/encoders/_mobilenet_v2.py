@@ -190,15 +190,25 @@ def preprocess(frames: NDArray[np.uint8], size: int = 224, crop: str = "center")
     return (x - mean) / std
 
 
-def classify(frames: NDArray[np.uint8], size: int = 224, crop: str = "center") -> tuple[NDArray[np.float32], NDArray[np.float32]]:
-    """(class probabilities (B, 1000), pooled features (B, 1280)) of RGB frames."""
+def classify(frames: NDArray[np.uint8], size: int = 224, crop: str = "center", runtime: str = "torch") -> tuple[NDArray[np.float32], NDArray[np.float32]]:
+    """(class probabilities (B, 1000), pooled features (B, 1280)) of RGB frames.
+
+    ``runtime``: ``"torch"`` (eager fp32), ``"onnx"`` or ``"onnx-int8"`` (ONNX Runtime,
+    see :mod:`frameselect.encoders._onnx`); the preprocessing is the same for all three.
+    """
     import torch
 
     frames = np.asarray(frames)
     if frames.ndim == 3:
         frames = frames[None]
-    model = load_mobilenet_v2()
     with torch.inference_mode():
-        pooled, logits = model(preprocess(frames, size, crop))
+        pixels = preprocess(frames, size, crop)
+        if runtime == "torch":
+            pooled, logits = load_mobilenet_v2()(pixels)
+        else:
+            from frameselect.encoders._onnx import session
+
+            pooled_np, logits_np = session("mobilenet_v2", runtime).run(None, {"pixels": pixels.numpy()})
+            pooled, logits = torch.from_numpy(pooled_np), torch.from_numpy(logits_np)
         probs = torch.softmax(logits.double(), dim=1).float()
     return probs.numpy().astype(np.float32), pooled.numpy().astype(np.float32)

@@ -58,11 +58,11 @@ def probabilities(embeddings: NDArray[Any]) -> NDArray[np.float64]:
     return out
 
 
-def label_distribution(texts: Sequence[str], temperature: float = 0.03) -> NDArray[np.float64]:
+def label_distribution(texts: Sequence[str], temperature: float = 0.03, runtime: str = "torch") -> NDArray[np.float64]:
     """(len(texts), 1000): softmax over MiniLM similarities of each text to the class names."""
     from frameselect.encoders._minilm import embed_texts, label_embeddings
 
-    sims = embed_texts(list(texts)).astype(np.float64) @ label_embeddings().astype(np.float64).T
+    sims = embed_texts(list(texts), runtime=runtime).astype(np.float64) @ label_embeddings(runtime).astype(np.float64).T
     z = (sims - sims.max(axis=1, keepdims=True)) / temperature
     q = np.exp(z)
     out: NDArray[np.float64] = q / q.sum(axis=1, keepdims=True)
@@ -81,14 +81,19 @@ class ImagenetLabel(Encoder):
     See the module docstring for the embedding and the relevance. ``size``:
     classifier input side (pixels); ``crop``: ``"center"`` square or
     ``"none"`` (squash); ``temperature``: softmax temperature of the query's
-    label distribution.
+    label distribution; ``runtime``: ``"torch"`` (eager fp32), ``"onnx"`` or
+    ``"onnx-int8"`` (ONNX Runtime, :mod:`frameselect.encoders._onnx`), for both
+    networks; part of the id, so caches never mix runtimes.
     """
 
     has_text = True
     normalized = True
     batch_size = 32
 
-    def __init__(self, size: int = 224, crop: str = "center", temperature: float = 0.03) -> None:
+    def __init__(self, size: int = 224, crop: str = "center", temperature: float = 0.03, runtime: str = "torch") -> None:
+        from frameselect.encoders._onnx import check_runtime
+
+        self.runtime = check_runtime(runtime)
         if crop not in ("center", "none"):
             raise ValueError(f"crop must be 'center' or 'none', got {crop!r}")
         if not 32 <= int(size) <= 512:
@@ -101,19 +106,20 @@ class ImagenetLabel(Encoder):
         from frameselect.encoders._minilm import MODEL_ID
         from frameselect.encoders._mobilenet_v2 import WEIGHTS_FILE
 
-        return {"size": self.size, "crop": self.crop, "temperature": self.temperature, "weights": WEIGHTS_FILE, "text": MODEL_ID}
+        extra = {} if self.runtime == "torch" else {"runtime": self.runtime}
+        return {"size": self.size, "crop": self.crop, "temperature": self.temperature, "weights": WEIGHTS_FILE, "text": MODEL_ID, **extra}
 
     def class_probabilities(self, frames: NDArray[np.uint8]) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
         from frameselect.encoders._mobilenet_v2 import classify
 
-        return classify(np.asarray(frames), self.size, self.crop)
+        return classify(np.asarray(frames), self.size, self.crop, self.runtime)
 
     def encode_frames(self, frames: NDArray[np.uint8]) -> NDArray[np.float32]:
         probs, pooled = self.class_probabilities(frames)
         return np.concatenate([LABEL_WEIGHT * np.sqrt(probs), _POOLED_WEIGHT * l2_normalize(pooled)], axis=1).astype(np.float32)
 
     def encode_text(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        q = label_distribution(texts, self.temperature)
+        q = label_distribution(texts, self.temperature, self.runtime)
         return np.concatenate([np.sqrt(q), np.zeros((q.shape[0], 1280))], axis=1).astype(np.float32)
 
     def relevance(self, frame_embeddings: NDArray[np.float32], text_embedding: NDArray[np.float32]) -> NDArray[np.float64]:
@@ -137,14 +143,18 @@ class OcrText(Encoder):
     normalized = True
     batch_size = 16
 
-    def __init__(self, max_side: int = 320, min_score: float = 0.5) -> None:
+    def __init__(self, max_side: int = 320, min_score: float = 0.5, runtime: str = "torch") -> None:
+        from frameselect.encoders._onnx import check_runtime
+
         self.max_side, self.min_score = int(max_side), float(min_score)
+        self.runtime = check_runtime(runtime)
 
     def params(self) -> dict[str, Any]:
         from frameselect.encoders._minilm import MODEL_ID
         from frameselect.encoders._ocr import ocr_id
 
-        return {"ocr": ocr_id(self.max_side, self.min_score), "text": MODEL_ID}
+        extra = {} if self.runtime == "torch" else {"runtime": self.runtime}
+        return {"ocr": ocr_id(self.max_side, self.min_score), "text": MODEL_ID, **extra}
 
     def frame_texts(self, frames: NDArray[np.uint8]) -> list[str]:
         from frameselect.encoders._ocr import read_text
@@ -157,9 +167,9 @@ class OcrText(Encoder):
     def encode_frames(self, frames: NDArray[np.uint8]) -> NDArray[np.float32]:
         from frameselect.encoders._minilm import embed_texts
 
-        return embed_texts(self.frame_texts(frames))
+        return embed_texts(self.frame_texts(frames), runtime=self.runtime)
 
     def encode_text(self, texts: Sequence[str]) -> NDArray[np.float32]:
         from frameselect.encoders._minilm import embed_texts
 
-        return embed_texts(list(texts))
+        return embed_texts(list(texts), runtime=self.runtime)

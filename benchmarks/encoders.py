@@ -1,0 +1,123 @@
+"""Throughput and agreement of every encoder runtime (eager torch fp32, ONNX fp32, ONNX int8).
+
+    .venv/bin/python benchmarks/encoders.py [--frames 96] [--repeats 3] [--batch 32]
+
+Frames are real: evenly spread over the videos of the default benchmark's
+``haystack`` suite (built into the cache first if absent). Texts are the 1000
+ImageNet class names plus the suite's questions. For each runtime it prints
+the median throughput (runs interleaved across runtimes, after a warm-up, so
+the machine's load hits each alike), the ratio to eager torch fp32 measured
+in the same run, and the agreement with the fp32 features: mean and minimum
+cosine similarity, and for MobileNetV2 the top-1 ImageNet label agreement.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# benchmarks/selectors.py is named like the standard library's ``selectors``: keep this folder off the path
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+
+import argparse  # noqa: E402
+import platform  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+
+import numpy as np  # noqa: E402
+from numpy.typing import NDArray  # noqa: E402
+
+from frameselect.encoders._onnx import RUNTIMES  # noqa: E402
+
+
+def suite_frames(n: int) -> tuple[NDArray[np.uint8], list[str]]:
+    """``n`` RGB frames spread over the haystack suite's videos, and the suite's questions."""
+    from frameselect.bench.haystack import HaystackConfig, ensure_suite
+    from frameselect.bench.questions import questions_for
+    from frameselect.video.decode import candidates
+
+    plans, paths = ensure_suite(HaystackConfig())
+    per_video = max(1, n // len(paths))
+    frames = []
+    for path in paths:
+        pool = candidates(path, f"uniform={per_video}")
+        assert pool.source is not None
+        frames.extend(pool.source.get(range(len(pool))))
+    questions = [q.query.text for plan, path in zip(plans, paths) for q in questions_for(plan, str(path), 0)]
+    return np.stack(frames[:n]), questions
+
+
+def cosine(a: NDArray[np.float32], b: NDArray[np.float32]) -> NDArray[np.float64]:
+    a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return np.sum(a64 * b64, axis=1) / np.maximum(np.linalg.norm(a64, axis=1) * np.linalg.norm(b64, axis=1), 1e-12)
+
+
+def timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def bench_images(frames: NDArray[np.uint8], repeats: int, batch: int) -> None:
+    from frameselect.encoders._mobilenet_v2 import classify
+
+    def run(runtime: str) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
+        outs = [classify(frames[i : i + batch], runtime=runtime) for i in range(0, len(frames), batch)]
+        return np.concatenate([o[0] for o in outs]), np.concatenate([o[1] for o in outs])
+
+    results = {rt: run(rt) for rt in RUNTIMES}  # warm-up (and export on first use)
+    times: dict[str, list[float]] = {rt: [] for rt in RUNTIMES}
+    for _ in range(repeats):
+        for rt in RUNTIMES:
+            times[rt].append(timed(lambda rt=rt: run(rt)))
+    base_probs, base_pooled = results["torch"]
+    base_t = statistics.median(times["torch"])
+    print(f"\nMobileNetV2 (imagenet_label), {len(frames)} frames of the haystack suite, batch {batch}")
+    print(f"{'runtime':<11} {'frames/s':>9} {'x torch':>8} {'cos mean':>9} {'cos min':>9} {'top-1 agree':>12}")
+    for rt in RUNTIMES:
+        probs, pooled = results[rt]
+        t = statistics.median(times[rt])
+        feats = np.concatenate([np.sqrt(probs), pooled / np.linalg.norm(pooled, axis=1, keepdims=True)], axis=1)
+        base = np.concatenate([np.sqrt(base_probs), base_pooled / np.linalg.norm(base_pooled, axis=1, keepdims=True)], axis=1)
+        cos = cosine(feats, base)
+        agree = float(np.mean(probs.argmax(1) == base_probs.argmax(1)))
+        print(f"{rt:<11} {len(frames) / t:9.1f} {base_t / t:8.2f} {cos.mean():9.5f} {cos.min():9.5f} {agree:12.1%}")
+
+
+def bench_texts(texts: list[str], repeats: int) -> None:
+    from frameselect.encoders._minilm import embed_texts
+
+    results = {rt: embed_texts(texts, runtime=rt) for rt in RUNTIMES}
+    times: dict[str, list[float]] = {rt: [] for rt in RUNTIMES}
+    for _ in range(repeats):
+        for rt in RUNTIMES:
+            times[rt].append(timed(lambda rt=rt: embed_texts(texts, runtime=rt)))
+    base_t = statistics.median(times["torch"])
+    print(f"\nMiniLM (text side of imagenet_label and ocr_text), {len(texts)} texts")
+    print(f"{'runtime':<11} {'texts/s':>9} {'x torch':>8} {'cos mean':>9} {'cos min':>9}")
+    for rt in RUNTIMES:
+        t = statistics.median(times[rt])
+        cos = cosine(results[rt], results["torch"])
+        print(f"{rt:<11} {len(texts) / t:9.1f} {base_t / t:8.2f} {cos.mean():9.5f} {cos.min():9.5f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--frames", type=int, default=96)
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    import torch
+
+    from frameselect.encoders._mobilenet_v2 import imagenet_class_names
+
+    print(f"{platform.processor() or platform.machine()}, torch {torch.__version__} with {torch.get_num_threads()} threads")
+    frames, questions = suite_frames(args.frames)
+    bench_images(frames, args.repeats, args.batch)
+    bench_texts(list(imagenet_class_names()) + questions, args.repeats)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,208 @@
+"""ONNX Runtime paths for the offline encoders (MobileNetV2, MiniLM).
+
+``runtime`` names how an encoder's network runs:
+
+``"torch"``      eager PyTorch, fp32 (the reference path);
+``"onnx"``       the same network exported to ONNX, run by ONNX Runtime in fp32;
+``"onnx-int8"``  that graph quantised to int8: MobileNetV2 statically (QDQ,
+                 per-channel weights, activations calibrated with the 99.999th
+                 percentile on the photographs that ship inside scikit-image;
+                 the depthwise convolutions, which lose most under int8, stay
+                 fp32), MiniLM dynamically (per-channel int8 weights of the
+                 MatMuls with a constant operand; activations quantised per batch).
+                 Faster, but it does not keep the fp32 features to a cosine of
+                 0.999: see docs/performance.md for the measured agreement.
+
+Graphs are exported on first use into ``<cache>/onnx/`` (``$FRAMESELECT_CACHE``
+or ``~/.cache/frameselect``), written atomically, and reused afterwards.
+``runtime`` is part of each encoder's id, so feature caches never mix paths.
+Preprocessing (resize, normalisation, tokenisation) is shared with the torch
+path, so only the network differs. Agreement with the fp32 features and the
+speed-up are measured by ``benchmarks/encoders.py``.
+
+Needs the ``onnx`` extra (onnx, onnxruntime); torch is needed once, to export.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import os
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from frameselect.errors import FrameselectError
+
+__all__ = ["RUNTIMES", "check_runtime", "session", "onnx_dir"]
+
+RUNTIMES = ("torch", "onnx", "onnx-int8")
+#: bump when an export or quantisation recipe changes (old files are then ignored)
+RECIPE = "2"
+_LOCK = threading.Lock()
+
+
+def check_runtime(runtime: str) -> str:
+    if runtime not in RUNTIMES:
+        raise FrameselectError(f"unknown runtime {runtime!r}; use one of {', '.join(RUNTIMES)}")
+    return runtime
+
+
+def onnx_dir() -> Path:
+    from frameselect.cache import default_cache_dir
+
+    return default_cache_dir() / "onnx"
+
+
+def _require() -> Any:
+    try:
+        import onnxruntime
+    except ImportError as exc:
+        raise FrameselectError("the ONNX runtime paths need: pip install 'frameselect[onnx]'") from exc
+    return onnxruntime
+
+
+def _atomic(path: Path, write: Callable[[Path], None]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.stem}.{os.getpid()}.{threading.get_ident()}.tmp.onnx")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+def _graph(name: str, runtime: str, export: Callable[[Path], None], calibrate: Callable[[Path, Path], None]) -> Path:
+    """The model file for ``runtime``, exported (and quantised) on first use."""
+    fp32 = onnx_dir() / f"{name}-r{RECIPE}-fp32.onnx"
+    if not fp32.exists():
+        _atomic(fp32, export)
+    if runtime == "onnx":
+        return fp32
+    int8 = onnx_dir() / f"{name}-r{RECIPE}-int8.onnx"
+    if not int8.exists():
+        _atomic(int8, lambda out: calibrate(fp32, out))
+    return int8
+
+
+@functools.lru_cache(maxsize=8)
+def session(name: str, runtime: str) -> Any:
+    """An ONNX Runtime session for model ``name`` (``mobilenet_v2`` or ``minilm``) at ``runtime``."""
+    ort = _require()
+    if check_runtime(runtime) == "torch":
+        raise ValueError("the torch runtime has no ONNX session")
+    export, calibrate = _RECIPES[name]
+    with _LOCK:
+        path = _graph(name, runtime, export, calibrate)
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.log_severity_level = 3
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+# -- MobileNetV2 -----------------------------------------------------------------------
+
+
+def _export_mobilenet(out: Path) -> None:
+    import torch
+
+    from frameselect.encoders._mobilenet_v2 import load_mobilenet_v2
+
+    model = copy.deepcopy(load_mobilenet_v2())  # the exporter may alter the module it traces
+    dummy = torch.zeros(2, 3, 224, 224)
+    axes = {"pixels": {0: "batch", 2: "height", 3: "width"}, "pooled": {0: "batch"}, "logits": {0: "batch"}}
+    with torch.inference_mode():
+        torch.onnx.export(
+            model, (dummy,), str(out), input_names=["pixels"], output_names=["pooled", "logits"], dynamic_axes=axes, opset_version=17, dynamo=False
+        )
+
+
+def calibration_images(size: int = 224) -> Iterator[NDArray[np.float32]]:
+    """Normalised (1, 3, size, size) inputs from the photographs inside scikit-image, and their mirrors."""
+    from PIL import Image
+
+    from frameselect.bench.haystack import skimage_data_dir
+    from frameselect.encoders._mobilenet_v2 import preprocess
+
+    folder = skimage_data_dir()
+    for name in ("astronaut.png", "chelsea.png", "coffee.png", "rocket.jpg", "motorcycle_left.png", "hubble_deep_field.jpg", "retina.jpg", "color.png"):
+        path = folder / name
+        if not path.exists():
+            continue
+        rgb = np.asarray(Image.open(path).convert("RGB"))
+        for frame in (rgb, rgb[:, ::-1]):
+            yield preprocess(np.ascontiguousarray(frame)[None], size, "center").numpy()
+
+
+def _quantize_mobilenet(fp32: Path, out: Path) -> None:
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+    class Reader(CalibrationDataReader):  # type: ignore[misc]
+        def __init__(self) -> None:
+            self._items = iter(list(calibration_images()))
+
+        def get_next(self) -> dict[str, NDArray[np.float32]] | None:
+            item = next(self._items, None)
+            return None if item is None else {"pixels": item}
+
+    import onnx
+    from onnxruntime.quantization import CalibrationMethod
+
+    graph = onnx.load(str(fp32))
+    depthwise = [n.name for n in graph.graph.node if n.op_type == "Conv" and any(a.name == "group" and a.i > 1 for a in n.attribute)]
+    quantize_static(
+        str(fp32),
+        str(out),
+        Reader(),
+        quant_format=QuantFormat.QDQ,
+        per_channel=True,
+        activation_type=QuantType.QUInt8,
+        weight_type=QuantType.QInt8,
+        nodes_to_exclude=depthwise,
+        calibrate_method=CalibrationMethod.Percentile,
+    )
+
+
+# -- MiniLM ------------------------------------------------------------------------------
+
+
+def _export_minilm(out: Path) -> None:
+    import torch
+
+    from frameselect.encoders._minilm import _load
+
+    tokenizer, live = _load()
+    model = copy.deepcopy(live)  # the TorchScript exporter alters the module it traces: never hand it the live one
+    batch = tokenizer(["a photograph of a cat", "two words"], padding=True, return_tensors="pt")
+    names = list(batch.keys())
+
+    class Hidden(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+            return self.model(**dict(zip(names, inputs))).last_hidden_state  # type: ignore[no-any-return]
+
+    axes = {n: {0: "batch", 1: "tokens"} for n in names} | {"hidden": {0: "batch", 1: "tokens"}}
+    with torch.inference_mode():
+        torch.onnx.export(
+            Hidden(), tuple(batch[n] for n in names), str(out), input_names=names, output_names=["hidden"], dynamic_axes=axes, opset_version=17, dynamo=False
+        )
+
+
+def _quantize_minilm(fp32: Path, out: Path) -> None:
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    quantize_dynamic(str(fp32), str(out), weight_type=QuantType.QInt8, per_channel=True, extra_options={"MatMulConstBOnly": True})
+
+
+_RECIPES: dict[str, tuple[Callable[[Path], None], Callable[[Path, Path], None]]] = {
+    "mobilenet_v2": (_export_mobilenet, _quantize_mobilenet),
+    "minilm": (_export_minilm, _quantize_minilm),
+}

@@ -1,0 +1,112 @@
+"""ONNX Runtime paths of the offline encoders agree with eager torch on real photographs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("onnxruntime")
+pytest.importorskip("onnx")
+
+from frameselect.encoders import _onnx
+from frameselect.encoders._minilm import embed_texts
+from frameselect.encoders._mobilenet_v2 import classify
+from frameselect.encoders.offline import ImagenetLabel, OcrText
+from frameselect.errors import FrameselectError
+
+
+@pytest.fixture(scope="module")
+def onnx_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A fresh cache folder for this module: graphs are exported there once."""
+    _onnx.session.cache_clear()
+    yield tmp_path_factory.mktemp("onnx-cache")
+    _onnx.session.cache_clear()
+
+
+@pytest.fixture()
+def onnx_cache(onnx_root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("FRAMESELECT_CACHE", str(onnx_root))
+    return onnx_root
+
+
+@pytest.fixture(scope="module")
+def photos() -> np.ndarray:
+    """Real RGB photographs from scikit-image, 160 × 120."""
+    from PIL import Image
+
+    from frameselect.bench.haystack import skimage_data_dir
+
+    frames = []
+    for name in ("astronaut.png", "chelsea.png", "coffee.png", "rocket.jpg"):
+        img = Image.open(skimage_data_dir() / name).convert("RGB").resize((160, 120))
+        frames.append(np.asarray(img))
+    return np.stack(frames)
+
+
+def _cos(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.sum(a * b, axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+
+
+def test_unknown_runtime_is_refused_at_construction() -> None:
+    with pytest.raises(FrameselectError, match="unknown runtime 'tensorrt'.*torch, onnx, onnx-int8"):
+        ImagenetLabel(runtime="tensorrt")
+    with pytest.raises(FrameselectError, match="unknown runtime"):
+        OcrText(runtime="fp16")
+
+
+def test_runtime_is_part_of_the_encoder_id() -> None:
+    ids = {ImagenetLabel(runtime=rt).id for rt in _onnx.RUNTIMES}
+    assert len(ids) == 3
+    assert len({OcrText(runtime=rt).id for rt in _onnx.RUNTIMES}) == 3
+
+
+def test_mobilenet_onnx_fp32_matches_torch(onnx_cache: Path, photos: np.ndarray) -> None:
+    probs_t, pooled_t = classify(photos)
+    probs_o, pooled_o = classify(photos, runtime="onnx")
+    assert (onnx_cache / "onnx" / f"mobilenet_v2-r{_onnx.RECIPE}-fp32.onnx").exists()
+    assert np.all(_cos(pooled_o, pooled_t) > 0.9999)
+    assert np.array_equal(probs_o.argmax(1), probs_t.argmax(1))
+    np.testing.assert_allclose(probs_o, probs_t, atol=1e-4)
+    # the classifier is right on what the photographs show (Chelsea is a tabby cat: ImageNet 281-285)
+    assert 281 <= int(probs_o[1].argmax()) <= 285
+
+
+def test_mobilenet_int8_is_close_but_not_exact(onnx_cache: Path, photos: np.ndarray) -> None:
+    _, pooled_t = classify(photos)
+    _, pooled_q = classify(photos, runtime="onnx-int8")
+    cos = _cos(pooled_q, pooled_t)
+    assert np.all(cos > 0.8) and np.all(cos < 0.99999)  # quantised: near, never identical
+
+
+def test_minilm_onnx_matches_torch(onnx_cache: Path) -> None:
+    texts = ["a cat sitting on a sofa", "What colour is the car?", "rocket launch", ""]
+    ref = embed_texts(texts)
+    assert np.all(_cos(embed_texts(texts, runtime="onnx"), ref) > 0.9999)
+    assert np.all(_cos(embed_texts(texts, runtime="onnx-int8"), ref) > 0.95)
+
+
+def test_encoder_end_to_end_relevance_ranking(onnx_cache: Path, photos: np.ndarray) -> None:
+    """The same query ranks the same photograph first under torch and ONNX fp32."""
+    scores = {}
+    for rt in ("torch", "onnx"):
+        enc = ImagenetLabel(runtime=rt)
+        scores[rt] = enc.relevance(enc.encode_frames(photos), enc.encode_text(["a cat"])[0])
+    assert int(np.argmax(scores["onnx"])) == int(np.argmax(scores["torch"])) == 1
+    np.testing.assert_allclose(scores["onnx"], scores["torch"], atol=1e-4)
+
+
+def test_export_leaves_the_torch_model_untouched(onnx_cache: Path) -> None:
+    """Exporting traces a copy: the live torch model gives the same embeddings before and after."""
+    from frameselect.encoders._onnx import session
+
+    texts = ["a tabby cat", "rocket launch"]
+    before = embed_texts(texts)
+    session.cache_clear()
+    for graph in (onnx_cache / "onnx").glob("minilm-*.onnx"):
+        graph.unlink()
+    embed_texts(texts, runtime="onnx")  # exports again
+    np.testing.assert_array_equal(embed_texts(texts), before)
