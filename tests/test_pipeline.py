@@ -16,6 +16,7 @@ import pytest
 
 import frameselect
 from frameselect.datasets.base import InMemoryDataset
+from frameselect.errors import ConfigError
 from frameselect.store import Store
 from frameselect.types import Query, Sample, Span
 
@@ -76,8 +77,11 @@ def test_corrupt_video_is_a_recorded_failure(tiny, tmp_path: Path) -> None:  # t
 
 
 def test_needs_are_checked_with_clear_errors(tiny, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    result = frameselect.evaluate(selector="kcenter", dataset=tiny, k=2, encoder=None, store=tmp_path / "s.sqlite", cache_dir=tmp_path / "c")
-    assert all(r.status == "failed" and "encoder" in (r.error or "") for r in result.records)
+    # unmet needs are a configuration error before any sample runs (tests/test_plan.py has one test per rule)
+    with pytest.raises(ConfigError, match="selector 'kcenter' needs .*pass an encoder"):
+        frameselect.evaluate(selector="kcenter", dataset=tiny, k=2, encoder=None, store=tmp_path / "s.sqlite", cache_dir=tmp_path / "c")
+    with Store(tmp_path / "s.sqlite") as st:
+        assert st.runs() == []
     with pytest.raises(frameselect.UnknownNameError, match="known"):
         frameselect.evaluate(selector="nope", dataset=tiny)
 
@@ -95,6 +99,7 @@ _KILL_SCRIPT = textwrap.dedent(
     from dataclasses import dataclass
     import frameselect
     from frameselect.datasets.base import InMemoryDataset
+from frameselect.errors import ConfigError
     from frameselect.datasets.tiny import TinyDataset
     from frameselect.selectors import Selector, register
     from frameselect.selectors.basic import uniform_indices

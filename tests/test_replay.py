@@ -26,7 +26,6 @@ from frameselect.evaluators.base import Evaluator  # noqa: E402
 from frameselect.replay import replay  # noqa: E402
 from frameselect.store import Store  # noqa: E402
 from frameselect.types import Answer  # noqa: E402
-from frameselect.video.decode import forget_decoded_frames
 
 FAST = {"backoff_s": 0.01, "max_backoff_s": 0.05}
 
@@ -63,7 +62,6 @@ def _jpeg_pixel(url: str) -> tuple[int, ...]:
 
 def test_replay_under_http_answerer_decodes_only_selected_frames(original: dict[str, Any]) -> None:
     run = original["result"]
-    forget_decoded_frames()  # frames other tests decoded must not hide this run's decoding
     with ChatServer(lambda n, body, prompt: {"text": "B"}) as server:
         ans = OpenAIHTTPAnswerer(base_url=server.base_url, model="m", **FAST)
         rep = replay(

@@ -7,6 +7,8 @@ import json
 import os
 from typing import Any
 
+from frameselect.errors import ConfigError
+
 __all__ = ["parse_params", "add_store_arg", "default_store_path"]
 
 
@@ -31,11 +33,12 @@ def parse_value(text: str) -> Any:
         return text
 
 
-def parse_params(items: list[str] | None) -> dict[str, Any]:
+def parse_params(items: list[str] | None, option: str = "--param") -> dict[str, Any]:
+    """``name=value`` options as a dict of JSON values (``option`` names the flag in errors)."""
     out: dict[str, Any] = {}
     for item in items or []:
-        if "=" not in item:
-            raise SystemExit(f"frameselect: error: --param takes name=value, got {item!r}")
-        name, value = item.split("=", 1)
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise ConfigError(f"{option} takes name=value, got {item!r}")
         out[name.strip()] = parse_value(value)
     return out
