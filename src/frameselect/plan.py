@@ -21,7 +21,7 @@ from typing import Any
 from frameselect.answerers.base import Answerer
 from frameselect.datasets.base import Dataset, InMemoryDataset
 from frameselect.encoders.base import Encoder
-from frameselect.errors import ConfigError
+from frameselect.errors import ConfigError, FrameselectError
 from frameselect.evaluators.base import Evaluator
 from frameselect.fingerprint import fingerprint, part_config
 from frameselect.registry import get_registry
@@ -40,6 +40,7 @@ __all__ = [
     "check_pool",
     "check_answerer",
     "part_identity",
+    "load_samples",
 ]
 
 #: what each feature kind asks of the encoder
@@ -182,6 +183,17 @@ def _dataset(dataset: str | Dataset | Iterable[Sample], params: Mapping[str, Any
     return dataset if isinstance(dataset, Dataset) else InMemoryDataset(list(dataset))
 
 
+def load_samples(ds: Dataset, limit: int | None = None) -> list[Sample]:
+    """The dataset's samples (the first ``limit``); a dataset that cannot be read is a :class:`ConfigError` naming it."""
+    try:
+        samples = list(ds)
+    except FrameselectError:
+        raise
+    except (OSError, ValueError, LookupError, TypeError) as exc:
+        raise ConfigError(f"dataset {ds.name!r} cannot be read ({type(exc).__name__}): {exc}") from exc
+    return samples[:limit] if limit is not None else samples
+
+
 def json_safe(value: Any) -> Any:
     """``value`` as the store can write it (paths and other objects become strings)."""
     return json.loads(json.dumps(value, default=str))
@@ -226,7 +238,7 @@ def plan_run(
         check_needs("routers", rt, enc)
     check_answerer(evs, ans)
     ds = _dataset(dataset, dataset_params)
-    samples = list(ds)[:limit] if limit is not None else list(ds)
+    samples = load_samples(ds, limit)
     config: dict[str, Any] = {
         "selector": part_config("selectors", sel),
         "evaluators": [part_config("evaluators", e) for e in evs],

@@ -34,7 +34,7 @@ from frameselect.datasets.base import Dataset, InMemoryDataset
 from frameselect.errors import ConfigError, FrameselectError, MissingSelectionError, UnknownNameError
 from frameselect.evaluators.base import Evaluator
 from frameselect.fingerprint import fingerprint, part_config
-from frameselect.plan import Plan, part_identity, resolve
+from frameselect.plan import Plan, load_samples, part_identity, resolve
 from frameselect.registry import get_registry
 from frameselect.run import Prepared, Run, RunContext, RunResult, build_pool, open_store
 from frameselect.store import RunInfo, Store
@@ -94,9 +94,8 @@ def plan_replay(
     """The replay of ``parent`` under ``answerer``: its own, resumable run of kind ``"replay"``."""
     ans: Answerer = resolve("answerers", answerer, **dict(answerer_params or {}))
     evs = _evaluators(evaluators, parent)
-    samples = list(_dataset(dataset, parent))
-    if parent.config.get("limit") is not None:
-        samples = samples[: int(parent.config["limit"])]
+    limit = parent.config.get("limit")
+    samples = load_samples(_dataset(dataset, parent), None if limit is None else int(limit))
     identity = {"replay_of": parent.run_id, "answerer": part_identity("answerers", ans), "evaluators": [part_config("evaluators", e) for e in evs]}
     config = {k: v for k, v in parent.config.items() if k not in ("label", "answerer", "evaluators")}
     config.update(identity)
@@ -171,6 +170,7 @@ def _dataset(dataset: str | Dataset | Sequence[Sample] | None, parent: RunInfo) 
         ds = dataset
     else:
         ds = InMemoryDataset(list(dataset))
+    load_samples(ds)  # a dataset that cannot be read says so before its id is computed
     expected = parent.config.get("dataset")
     if expected and ds.id != expected:
         warnings.warn(

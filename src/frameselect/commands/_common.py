@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
+from collections.abc import Sequence
 from typing import Any
 
 from frameselect.errors import ConfigError
 
-__all__ = ["parse_params", "add_store_arg", "default_store_path"]
+__all__ = ["parse_params", "add_store_arg", "default_store_path", "report_failures"]
 
 
 def default_store_path() -> str:
@@ -42,3 +44,27 @@ def parse_params(items: list[str] | None, option: str = "--param") -> dict[str, 
             raise ConfigError(f"{option} takes name=value, got {item!r}")
         out[name.strip()] = parse_value(value)
     return out
+
+
+def report_failures(results: Sequence[Any]) -> int:
+    """Under the tables: one line per run with failed samples; the exit status.
+
+    A run whose every sample failed is an error (status 1), printed to stderr
+    with each distinct reason and its count.
+    """
+    from frameselect.run import failure_reasons
+
+    status = 0
+    for result in results:
+        label, failed, total = str(result.config.get("label")), len(result.failed), len(result.records)
+        if not failed:
+            continue
+        reasons = failure_reasons(result.records)
+        if failed == total:
+            lines = "\n".join(f"  {count} x {reason}" for reason, count in reasons)
+            print(f"frameselect: error: every sample of {label} failed ({total}):\n{lines}", file=sys.stderr)
+            status = 1
+        else:
+            reason, count = reasons[0]
+            print(f"failed: {label}: {failed} of {total} samples failed; most often: {count} x {reason} (`frameselect show RUN --samples` lists them)")
+    return status

@@ -7,11 +7,10 @@ one starts: a wrong option fails before any sample is touched.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from typing import Any
 
-from frameselect.commands._common import add_store_arg, parse_params
+from frameselect.commands._common import add_store_arg, parse_params, report_failures
 from frameselect.errors import ConfigError
 from frameselect.report import markdown_table
 
@@ -43,14 +42,16 @@ def selector_params_for(names: Sequence[str], params: dict[str, Any]) -> dict[st
 def _plans(args: argparse.Namespace) -> list[Any]:
     from frameselect.plan import plan_run, resolve
 
+    if not args.selector and not args.router:
+        raise ConfigError("give --selector NAME (repeatable) or --router NAME")
     params = parse_params(args.param, "-p/--param")
     dataset = resolve("datasets", args.dataset, **parse_params(args.dataset_param, "-D/--dataset-param"))
-    common: dict[str, Any] = dict(
+    common: dict[str, Any] = dict(  # parts shared by every run of the invocation are created once
         evaluators=args.evaluator or ["evidence_recall", "frame_precision"],
         dataset=dataset,
         k=args.k,
-        encoder=args.encoder,
-        answerer=args.answerer,
+        encoder=resolve("encoders", args.encoder) if args.encoder else None,
+        answerer=resolve("answerers", args.answerer) if args.answerer else None,
         pool=args.pool,
         seed=args.seed,
         limit=args.limit,
@@ -60,37 +61,24 @@ def _plans(args: argparse.Namespace) -> list[Any]:
             raise ConfigError("-p sets selector parameters and cannot be combined with --router; the bank's selectors use their defaults")
         bank = [b.strip() for b in (args.bank or ",".join(args.selector or ["uniform"])).split(",") if b.strip()]
         return [plan_run(bank[0], router=router, bank=bank, **common) for router in args.router]
-    if not args.selector:
-        raise ConfigError("give --selector NAME (repeatable) or --router NAME")
     params = selector_params_for(args.selector, params)
     return [plan_run(name, selector_params=params, **common) for name in args.selector]
-
-
-def failure_lines(result: Any) -> list[str]:
-    """The distinct reasons a run's samples failed, with their counts."""
-    from frameselect.run import failure_reasons
-
-    return [f"  {count} x {reason}" for reason, count in failure_reasons(result.records)] if result.failed else []
 
 
 def run(args: argparse.Namespace) -> int:
     from frameselect.pipeline import run_plan
 
-    plans = _plans(args)
-    rows, counter_rows, breakdown_rows, summary, all_failed = [], [], [], [], []
+    plans = _plans(args)  # every run validated before the first starts
+    results, rows, counter_rows, breakdown_rows = [], [], [], []
     for plan in plans:
         result = run_plan(plan, store=args.store, cache_dir=args.cache_dir, progress=None if not args.no_progress else False)
+        results.append(result)
         label = str(result.config["label"])
         rows.append((label, result.table))
         counter_rows.append((label, {k: float(v) for k, v in result.counters.as_dict().items()}))
         for group, values in result.breakdown.get("kind", {}).items():
             breakdown_rows.append((f"{label} · {group}", values))
         print(f"run {result.run_id[:12]} ({label}) stored in {args.store}")
-        if result.records and len(result.failed) == len(result.records):
-            all_failed.append(f"every sample of {label} failed ({len(result.records)}):\n" + "\n".join(failure_lines(result)))
-        elif result.failed:
-            reasons = failure_lines(result)
-            summary.append(f"{label}: {len(result.failed)} of {len(result.records)} samples failed; most often: {reasons[0].strip()}")
     print()
     print(markdown_table(rows, first="selector"))
     if breakdown_rows:
@@ -98,13 +86,7 @@ def run(args: argparse.Namespace) -> int:
         print(markdown_table(breakdown_rows, first="selector · kind"))
     print()
     print(markdown_table(counter_rows, first="counters"))
-    for line in summary:
-        print(f"failed: {line} (`frameselect show RUN --samples` lists them)")
-    if all_failed:
-        for block in all_failed:
-            print(f"frameselect: error: {block}", file=sys.stderr)
-        return 1
-    return 0
+    return report_failures(results)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
