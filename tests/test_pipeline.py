@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import types
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -217,6 +218,27 @@ def test_selector_breaking_its_contract_stops_the_run(tiny, tmp_path: Path) -> N
         assert all(st.count(info.run_id) == {} for info in st.runs())
 
 
+class _DuckReferenceExact(_DuckDuplicates):
+    """Reference-exact mode: the reference's raw output (here duplicates, fewer than k) is allowed, in range."""
+
+    name = "duck_reference_exact"
+    reference_exact = True
+
+    def __init__(self, indices: tuple[int, ...]) -> None:
+        self.indices = indices
+
+    def select(self, pool, query, k, features=None, *, seed=0):  # type: ignore[no-untyped-def]
+        return Selection(indices=self.indices, selector=self.name)
+
+
+def test_reference_exact_selections_are_checked_for_range_only(tiny, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    kw: dict[str, Any] = dict(dataset=tiny, k=3, store=tmp_path / "s.sqlite", cache_dir=tmp_path / "c")
+    result = frameselect.evaluate(selector=_DuckReferenceExact((4, 0, 0)), **kw)  # type: ignore[arg-type]
+    assert not result.failed and {r.selection for r in result.records} == {(4, 0, 0)}
+    with pytest.raises(ContractError, match=r"index 9 is outside the pool of 9"):
+        frameselect.evaluate(selector=_DuckReferenceExact((0, 9)), **{**kw, "store": tmp_path / "other.sqlite"})  # type: ignore[arg-type]
+
+
 def test_evaluator_writing_undeclared_keys_stops_the_run(tiny, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ContractError, match=r"evaluator '_WritesUndeclared' wrote \['extra'\], which it does not declare"):
         frameselect.evaluate(selector="uniform", evaluators=[_WritesUndeclared()], dataset=tiny, k=2, store=tmp_path / "s.sqlite", cache_dir=tmp_path / "c")
@@ -275,3 +297,19 @@ def test_evaluate_shows_its_real_signature() -> None:
     assert frameselect.evaluate is pipeline.evaluate
     params = inspect.signature(frameselect.evaluate).parameters
     assert list(params)[:4] == ["selector", "evaluators", "dataset", "k"] and params["k"].default == 8
+
+
+def test_evaluate_and_replay_share_the_run_and_fit_on_a_screen() -> None:
+    import inspect
+
+    from frameselect import pipeline, replay
+
+    for fn in (pipeline.evaluate, replay.replay):
+        assert len(inspect.getsource(fn).splitlines()) <= 60, fn.__name__
+
+    def windows(module: types.ModuleType, n: int = 4) -> set[tuple[str, ...]]:
+        lines = [li.strip() for li in inspect.getsource(module).splitlines()]
+        code = [li for li in lines if li and not li.startswith(("#", '"""', "from ", "import "))]
+        return {tuple(code[i : i + n]) for i in range(len(code) - n + 1)}
+
+    assert windows(pipeline) & windows(replay) == set()  # no block copied between them: both are a Run

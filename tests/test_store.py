@@ -84,7 +84,7 @@ def test_a_store_from_before_the_k_and_policy_columns_still_reads(tmp_path: Path
             "CREATE TABLE records (run_id TEXT NOT NULL, sample_id TEXT NOT NULL, status TEXT NOT NULL, error TEXT, "
             "metrics TEXT NOT NULL, answer TEXT, metadata TEXT NOT NULL, updated REAL NOT NULL, PRIMARY KEY (run_id, sample_id))"
         )
-        conn.execute("INSERT INTO records VALUES ('r', 'a', 'ok', NULL, '{\"m\": 1.0}', NULL, '{\"kind\": \"needle\", \"k\": 8, \"policy\": \"fps=1\"}', 0)")
+        conn.execute('INSERT INTO records VALUES (\'r\', \'a\', \'ok\', NULL, \'{"m": 1.0}\', NULL, \'{"kind": "needle", "k": 8, "policy": "fps=1"}\', 0)')
     with Store(path) as st:
         (old,) = st.records("r")
         assert old.k == 8 and old.policy == "fps=1" and dict(old.metadata) == {"kind": "needle"}

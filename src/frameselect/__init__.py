@@ -44,6 +44,7 @@ def __getattr__(name: str) -> object:
         return importlib.import_module("frameselect.pipeline").evaluate
     raise AttributeError(f"module 'frameselect' has no attribute {name!r}")
 
+
 __all__ = [
     "__version__",
     "Answer",

@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     return report_failures([result])
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("replay", help="answer a stored run's selections with another answering backend (no decoding of pools, encoding or selection)")
     p.add_argument("run", help="run id to replay (a unique prefix is enough; `frameselect show` lists them)")
     p.add_argument("--answerer", "-a", required=True, help="registered answering backend, e.g. openai_http")

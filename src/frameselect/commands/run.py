@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     return report_failures(results)
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("run", help="run selectors on a dataset and store the results")
     p.add_argument("--selector", "-s", action="append", help="registered selector name (repeatable)")
     p.add_argument("--router", action="append", help="budget router (repeatable); -k is then the mean budget")
