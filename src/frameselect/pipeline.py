@@ -28,7 +28,7 @@ from frameselect.answerers.base import Answerer, AnswerRequest
 from frameselect.cache import Cache
 from frameselect.datasets.base import Dataset
 from frameselect.encoders.base import Encoder
-from frameselect.errors import ConfigError, ContractError, FrameselectError, SelectionError
+from frameselect.errors import ConfigError, FrameselectError, SelectionError
 from frameselect.evaluators.base import Evaluator
 from frameselect.plan import Plan, plan_run, resolve
 from frameselect.run import (
@@ -172,8 +172,6 @@ def route(plan: Plan, ctx: RunContext) -> Any:
             pool = build_pool(s, plan.pool, ctx)
             feats = featurize(pool, s, needs, plan.encoder, ctx) if needs else None
             contexts[s.id] = RouteContext(features=feats, duration=pool.duration, n_candidates=len(pool))
-        except ContractError:
-            raise
         except Exception:
             continue  # the sample will fail again, and be recorded, when it is run
     return plan.router.allocate(list(plan.samples), contexts, plan.k, list(plan.bank))

@@ -25,7 +25,7 @@ import time
 import traceback
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -344,8 +344,8 @@ class Run:
         by: str | None = "kind",
     ) -> None:
         self.plan = plan
-        self._store_cm = open_store(store)
-        self.store = self._store_cm.__enter__()
+        self._resources = ExitStack()
+        self.store = self._resources.enter_context(open_store(store))
         self.ctx = RunContext(cache=Cache(Path(cache_dir) if cache_dir is not None else default_cache_dir() / "features"))
         self.progress, self.on_record, self.by = progress, on_record, by
 
@@ -353,7 +353,7 @@ class Run:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._store_cm.__exit__(None, None, None)
+        self._resources.close()
 
     @property
     def counters(self) -> RunCounters:
@@ -414,7 +414,7 @@ class Run:
 
     def _score(self, p: Prepared, answer: Answer | None) -> tuple[SampleRecord, Selection | None]:
         if p.request is None:
-            return _failure(p, p.error or FrameselectError("no selection")), None
+            return _failure(p, p.error or FrameselectError(f"the prepare step gave sample {p.sample.id!r} no selection")), None
         if answer is not None and answer.error is not None:
             return _failure(p, AnswererError(answer.error)), None
         req = p.request
