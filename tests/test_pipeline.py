@@ -106,7 +106,6 @@ _KILL_SCRIPT = textwrap.dedent(
     from dataclasses import dataclass
     import frameselect
     from frameselect.datasets.base import InMemoryDataset
-from frameselect.errors import ConfigError
     from frameselect.datasets.tiny import TinyDataset
     from frameselect.selectors import Selector, register
     from frameselect.selectors.basic import uniform_indices
