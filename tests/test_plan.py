@@ -31,8 +31,9 @@ def decoded(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
 def _refused(tiny: Any, tmp_path: Path, decoded: list[int], **kw: Any) -> str:
     """The ConfigError message of an evaluate() call; asserts no frame was decoded and no run was stored."""
     store = tmp_path / "s.sqlite"
+    kw.setdefault("dataset", tiny)
     with pytest.raises(ConfigError) as info:
-        frameselect.evaluate(dataset=tiny, store=store, cache_dir=tmp_path / "c", **kw)
+        frameselect.evaluate(store=store, cache_dir=tmp_path / "c", **kw)
     assert sum(decoded) == 0
     with Store(store) as st:
         assert st.runs() == []
@@ -116,3 +117,9 @@ def test_limit_zero_and_limit_n(tiny, tmp_path: Path) -> None:  # type: ignore[n
 
 def test_config_errors_are_frameselect_errors_and_value_errors() -> None:
     assert issubclass(ConfigError, FrameselectError) and issubclass(ConfigError, ValueError)
+
+
+def test_samples_with_duplicate_ids(tiny, tmp_path: Path, decoded: list[int]) -> None:  # type: ignore[no-untyped-def]
+    samples = list(tiny)[:1] * 2
+    message = _refused(tiny, tmp_path, decoded, selector="uniform", dataset=samples)
+    assert "duplicate sample ids" in message

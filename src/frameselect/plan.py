@@ -180,7 +180,12 @@ def _dataset(dataset: str | Dataset | Iterable[Sample], params: Mapping[str, Any
         return ds
     if params:
         raise ConfigError(f"dataset parameters {sorted(params)} given for a dataset instance; pass them to its constructor instead")
-    return dataset if isinstance(dataset, Dataset) else InMemoryDataset(list(dataset))
+    if isinstance(dataset, Dataset):
+        return dataset
+    try:
+        return InMemoryDataset(list(dataset))
+    except ValueError as exc:  # duplicate sample ids
+        raise ConfigError(f"the samples given as dataset= cannot form a dataset: {exc}") from exc
 
 
 def load_samples(ds: Dataset, limit: int | None = None) -> list[Sample]:
