@@ -154,3 +154,15 @@ def test_repeated_requests_for_the_same_frames_decode_once(counter_video: Path) 
     np.testing.assert_array_equal(again[0], first[1])
     again[0][:] = 0  # callers get copies
     assert pool.frames([3])[0].max() > 0
+
+
+def test_a_shared_memo_serves_pools_of_different_policies(counter_video: Path) -> None:
+    decode_counter, memo = DecodeCounter(), FrameMemo()
+    every = candidates(counter_video, "all", counter=decode_counter, memo=memo)
+    per_second = candidates(counter_video, "fps=1.0", counter=decode_counter, memo=memo)
+    first = per_second.frames([1])  # frame 10 of the 10 fps video, pool index 1 here ...
+    before = decode_counter.frames_decoded
+    again = every.frames([10])  # ... and pool index 10 there: the same frame, from the memo
+    assert decode_counter.frames_decoded == before
+    np.testing.assert_array_equal(again[0], first[0])
+    assert int(again[0][0, 0, 0]) == pytest.approx(50, abs=3)  # red channel 5 * 10
