@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -48,6 +48,9 @@ from frameselect.run import (
 from frameselect.selectors.base import Selector
 from frameselect.store import Store
 from frameselect.types import CandidatePool, Features, Sample, SampleRecord
+
+if TYPE_CHECKING:
+    from frameselect.routing.base import Router, RouteSet
 
 __all__ = [
     "evaluate",
@@ -133,11 +136,11 @@ def run_plan(
 ) -> RunResult:
     """Execute a plan of :func:`~frameselect.plan.plan_run`: route (if routed), then select each sample."""
     with Run(plan, store=store, cache_dir=cache_dir, progress=progress, on_record=on_record, by=by) as run:
-        routes = route(plan, run.ctx) if plan.router is not None else None
+        routes = route(plan, plan.router, run.ctx) if plan.router is not None else None
         return run.execute(lambda p: select_step(p, plan, run.ctx, routes))
 
 
-def select_step(p: Prepared, plan: Plan, ctx: RunContext, routes: Any = None) -> None:
+def select_step(p: Prepared, plan: Plan, ctx: RunContext, routes: RouteSet | None = None) -> None:
     """The prepare step of ``evaluate``: the sample's pool, features and selection."""
     sample, selector = p.sample, plan.selector
     if routes is not None:
@@ -161,12 +164,12 @@ def sample_seed(seed: int, sample_id: str) -> int:
     return (seed * 1_000_003 + zlib.crc32(sample_id.encode())) % (2**32)
 
 
-def route(plan: Plan, ctx: RunContext) -> Any:
+def route(plan: Plan, router: Router, ctx: RunContext) -> RouteSet:
     """Budget routing sees all samples (pool duration and, if it asks, relevance) before selection."""
     from frameselect.routing.base import RouteContext
 
     contexts: dict[str, RouteContext] = {}
-    needs = set(plan.router.needs)
+    needs = set(router.needs)
     for s in plan.samples:
         try:
             pool = build_pool(s, plan.pool, ctx)
@@ -174,7 +177,7 @@ def route(plan: Plan, ctx: RunContext) -> Any:
             contexts[s.id] = RouteContext(features=feats, duration=pool.duration, n_candidates=len(pool))
         except Exception:
             continue  # the sample will fail again, and be recorded, when it is run
-    return plan.router.allocate(list(plan.samples), contexts, plan.k, list(plan.bank))
+    return router.allocate(list(plan.samples), contexts, plan.k, list(plan.bank))
 
 
 # -- features ---------------------------------------------------------------------------

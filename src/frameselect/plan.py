@@ -16,7 +16,7 @@ import inspect
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from frameselect.answerers.base import Answerer
 from frameselect.datasets.base import Dataset, InMemoryDataset
@@ -28,6 +28,9 @@ from frameselect.registry import get_registry
 from frameselect.selectors.base import Selector
 from frameselect.types import Sample
 from frameselect.video.decode import parse_policy
+
+if TYPE_CHECKING:
+    from frameselect.routing.base import Router
 
 __all__ = [
     "Plan",
@@ -64,7 +67,7 @@ class Plan:
     selector: Selector | None = None
     encoder: Encoder | None = None
     answerer: Answerer | None = None
-    router: Any = None
+    router: Router | None = None
     bank: tuple[Selector, ...] = ()
     parent_run: str | None = None
     #: ask the answerer for each sample (replay always does; a run when an evaluator scores answers)
