@@ -199,3 +199,13 @@ def test_some_samples_failed_is_one_line_under_the_table(tmp_path: Path, capsys:
     (line,) = [li for li in out.splitlines() if li.startswith("failed:")]
     assert line.startswith("failed: cli_fails_on_b@k=2: 2 of 6 samples failed; most often: 2 x RuntimeError: cannot handle short pools at test_cli.py:")
     assert out.rstrip().endswith(line)
+
+
+@pytest.mark.usefixtures("tiny_cli")
+def test_p_that_applies_to_every_selector_goes_to_each(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = tmp_path / "s.sqlite"
+    argv = ["run", "-s", "scenedetect_content", "-s", "scenedetect_adaptive", "-p", "min_scene_len=3", "--limit", "1", "--store", str(store)]
+    assert main([*argv, "--no-progress"]) == 0
+    with Store(store) as st:
+        stored = {info.selector: info.config["selector"]["params"]["min_scene_len"] for info in st.runs()}
+    assert stored == {"scenedetect_content": 3, "scenedetect_adaptive": 3}
