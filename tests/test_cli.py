@@ -112,17 +112,21 @@ class _FailsOnB(Selector):
         return list(range(k))
 
 
-for _name, _part, _registry in (
-    ("cli_mean_colour", _MeanColour, encoders),
-    ("cli_always_fails", _AlwaysFails, selectors),
-    ("cli_fails_on_b", _FailsOnB, selectors),
-):
-    if _name not in _registry:
-        _registry.add(_name, _part)
+@pytest.fixture()
+def cli_parts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The parts above, registered for one test only (so registry-wide suites never see them)."""
+    for name, part, registry in (
+        ("cli_mean_colour", _MeanColour, encoders),
+        ("cli_always_fails", _AlwaysFails, selectors),
+        ("cli_fails_on_b", _FailsOnB, selectors),
+    ):
+        registry.names()  # built-ins and plug-ins first
+        monkeypatch.setitem(registry._entries, name, part)
+        monkeypatch.setattr(part, "registered_name", name, raising=False)
 
 
 @pytest.fixture()
-def tiny_cli(tiny_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def tiny_cli(tiny_root: Path, monkeypatch: pytest.MonkeyPatch, cli_parts: None) -> None:
     from frameselect.datasets import tiny
 
     monkeypatch.setattr(tiny.TinyDataset, "__init__", _tiny_init(tiny_root))
