@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from frameselect.cli import main
+from frameselect.encoders.base import Encoder, l2_normalize
+from frameselect.registry import encoders, selectors
+from frameselect.selectors.base import Selector
+from frameselect.store import Store
 
 
 def test_list_selectors(capsys: pytest.CaptureFixture[str]) -> None:
@@ -73,3 +81,135 @@ def _tiny_init(root: Path):  # type: ignore[no-untyped-def]
         original(self, root if root_arg is None else root_arg)
 
     return init
+
+
+# -- input errors and failures, as a CLI user sees them -------------------------------------
+
+
+class _MeanColour(Encoder):
+    """A cheap text-capable encoder for CLI tests: mean colour; a query maps to a fixed colour direction."""
+
+    has_text = True
+
+    def encode_frames(self, frames: np.ndarray) -> np.ndarray:
+        return l2_normalize(frames.reshape(len(frames), -1, 3).mean(axis=1) + 1.0)
+
+    def encode_text(self, texts: Sequence[str]) -> np.ndarray:
+        return l2_normalize(np.array([[1.0, 0.5, 0.25]] * len(texts)))
+
+
+@dataclass(frozen=True)
+class _AlwaysFails(Selector):
+    def _select(self, pool, query, k, features, rng):  # type: ignore[no-untyped-def]
+        raise RuntimeError("the model file is missing")
+
+
+@dataclass(frozen=True)
+class _FailsOnB(Selector):
+    def _select(self, pool, query, k, features, rng):  # type: ignore[no-untyped-def]
+        if pool.video_id and len(pool) == 9:  # tiny_b's pool
+            raise RuntimeError("cannot handle short pools")
+        return list(range(k))
+
+
+@pytest.fixture()
+def cli_parts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The parts above, registered for one test only (so registry-wide suites never see them)."""
+    for name, part, registry in (
+        ("cli_mean_colour", _MeanColour, encoders),
+        ("cli_always_fails", _AlwaysFails, selectors),
+        ("cli_fails_on_b", _FailsOnB, selectors),
+    ):
+        registry.names()  # built-ins and plug-ins first
+        monkeypatch.setitem(registry._entries, name, part)
+        monkeypatch.setattr(part, "registered_name", name, raising=False)
+
+
+@pytest.fixture()
+def tiny_cli(tiny_root: Path, monkeypatch: pytest.MonkeyPatch, cli_parts: None) -> None:
+    from frameselect.datasets import tiny
+
+    monkeypatch.setattr(tiny.TinyDataset, "__init__", _tiny_init(tiny_root))
+
+
+def _error(argv: list[str], capsys: pytest.CaptureFixture[str], code: int = 2) -> str:
+    assert main([*argv, "--no-progress"]) == code
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.out + captured.err
+    return captured.err
+
+
+@pytest.mark.usefixtures("tiny_cli")
+def test_p_that_does_not_apply_to_every_selector_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = tmp_path / "s.sqlite"
+    err = _error(["run", "-s", "uniform", "-s", "mmr", "-p", "lam=0.1", "--store", str(store)], capsys)
+    assert "-p lam does not apply to selector 'uniform' (its parameters: convention); it applies to mmr: run the selectors separately" in err
+    assert not store.exists() or Store(store).runs() == []
+
+
+@pytest.mark.usefixtures("tiny_cli")
+def test_p_is_stored_as_a_json_number(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = tmp_path / "s.sqlite"
+    assert main(["run", "-s", "mmr", "-p", "lam=0.1", "-e", "cli_mean_colour", "--limit", "2", "--store", str(store), "--no-progress"]) == 0
+    with Store(store) as st:
+        (info,) = st.runs()
+    assert info.config["selector"]["params"]["lam"] == 0.1 and isinstance(info.config["selector"]["params"]["lam"], float)
+    raw = sqlite3.connect(store).execute("SELECT config FROM runs").fetchone()[0]
+    assert '"lam": 0.1' in raw
+
+
+@pytest.mark.usefixtures("tiny_cli")
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["-s", "topk"], "selector 'topk' needs query relevance, but encoder color_histogram(bins=8) cannot embed text; pass a text-capable encoder"),
+        (["-s", "uniform", "--limit", "-1"], "limit must be a whole number of samples (0 or more), got -1"),
+        (["-s", "uniform", "--pool", "fps=fast"], "bad pool policy (pool=, CLI --pool): unknown pool policy 'fps=fast'"),
+        (["-s", "kcenter", "-p", "lamb=1"], "selector 'kcenter' has no parameter 'lamb'; its parameters: "),
+        (["-s", "uniform", "-D", "colour=red"], "dataset 'tiny' has no parameter 'colour'; its parameters: root"),
+        (["-s", "uniform", "-D", "root"], "-D/--dataset-param takes name=value, got 'root'"),
+        (["-s", "uniform", "-d", "videomme", "-D", "root=/nonexistent-frameselect-root"], "dataset 'videomme' cannot be read (FileNotFoundError): "),
+        (["-s", "uniform", "-k", "0"], "frame budget k must be an integer of at least 1, got 0"),
+        (["-s", "uniform", "--evaluator", "mc_accuracy"], "evaluator(s) ['mc_accuracy'] score answers: pass an answering backend"),
+        (["-s", "uniform", "-p", "x=1", "--router", "text_cue"], "-p sets selector parameters and cannot be combined with --router"),
+    ],
+)
+def test_input_errors_name_the_input_and_decode_nothing(
+    argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from frameselect.video.decode import DecodeCounter
+
+    decoded: list[int] = []
+    monkeypatch.setattr(DecodeCounter, "add", lambda self, n=1: decoded.append(n))
+    store = tmp_path / "s.sqlite"
+    err = _error(["run", *argv, "--store", str(store)], capsys)
+    assert decoded == []
+    assert err.startswith("frameselect: error: ") and message in err
+    with Store(store) as st:
+        assert st.runs() == []
+
+
+@pytest.mark.usefixtures("tiny_cli")
+def test_every_sample_failed_exits_non_zero_with_the_reasons(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    err = _error(["run", "-s", "cli_always_fails", "--store", str(tmp_path / "s.sqlite")], capsys, code=1)
+    assert "every sample of cli_always_fails@k=8 failed (6):" in err
+    assert "  6 x RuntimeError: the model file is missing at test_cli.py:" in err
+
+
+@pytest.mark.usefixtures("tiny_cli")
+def test_some_samples_failed_is_one_line_under_the_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "-s", "cli_fails_on_b", "-k", "2", "--store", str(tmp_path / "s.sqlite"), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    (line,) = [li for li in out.splitlines() if li.startswith("failed:")]
+    assert line.startswith("failed: cli_fails_on_b@k=2: 2 of 6 samples failed; most often: 2 x RuntimeError: cannot handle short pools at test_cli.py:")
+    assert out.rstrip().endswith(line)
+
+
+@pytest.mark.usefixtures("tiny_cli")
+def test_p_that_applies_to_every_selector_goes_to_each(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = tmp_path / "s.sqlite"
+    argv = ["run", "-s", "scenedetect_content", "-s", "scenedetect_adaptive", "-p", "min_scene_len=3", "--limit", "1", "--store", str(store)]
+    assert main([*argv, "--no-progress"]) == 0
+    with Store(store) as st:
+        stored = {info.selector: info.config["selector"]["params"]["min_scene_len"] for info in st.runs()}
+    assert stored == {"scenedetect_content": 3, "scenedetect_adaptive": 3}

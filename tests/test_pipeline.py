@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import sqlite3
@@ -9,15 +10,22 @@ import subprocess
 import sys
 import textwrap
 import time
+import types
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 import frameselect
 from frameselect.datasets.base import InMemoryDataset
+from frameselect.errors import ConfigError, ContractError
+from frameselect.evaluators.base import Evaluator
+from frameselect.selectors.base import Selector
 from frameselect.store import Store
-from frameselect.types import Query, Sample, Span
+from frameselect.types import Query, Sample, Selection, Span
 
 
 def test_two_selectors_share_decoding_and_encoding(tiny, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -76,8 +84,11 @@ def test_corrupt_video_is_a_recorded_failure(tiny, tmp_path: Path) -> None:  # t
 
 
 def test_needs_are_checked_with_clear_errors(tiny, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    result = frameselect.evaluate(selector="kcenter", dataset=tiny, k=2, encoder=None, store=tmp_path / "s.sqlite", cache_dir=tmp_path / "c")
-    assert all(r.status == "failed" and "encoder" in (r.error or "") for r in result.records)
+    # unmet needs are a configuration error before any sample runs (tests/test_plan.py has one test per rule)
+    with pytest.raises(ConfigError, match="selector 'kcenter' needs .*pass an encoder"):
+        frameselect.evaluate(selector="kcenter", dataset=tiny, k=2, encoder=None, store=tmp_path / "s.sqlite", cache_dir=tmp_path / "c")
+    with Store(tmp_path / "s.sqlite") as st:
+        assert st.runs() == []
     with pytest.raises(frameselect.UnknownNameError, match="known"):
         frameselect.evaluate(selector="nope", dataset=tiny)
 
@@ -152,3 +163,152 @@ def test_sigkill_midway_then_rerun_stores_every_sample_once(tiny_root: Path, tmp
         statuses = {s for (s,) in conn.execute("SELECT DISTINCT status FROM records")}
     assert len(rows) == 48 and all(c == 1 for _, c in rows)
     assert sel_rows == 48 and statuses == {"ok"}
+
+
+# -- failures that speak -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _TooMany(Selector):
+    """Breaks the contract: k + 1 indices."""
+
+    def _select(self, pool, query, k, features, rng):  # type: ignore[no-untyped-def]
+        return list(range(min(k + 1, len(pool))))
+
+
+class _DuckDuplicates:
+    """A selector by duck typing (no base class, so no base-class check): returns duplicates."""
+
+    needs: frozenset[str] = frozenset()
+    name = "duck_duplicates"
+
+    def select(self, pool, query, k, features=None, *, seed=0):  # type: ignore[no-untyped-def]
+        return Selection(indices=(0, 0, 1), selector=self.name)
+
+
+@dataclass(frozen=True)
+class _FailsOnSquares(Selector):
+    """Raises TypeError (a bug that shows only on some input) for questions about squares."""
+
+    def _select(self, pool, query, k, features, rng):  # type: ignore[no-untyped-def]
+        if "square" in query.text:
+            raise TypeError("unsupported operand type(s) for +: 'int' and 'str'")
+        return list(range(k))
+
+
+class _WritesUndeclared(Evaluator):
+    """Declares ``written`` but also writes ``extra``."""
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        return ("written",)
+
+    def score(self, sample, pool, selection, answer, features=None):  # type: ignore[no-untyped-def]
+        return {"written": 1.0, "extra": 2.0}
+
+
+def test_selector_breaking_its_contract_stops_the_run(tiny, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    kw: dict[str, Any] = dict(dataset=tiny, k=3, store=tmp_path / "s.sqlite", cache_dir=tmp_path / "c")
+    with pytest.raises(ContractError, match=r"selector '_TooMany' broke the contract: returned \[0, 1, 2, 3\] for k=3, N=12"):
+        frameselect.evaluate(selector=_TooMany(), **kw)
+    with pytest.raises(ContractError, match=r"selector 'duck_duplicates' broke its contract on sample 'tiny_a/\w+': duplicate indices"):
+        frameselect.evaluate(selector=_DuckDuplicates(), **kw)  # type: ignore[arg-type]
+    with Store(tmp_path / "s.sqlite") as st:  # never a per-sample failure
+        assert all(st.count(info.run_id) == {} for info in st.runs())
+
+
+class _DuckReferenceExact(_DuckDuplicates):
+    """Reference-exact mode: the reference's raw output (here duplicates, fewer than k) is allowed, in range."""
+
+    name = "duck_reference_exact"
+    reference_exact = True
+
+    def __init__(self, indices: tuple[int, ...]) -> None:
+        self.indices = indices
+
+    def select(self, pool, query, k, features=None, *, seed=0):  # type: ignore[no-untyped-def]
+        return Selection(indices=self.indices, selector=self.name)
+
+
+def test_reference_exact_selections_are_checked_for_range_only(tiny, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    kw: dict[str, Any] = dict(dataset=tiny, k=3, store=tmp_path / "s.sqlite", cache_dir=tmp_path / "c")
+    result = frameselect.evaluate(selector=_DuckReferenceExact((4, 0, 0)), **kw)  # type: ignore[arg-type]
+    assert not result.failed and {r.selection for r in result.records} == {(4, 0, 0)}
+    with pytest.raises(ContractError, match=r"index 9 is outside the pool of 9"):
+        frameselect.evaluate(selector=_DuckReferenceExact((0, 9)), **{**kw, "store": tmp_path / "other.sqlite"})  # type: ignore[arg-type]
+
+
+def test_evaluator_writing_undeclared_keys_stops_the_run(tiny, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ContractError, match=r"evaluator '_WritesUndeclared' wrote \['extra'\], which it does not declare"):
+        frameselect.evaluate(selector="uniform", evaluators=[_WritesUndeclared()], dataset=tiny, k=2, store=tmp_path / "s.sqlite", cache_dir=tmp_path / "c")
+
+
+def test_readme_example_selector_is_a_contract_error_not_an_empty_table(tiny, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    @dataclass(frozen=True)
+    class EveryOther(Selector):  # README.md, "Adding your own selector"
+        def _select(self, pool, query, k, features, rng):  # type: ignore[no-untyped-def]
+            return list(range(0, len(pool), 2))[:k] or [0]
+
+    # tiny's pools hold 12 and 9 frames: every other frame is 6 and 5 < k = 8
+    with pytest.raises(ContractError, match=r"returned \[0, 2, 4, 6, 8, 10\] for k=8, N=12"):
+        frameselect.evaluate(selector=EveryOther(), dataset=tiny, k=8, store=tmp_path / "s.sqlite", cache_dir=tmp_path / "c")
+
+
+def test_type_error_inside_a_selector_fails_only_that_sample(tiny, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    result = frameselect.evaluate(selector=_FailsOnSquares(), dataset=tiny, k=2, store=tmp_path / "s.sqlite", cache_dir=tmp_path / "c")
+    squares = {s.id for s in tiny if "square" in s.query.text}
+    assert squares and len(squares) < len(tiny)
+    assert {r.sample_id for r in result.failed} == squares
+    for r in result.failed:
+        assert r.error is not None and r.error.startswith("TypeError: unsupported operand type(s) for +: 'int' and 'str' at test_pipeline.py:")
+    assert result.table["n"] == len(tiny) - len(squares) and result.table["failed"] == len(squares)
+    assert {r.sample_id for r in result.records if r.status == "ok"} == {s.id for s in tiny} - squares
+
+
+def test_two_runs_in_threads_count_their_own_frames(tiny, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    def run(selector: str, k: int, where: Path) -> frameselect.pipeline.RunResult:
+        return frameselect.evaluate(selector=selector, dataset=tiny, k=k, encoder="color_histogram", store=where / "s.sqlite", cache_dir=where / "c")
+
+    alone = {name: run(name, 3, tmp_path / f"alone_{name}").counters.frames_decoded for name in ("uniform", "kcenter")}
+    # uniform decodes only each video's first frame (probe); kcenter decodes every pool frame to encode it
+    assert alone["uniform"] == 2 and alone["kcenter"] > alone["uniform"]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {name: pool.submit(run, name, 3, tmp_path / f"thread_{name}") for name in ("uniform", "kcenter")}
+        together = {name: f.result().counters.frames_decoded for name, f in futures.items()}
+    assert together == alone
+
+
+def test_sample_metadata_keys_survive_the_store_whatever_their_names(tiny, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    odd = {"k": "not the budget", "policy": "not the pool", "status": "x", "metrics": [1, 2], "": "empty", "ünïcode key": 1.5, "a.b": None, "kind": "needle"}
+    samples = [dataclasses.replace(s, metadata=odd) for s in list(tiny)[:2]]
+    result = frameselect.evaluate(selector="uniform", dataset=samples, k=2, store=tmp_path / "s.sqlite", cache_dir=tmp_path / "c")
+    for r in result.records:
+        assert dict(r.metadata) == odd and r.k == 2 and r.policy == "fps=1"
+    with Store(tmp_path / "s.sqlite") as st:
+        assert [dict(r.metadata) for r in st.records(result.run_id)] == [odd, odd]
+
+
+def test_evaluate_shows_its_real_signature() -> None:
+    import inspect
+
+    from frameselect import pipeline
+
+    assert frameselect.evaluate is pipeline.evaluate
+    params = inspect.signature(frameselect.evaluate).parameters
+    assert list(params)[:4] == ["selector", "evaluators", "dataset", "k"] and params["k"].default == 8
+
+
+def test_evaluate_and_replay_share_the_run_and_fit_on_a_screen() -> None:
+    import inspect
+
+    from frameselect import pipeline, replay
+
+    for fn in (pipeline.evaluate, replay.replay):
+        assert len(inspect.getsource(fn).splitlines()) <= 60, fn.__name__
+
+    def windows(module: types.ModuleType, n: int = 4) -> set[tuple[str, ...]]:
+        lines = [li.strip() for li in inspect.getsource(module).splitlines()]
+        code = [li for li in lines if li and not li.startswith(("#", '"""', "from ", "import "))]
+        return {tuple(code[i : i + n]) for i in range(len(code) - n + 1)}
+
+    assert windows(pipeline) & windows(replay) == set()  # no block copied between them: both are a Run

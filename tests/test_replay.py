@@ -26,7 +26,6 @@ from frameselect.evaluators.base import Evaluator  # noqa: E402
 from frameselect.replay import replay  # noqa: E402
 from frameselect.store import Store  # noqa: E402
 from frameselect.types import Answer  # noqa: E402
-from frameselect.video.decode import forget_decoded_frames
 
 FAST = {"backoff_s": 0.01, "max_backoff_s": 0.05}
 
@@ -63,7 +62,6 @@ def _jpeg_pixel(url: str) -> tuple[int, ...]:
 
 def test_replay_under_http_answerer_decodes_only_selected_frames(original: dict[str, Any]) -> None:
     run = original["result"]
-    forget_decoded_frames()  # frames other tests decoded must not hide this run's decoding
     with ChatServer(lambda n, body, prompt: {"text": "B"}) as server:
         ans = OpenAIHTTPAnswerer(base_url=server.base_url, model="m", **FAST)
         rep = replay(
@@ -219,3 +217,14 @@ def test_cli_replay(original: dict[str, Any], capsys: pytest.CaptureFixture[str]
     assert "replay" in capsys.readouterr().out
     assert main(["replay", "0000nope", "--answerer", "openai_http", "--store", store]) == 2
     assert "no run '0000nope'" in capsys.readouterr().err
+
+
+def test_cli_replay_input_errors_name_the_input(original: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run_id, store = original["result"].run_id, str(original["store"])
+    assert main(["replay", run_id[:12], "--answerer", "openai_http", "-p", "bogus=1", "--store", store, "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("frameselect: error: answerer 'openai_http' has no parameter 'bogus'; its parameters: ") and "base_url" in err
+    assert main(["replay", run_id[:12], "--answerer", "openai_http", "--evaluator", "redundancy", "--store", store, "--no-progress"]) == 2
+    assert "evaluator(s) ['redundancy'] need features" in capsys.readouterr().err
+    assert main(["replay", run_id[:12], "--answerer", "oracle", "--store", str(tmp_path / "none.sqlite")]) == 2
+    assert f"no store at {tmp_path / 'none.sqlite'}" in capsys.readouterr().err

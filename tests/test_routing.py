@@ -129,7 +129,13 @@ def test_routed_run_is_stored_and_shown_beside_constant_runs(tiny, tmp_path: Pat
     const = frameselect.evaluate(selector="uniform", dataset=tiny, k=8, store=store, cache_dir=cache)
     ks = [r.k for r in routed.records]
     assert sum(ks) == 8 * len(ks) and set(ks) <= set(ALLOWED)
-    assert routed.table["mean_k"] == 8 and const.table["mean_k"] == 8
+    assert routed.table["budget"] == 8 and const.table["budget"] == 8
+    # mean_k counts the frames actually used: a budget above a pool's size (tiny's pools hold 12 and 9) gives the whole pool
+    pool_size = {"tiny_a": 12, "tiny_b": 9}
+    used = [min(r.k, pool_size[r.sample_id.split("/")[0]]) for r in routed.records]
+    assert [len(r.selection) for r in routed.records] == used
+    assert routed.table["mean_k"] == pytest.approx(np.mean(used)) and routed.table["mean_k"] < 8
+    assert const.table["mean_k"] == 8
     by_id = {r.sample_id: r for r in routed.records}
     assert by_id["tiny_a/scenes"].k > by_id["tiny_a/square_scene"].k  # "how many" vs one moment
     assert by_id["tiny_a/scenes"].metadata["route_policy"] == "uniform"

@@ -63,3 +63,30 @@ def test_failed_transaction_leaves_nothing_behind(tmp_path: Path) -> None:
                 conn.execute("INSERT INTO records (run_id, sample_id, status, metrics, metadata, updated) VALUES ('r', 'x', 'ok', '{}', '{}', 0)")
                 raise RuntimeError("crash mid-sample")
         assert st.records("r") == []
+
+
+def test_metadata_keys_survive_whatever_their_names(tmp_path: Path) -> None:
+    odd = {"k": "not the budget", "policy": 7, "sample_id": "x", "": [1], "ünïcode": None}
+    record = SampleRecord(sample_id="a", metrics={"m": 1.0}, selection=(0,), timestamps=(0.0,), k=4, policy="fps=2", metadata=odd)
+    with Store(tmp_path / "s.sqlite") as st:
+        st.open_run("r", {})
+        st.write_sample("r", record, Selection((0,), selector="uniform"), video_id="v", policy="fps=2")
+        (back,) = st.records("r")
+    assert dict(back.metadata) == odd and back.k == 4 and back.policy == "fps=2"
+
+
+def test_a_store_from_before_the_k_and_policy_columns_still_reads(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "old.sqlite"
+    with sqlite3.connect(path) as conn:  # the records table as earlier versions wrote it
+        conn.execute(
+            "CREATE TABLE records (run_id TEXT NOT NULL, sample_id TEXT NOT NULL, status TEXT NOT NULL, error TEXT, "
+            "metrics TEXT NOT NULL, answer TEXT, metadata TEXT NOT NULL, updated REAL NOT NULL, PRIMARY KEY (run_id, sample_id))"
+        )
+        conn.execute('INSERT INTO records VALUES (\'r\', \'a\', \'ok\', NULL, \'{"m": 1.0}\', NULL, \'{"kind": "needle", "k": 8, "policy": "fps=1"}\', 0)')
+    with Store(path) as st:
+        (old,) = st.records("r")
+        assert old.k == 8 and old.policy == "fps=1" and dict(old.metadata) == {"kind": "needle"}
+        st.write_sample("r", _record("b"))
+        assert {r.sample_id: r.k for r in st.records("r")} == {"a": 8, "b": 2}

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from frameselect.errors import NoFramesError, NotAVideoError, TruncatedVideoError, VideoNotFoundError
-from frameselect.video import candidates, content_hash, decode_counter, parse_policy, probe, select_pool_indices
+from frameselect.video import DecodeCounter, FrameMemo, candidates, content_hash, parse_policy, probe, select_pool_indices
 from frameselect.video.synth import write_frames
 
 
@@ -56,8 +56,9 @@ def test_variable_frame_rate_timestamps_are_exact(tmp_path: Path) -> None:
 
 
 def test_pool_decodes_in_one_pass_and_only_on_demand(counter_video: Path) -> None:
+    decode_counter = DecodeCounter()
     before = decode_counter.frames_decoded
-    pool = candidates(counter_video, "all")
+    pool = candidates(counter_video, "all", counter=decode_counter)
     built = decode_counter.frames_decoded - before
     assert built <= 1  # the packet pass decodes nothing but the first frame
     start = decode_counter.frames_decoded
@@ -141,17 +142,27 @@ def test_written_videos_are_byte_identical(tmp_path: Path) -> None:
 
 
 def test_repeated_requests_for_the_same_frames_decode_once(counter_video: Path) -> None:
-    from frameselect.video import decode
-
-    decode.forget_decoded_frames()
-    pool = candidates(counter_video, "fps=1.0")
+    decode_counter, memo = DecodeCounter(), FrameMemo()  # a run's own
+    pool = candidates(counter_video, "fps=1.0", counter=decode_counter, memo=memo)
     start = decode_counter.frames_decoded
     first = pool.frames([1, 3])
     after_first = decode_counter.frames_decoded
-    other = candidates(counter_video, "fps=1.0")  # another pool of the same file (its probe decodes one frame)
+    other = candidates(counter_video, "fps=1.0", counter=decode_counter, memo=memo)  # another pool of the same file (its probe decodes one frame)
     before_again = decode_counter.frames_decoded
     again = other.frames([3, 1])
     assert after_first > start and decode_counter.frames_decoded == before_again
     np.testing.assert_array_equal(again[0], first[1])
     again[0][:] = 0  # callers get copies
     assert pool.frames([3])[0].max() > 0
+
+
+def test_a_shared_memo_serves_pools_of_different_policies(counter_video: Path) -> None:
+    decode_counter, memo = DecodeCounter(), FrameMemo()
+    every = candidates(counter_video, "all", counter=decode_counter, memo=memo)
+    per_second = candidates(counter_video, "fps=1.0", counter=decode_counter, memo=memo)
+    first = per_second.frames([1])  # frame 10 of the 10 fps video, pool index 1 here ...
+    before = decode_counter.frames_decoded
+    again = every.frames([10])  # ... and pool index 10 there: the same frame, from the memo
+    assert decode_counter.frames_decoded == before
+    np.testing.assert_array_equal(again[0], first[0])
+    assert int(again[0][0, 0, 0]) == pytest.approx(50, abs=3)  # red channel 5 * 10

@@ -78,8 +78,8 @@ class Cache:
 
     def load_array(self, bucket: str, key: str) -> NDArray[Any] | None:
         mem = self._memory.get(f"{bucket}/{key}")
-        if mem is not None:
-            return mem  # type: ignore[no-any-return]
+        if isinstance(mem, np.ndarray):
+            return mem
         path = self._path(bucket, key, ".npy")
         if path is None or not path.exists():
             return None

@@ -18,6 +18,8 @@ __all__ = [
     "MissingDependencyError",
     "MissingSelectionError",
     "AnswererError",
+    "ConfigError",
+    "ContractError",
 ]
 
 
@@ -86,3 +88,16 @@ class MissingSelectionError(FrameselectError, LookupError):
 
 class AnswererError(FrameselectError):
     """An answering backend failed for one request (timeout, bad reply, ...)."""
+
+
+class ConfigError(FrameselectError, ValueError):
+    """A run's configuration is wrong; raised before any sample is touched.
+
+    The message names the part (or the input) and what to do about it.
+    """
+
+
+class ContractError(FrameselectError, AssertionError):
+    """A part broke its contract (a selector returned duplicate, out-of-range or
+    too many indices; an evaluator wrote keys it did not declare). A bug in the
+    part, not a fault of the data: it stops the run."""

@@ -17,7 +17,7 @@ import numpy as np
 
 from frameselect._version import __version__
 
-__all__ = ["canonical", "fingerprint", "part_config", "hash_bytes"]
+__all__ = ["canonical", "fingerprint", "part_config", "json_value", "hash_bytes"]
 
 
 def canonical(value: Any) -> Any:
@@ -55,14 +55,32 @@ def fingerprint(value: Any, *, with_version: bool = True) -> str:
     return hash_bytes(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode())
 
 
+def json_value(value: Any) -> Any:
+    """``value`` as plain JSON (numbers stay numbers); what JSON cannot hold takes its canonical form.
+
+    ``canonical(json_value(v)) == canonical(v)``, so fingerprints do not change.
+    """
+    if isinstance(value, (bool, str)) or value is None:
+        return value
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value)
+    if isinstance(value, Mapping):
+        return {str(k): json_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_value(v) for v in value]
+    return canonical(value)
+
+
 def part_config(kind: str, part: Any) -> dict[str, Any]:
-    """The full configuration of a part: its kind, registered name and parameters."""
+    """The full configuration of a part: its kind, registered name and parameters (as JSON values)."""
     name = getattr(part, "registered_name", None) or getattr(type(part), "registered_name", None) or type(part).__name__
     params: Any
     if dataclasses.is_dataclass(part) and not isinstance(part, type):
-        params = {f.name: canonical(getattr(part, f.name)) for f in dataclasses.fields(part) if f.init and not f.name.startswith("_")}
+        params = {f.name: json_value(getattr(part, f.name)) for f in dataclasses.fields(part) if f.init and not f.name.startswith("_")}
     elif hasattr(part, "params"):
-        params = canonical(part.params())
+        params = json_value(part.params())
     else:
         params = {}
     return {"kind": kind, "name": name, "params": params}

@@ -22,45 +22,28 @@ ones. Answers go through the store's answer cache.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from frameselect.answerers.base import Answerer, AnswerRequest
-from frameselect.cache import Cache, RunCounters, default_cache_dir
 from frameselect.datasets.base import Dataset, InMemoryDataset
-from frameselect.errors import AnswererError, FrameselectError, MissingSelectionError, UnknownNameError
+from frameselect.errors import ConfigError, FrameselectError, MissingSelectionError, UnknownNameError
 from frameselect.evaluators.base import Evaluator
 from frameselect.fingerprint import fingerprint, part_config
-from frameselect.pipeline import (
-    Progress,
-    RunResult,
-    _Context,
-    _failure,
-    _part_id,
-    _score,
-    answer_batch,
-    build_pool,
-    finish_run,
-    resolve,
-    store_record,
-)
+from frameselect.plan import Plan, load_samples, part_identity, resolve
 from frameselect.registry import get_registry
+from frameselect.run import Prepared, Run, RunContext, RunResult, build_pool, open_store
 from frameselect.store import RunInfo, Store
 from frameselect.types import Sample, SampleRecord, Selection
-from frameselect.video.decode import decode_counter
 
-__all__ = ["replay", "dataset_from_config", "MissingSelectionError", "StaleSelectionError"]
+__all__ = ["replay", "plan_replay", "dataset_from_config", "MissingSelectionError", "StaleSelectionError"]
 
 #: added to a run's own evaluators when none of them scores answers
 DEFAULT_ANSWER_EVALUATOR = "mc_accuracy"
-
-_SAMPLE_ERRORS = (FrameselectError, OSError, ValueError, RuntimeError, AssertionError, LookupError)
 
 
 class StaleSelectionError(FrameselectError, LookupError):
@@ -89,117 +72,62 @@ def replay(
     when none of them scores answers. ``cache_dir`` should be
     the original run's feature cache, so pools come from cached probes.
     """
-    ans: Answerer = resolve("answerers", answerer, **dict(answerer_params or {}))
-    own_store = not isinstance(store, Store)
-    st = store if isinstance(store, Store) else Store(Path(store))
-    cache = Cache(Path(cache_dir) if cache_dir is not None else default_cache_dir() / "features")
-    counters = RunCounters()
-    ctx = _Context(cache=cache, counters=counters)
-    decoded_before = decode_counter.frames_decoded
-    try:
+    with open_store(store) as st:
         try:
             parent = st.run(run_id)
         except KeyError as exc:
             raise FrameselectError(str(exc.args[0])) from None
-        evs = _evaluators(evaluators, parent)
-        ds = _dataset(dataset, parent)
-        samples = list(ds)
-        if parent.config.get("limit") is not None:
-            samples = samples[: int(parent.config["limit"])]
-        identity = {"replay_of": parent.run_id, "answerer": _part_id("answerers", ans), "evaluators": [part_config("evaluators", e) for e in evs]}
-        replay_id = fingerprint(identity)
-        config = {k: v for k, v in parent.config.items() if k not in ("label", "answerer", "evaluators")}
-        config.update(identity)
-        config["label"] = label or f"{parent.label or parent.run_id[:12]} via {ans.name}"
-        st.open_run(replay_id, config, kind="replay", label=config["label"], parent_run=parent.run_id)
-
-        done = st.done_sample_ids(replay_id)
-        todo = [s for s in samples if s.id not in done]
-        counters.samples_skipped = len(samples) - len(todo)
-        default_policy = str(parent.config.get("pool", "fps=1"))
-        batch = max(1, int(getattr(ans, "concurrency", 1)))
-        bar = Progress(len(todo), str(config["label"]), progress)
-        for start in range(0, len(todo), batch):
-            chunk = todo[start : start + batch]
-            for record, selection, video_id in _replay_chunk(chunk, parent.run_id, ans, evs, default_policy, st, ctx):
-                store_record(st, replay_id, record, selection, video_id, counters, on_record)
-                bar.update()
-        bar.close()
-        counters.frames_decoded = decode_counter.frames_decoded - decoded_before
-        return finish_run(st, replay_id, config, samples, evs, counters, by)
-    finally:
-        if own_store:
-            st.close()
+        plan = plan_replay(parent, answerer, dataset=dataset, evaluators=evaluators, answerer_params=answerer_params, label=label)
+        with Run(plan, store=st, cache_dir=cache_dir, progress=progress, on_record=on_record, by=by) as run:
+            return run.execute(lambda p: stored_selection_step(p, parent, st, run.ctx))
 
 
-# -- one chunk of samples ------------------------------------------------------------
+def plan_replay(
+    parent: RunInfo,
+    answerer: str | Answerer,
+    *,
+    dataset: str | Dataset | Sequence[Sample] | None = None,
+    evaluators: Sequence[str | Evaluator] | None = None,
+    answerer_params: Mapping[str, Any] | None = None,
+    label: str = "",
+) -> Plan:
+    """The replay of ``parent`` under ``answerer``: its own, resumable run of kind ``"replay"``."""
+    ans: Answerer = resolve("answerers", answerer, **dict(answerer_params or {}))
+    evs = _evaluators(evaluators, parent)
+    limit = parent.config.get("limit")
+    samples = load_samples(_dataset(dataset, parent), None if limit is None else int(limit))
+    identity = {"replay_of": parent.run_id, "answerer": part_identity("answerers", ans), "evaluators": [part_config("evaluators", e) for e in evs]}
+    config = {k: v for k, v in parent.config.items() if k not in ("label", "answerer", "evaluators")}
+    config.update(identity)
+    config["label"] = label or f"{parent.label or parent.run_id[:12]} via {ans.name}"
+    return Plan(
+        kind="replay",
+        run_id=fingerprint(identity),
+        config=config,
+        samples=tuple(samples),
+        evaluators=tuple(evs),
+        pool=str(parent.config.get("pool", "fps=1")),
+        k=int(parent.config.get("k") or 0),
+        answerer=ans,
+        parent_run=parent.run_id,
+        needs_answers=True,
+    )
 
 
-@dataclasses.dataclass
-class _Prepared:
-    sample: Sample
-    request: AnswerRequest | None = None
-    k: int = 0
-    policy: str = ""
-    error: BaseException | None = None
-
-
-def _replay_chunk(
-    chunk: Sequence[Sample], parent_id: str, ans: Answerer, evs: Sequence[Evaluator], default_policy: str, st: Store, ctx: _Context
-) -> list[tuple[SampleRecord, Selection | None, str]]:
-    """Prepare requests for the chunk, answer them as one batch, score each."""
-    prepared = [_prepare(sample, parent_id, default_policy, st, ctx) for sample in chunk]
-    ready = [p for p in prepared if p.request is not None]
-    answers = dict(zip((id(p) for p in ready), answer_batch(ans, [p.request for p in ready if p.request is not None], st, ctx.counters), strict=True))
-    out: list[tuple[SampleRecord, Selection | None, str]] = []
-    for p in prepared:
-        video_id = p.request.pool.video_id if p.request is not None else ""
-        if p.request is None:
-            assert p.error is not None
-            out.append((_failure(p.sample, p.error, p.k, p.policy or default_policy), None, video_id))
-            continue
-        answer = answers[id(p)]
-        if answer.error is not None:
-            out.append((_failure(p.sample, AnswererError(answer.error), p.k, p.policy), None, video_id))
-            continue
-        try:
-            req = p.request
-            metrics = _score(evs, p.sample, req.pool, req.selection, answer, None)
-            record = SampleRecord(
-                sample_id=p.sample.id,
-                metrics=metrics,
-                answer=answer.text,
-                selection=req.selection.indices,
-                timestamps=tuple(req.timestamps),
-                k=p.k,
-                policy=p.policy,
-                metadata=dict(p.sample.metadata),
-            )
-            out.append((record, req.selection, video_id))
-        except _SAMPLE_ERRORS as exc:
-            out.append((_failure(p.sample, exc, p.k, p.policy), None, video_id))
-    return out
-
-
-def _prepare(sample: Sample, parent_id: str, default_policy: str, st: Store, ctx: _Context) -> _Prepared:
-    """The sample's stored selection on its pool (built from the cached probe), or the reason why not."""
-    stored = st.selection(parent_id, sample.id)
+def stored_selection_step(p: Prepared, parent: RunInfo, st: Store, ctx: RunContext) -> None:
+    """The prepare step of replay: the sample's stored selection on its pool (built from the cached probe)."""
+    stored = st.selection(parent.run_id, p.sample.id)
     if stored is None:
-        return _Prepared(
-            sample,
-            error=MissingSelectionError(
-                f"run {parent_id[:12]} has no stored selection for sample {sample.id!r} (it failed or was never run there); "
-                "replay never re-selects: complete the original run, then replay again"
-            ),
+        raise MissingSelectionError(
+            f"run {parent.run_id[:12]} has no stored selection for sample {p.sample.id!r} (it failed or was never run there); "
+            "replay never re-selects: complete the original run, then replay again"
         )
     selection, meta = stored
-    k, policy = int(meta.get("k") or len(selection)), str(meta.get("policy") or default_policy)
-    try:
-        pool = build_pool(sample, policy, ctx)
-        _check_fits(sample, selection, meta, pool.video_id, pool.timestamps, parent_id)
-    except _SAMPLE_ERRORS as exc:
-        return _Prepared(sample, k=k, policy=policy, error=exc)
-    return _Prepared(sample, AnswerRequest(sample, pool, selection), k=k, policy=policy)
+    p.k, p.policy = int(meta.get("k") or len(selection)), str(meta.get("policy") or p.policy)
+    pool = build_pool(p.sample, p.policy, ctx)
+    p.video_id = pool.video_id
+    _check_fits(p.sample, selection, meta, pool.video_id, pool.timestamps, parent.run_id)
+    p.request = AnswerRequest(p.sample, pool, selection)
 
 
 def _check_fits(sample: Sample, selection: Selection, meta: Mapping[str, Any], video_id: str, pool_times: np.ndarray, parent_id: str) -> None:
@@ -227,9 +155,10 @@ def dataset_from_config(config: Mapping[str, Any]) -> Dataset:
     else:  # runs stored before dataset_spec existed: "name:hash" ids name the dataset
         name, params = str(config.get("dataset", "")).split(":", 1)[0], {}
     try:
-        return get_registry("datasets").create(name, **params)  # type: ignore[no-any-return]
+        dataset: Dataset = resolve("datasets", name, **params)
     except UnknownNameError:
         raise FrameselectError(f"the run's dataset {config.get('dataset')!r} cannot be re-created: no dataset {name!r} is registered; pass dataset=") from None
+    return dataset
 
 
 def _dataset(dataset: str | Dataset | Sequence[Sample] | None, parent: RunInfo) -> Dataset:
@@ -241,11 +170,12 @@ def _dataset(dataset: str | Dataset | Sequence[Sample] | None, parent: RunInfo) 
         ds = dataset
     else:
         ds = InMemoryDataset(list(dataset))
+    load_samples(ds)  # a dataset that cannot be read says so before its id is computed
     expected = parent.config.get("dataset")
     if expected and ds.id != expected:
         warnings.warn(
             f"dataset {ds.id!r} differs from the one run {parent.run_id[:12]} used ({expected!r}); samples are matched by id and each video is checked against its stored selection",
-            stacklevel=3,
+            stacklevel=4,
         )
     return ds
 
@@ -255,14 +185,14 @@ def _evaluators(evaluators: Sequence[str | Evaluator] | None, parent: RunInfo) -
         evs: list[Evaluator] = [resolve("evaluators", e) for e in evaluators]
         needy = [e.name for e in evs if e.needs]
         if needy:
-            raise ValueError(f"evaluators {needy} need features (embeddings, relevance) that replay does not compute; replay runs no encoder")
+            raise ConfigError(f"evaluator(s) {needy} need features (embeddings, relevance) that replay does not compute; replay runs no encoder")
         return evs
     registry = get_registry("evaluators")
     out: list[Evaluator] = []
     for cfg in parent.config.get("evaluators") or []:
         try:
-            ev = registry.create(str(cfg["name"]), **dict(cfg.get("params") or {}))
-        except (UnknownNameError, TypeError) as exc:
+            ev: Evaluator = resolve("evaluators", str(cfg["name"]), **dict(cfg.get("params") or {}))
+        except (UnknownNameError, ConfigError) as exc:
             raise FrameselectError(
                 f"run {parent.run_id[:12]} used evaluator {cfg.get('name')!r}, which cannot be re-created ({exc}); pass evaluators="
             ) from None

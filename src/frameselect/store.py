@@ -63,6 +63,8 @@ CREATE TABLE IF NOT EXISTS records (
     answer      TEXT,
     metadata    TEXT NOT NULL,
     updated     REAL NOT NULL,
+    k           INTEGER,
+    policy      TEXT,
     PRIMARY KEY (run_id, sample_id)
 );
 CREATE TABLE IF NOT EXISTS answers (
@@ -115,6 +117,17 @@ class Store:
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute("PRAGMA foreign_keys=ON")
         self._conn.executescript(_SCHEMA)
+        self._migrate()
+
+    def _migrate(self) -> None:
+        """Stores written before ``records`` had its own ``k`` and ``policy`` columns get them.
+
+        Their rows keep ``k`` and ``policy`` inside ``metadata``, read back as before.
+        """
+        columns = {row[1] for row in self._conn.execute("PRAGMA table_info(records)")}
+        for name, sql_type in (("k", "INTEGER"), ("policy", "TEXT")):
+            if name not in columns:
+                self._conn.execute(f"ALTER TABLE records ADD COLUMN {name} {sql_type}")
 
     def close(self) -> None:
         self._conn.close()
@@ -200,7 +213,7 @@ class Store:
                     ),
                 )
             conn.execute(
-                "INSERT OR REPLACE INTO records (run_id, sample_id, status, error, metrics, answer, metadata, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO records (run_id, sample_id, status, error, metrics, answer, metadata, updated, k, policy) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run_id,
                     record.sample_id,
@@ -208,14 +221,16 @@ class Store:
                     record.error,
                     _json(_clean_metrics(record.metrics)),
                     record.answer,
-                    _json({**record.metadata, "k": record.k, "policy": record.policy}),
+                    _json(dict(record.metadata)),
                     now,
+                    record.k,
+                    record.policy,
                 ),
             )
 
     def records(self, run_id: str, *, status: str | None = None) -> list[SampleRecord]:
         sql = (
-            "SELECT r.sample_id, r.status, r.error, r.metrics, r.answer, r.metadata, s.indices, s.timestamps "
+            "SELECT r.sample_id, r.status, r.error, r.metrics, r.answer, r.metadata, s.indices, s.timestamps, r.k, r.policy "
             "FROM records r LEFT JOIN selections s ON s.run_id = r.run_id AND s.sample_id = r.sample_id WHERE r.run_id = ?"
         )
         params: tuple[Any, ...] = (run_id,)
@@ -224,9 +239,11 @@ class Store:
             params += (status,)
         sql += " ORDER BY r.rowid"
         out = []
-        for sid, st, err, metrics, answer, meta, idx, ts in self._conn.execute(sql, params):
+        for sid, st, err, metrics, answer, meta, idx, ts, k, policy in self._conn.execute(sql, params):
             md = json.loads(meta)
-            m = {k: (math.nan if v is None else float(v)) for k, v in json.loads(metrics).items()}
+            if k is None:  # a row from before the k and policy columns: they sit in the metadata
+                k, policy = md.pop("k", 0), md.pop("policy", "")
+            m = {key: (math.nan if v is None else float(v)) for key, v in json.loads(metrics).items()}
             out.append(
                 SampleRecord(
                     sample_id=sid,
@@ -236,8 +253,8 @@ class Store:
                     answer=answer,
                     selection=tuple(json.loads(idx)) if idx else (),
                     timestamps=tuple(json.loads(ts)) if ts else (),
-                    k=int(md.pop("k", 0)),
-                    policy=str(md.pop("policy", "")),
+                    k=int(k),
+                    policy=str(policy or ""),
                     metadata=md,
                 )
             )

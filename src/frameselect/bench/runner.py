@@ -15,9 +15,10 @@ MobileNetV2 class probabilities matched to the question through MiniLM
 label embeddings. ``ocr_text`` (RapidOCR + MiniLM) is the alternative for
 questions that name words; it costs about 0.1 s per pool frame.
 
-Selectors whose needs the encoder cannot meet, or that cannot be created
-with their default parameters, are skipped with a note. A selector that fails
-on every sample is reported and left out of the rankings.
+Selectors whose needs the encoder cannot meet (the plan's own check,
+:func:`frameselect.plan.check_needs`), or that cannot be created with their
+default parameters, are skipped with a note. A selector that fails on every
+sample is reported and left out of the rankings.
 """
 
 from __future__ import annotations
@@ -136,6 +137,9 @@ def _selectors(patterns: Sequence[str], encoder: Any, notes: list[str]) -> list[
         names = [n for n in names if any(fnmatch.fnmatchcase(n, p) for p in patterns)]
         if not names:
             raise ValueError(f"no registered selector matches {list(patterns)}; known: {', '.join(selectors.names())}")
+    from frameselect.errors import ConfigError
+    from frameselect.plan import check_needs
+
     out = []
     for name in names:
         try:
@@ -143,16 +147,10 @@ def _selectors(patterns: Sequence[str], encoder: Any, notes: list[str]) -> list[
         except Exception as exc:  # a selector that needs arguments or a missing package
             notes.append(f"skipped {name}: cannot be created with default parameters ({type(exc).__name__}: {exc})")
             continue
-        needs = set(getattr(sel, "needs", ()))
-        if needs & {"embeddings", "text", "relevance"} and encoder is None:
-            notes.append(f"skipped {name}: needs {sorted(needs)} but no encoder was given")
-            continue
-        if needs & QUERY_AWARE_NEEDS and not getattr(encoder, "has_text", False):
-            notes.append(f"skipped {name}: needs query relevance, encoder {encoder.id} cannot embed text")
-            continue
-        unknown = needs - {"embeddings", "text", "relevance", "pixels"}
-        if unknown:
-            notes.append(f"skipped {name}: needs {sorted(unknown)}, which the bench cannot provide")
+        try:
+            check_needs("selectors", sel, encoder)
+        except ConfigError as exc:
+            notes.append(f"skipped {name}: {exc}")
             continue
         out.append((name, sel))
     return out
@@ -160,10 +158,11 @@ def _selectors(patterns: Sequence[str], encoder: Any, notes: list[str]) -> list[
 
 def _prewarm(samples: Sequence[Any], encoder: Any, pool: str, features_dir: Path) -> int:
     """Encode every video's pool once (before any selector), so readers find cached class probabilities."""
-    from frameselect.cache import Cache, RunCounters
-    from frameselect.pipeline import _Context, build_pool, featurize
+    from frameselect.cache import Cache
+    from frameselect.pipeline import featurize
+    from frameselect.run import RunContext, build_pool
 
-    ctx = _Context(cache=Cache(features_dir), counters=RunCounters())
+    ctx = RunContext(cache=Cache(features_dir))
     seen: set[str] = set()
     for sample in samples:
         if sample.video in seen:
@@ -177,7 +176,8 @@ def _prewarm(samples: Sequence[Any], encoder: Any, pool: str, features_dir: Path
 def run_bench(config: BenchConfig = BenchConfig(), *, log: Callable[[str], None] | None = None, progress: bool | None = False) -> BenchResult:
     """Run the benchmark (resuming whatever the store already holds)."""
     from frameselect.datasets.haystack import HaystackDataset
-    from frameselect.pipeline import evaluate, resolve
+    from frameselect.pipeline import evaluate
+    from frameselect.plan import resolve
 
     say = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     notes: list[str] = []

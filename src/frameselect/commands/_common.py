@@ -5,9 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
+from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["parse_params", "add_store_arg", "default_store_path"]
+from frameselect.errors import ConfigError
+
+__all__ = ["parse_params", "add_store_arg", "default_store_path", "report_failures"]
 
 
 def default_store_path() -> str:
@@ -31,11 +35,36 @@ def parse_value(text: str) -> Any:
         return text
 
 
-def parse_params(items: list[str] | None) -> dict[str, Any]:
+def parse_params(items: list[str] | None, option: str = "--param") -> dict[str, Any]:
+    """``name=value`` options as a dict of JSON values (``option`` names the flag in errors)."""
     out: dict[str, Any] = {}
     for item in items or []:
-        if "=" not in item:
-            raise SystemExit(f"frameselect: error: --param takes name=value, got {item!r}")
-        name, value = item.split("=", 1)
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise ConfigError(f"{option} takes name=value, got {item!r}")
         out[name.strip()] = parse_value(value)
     return out
+
+
+def report_failures(results: Sequence[Any]) -> int:
+    """Under the tables: one line per run with failed samples; the exit status.
+
+    A run whose every sample failed is an error (status 1), printed to stderr
+    with each distinct reason and its count.
+    """
+    from frameselect.run import failure_reasons
+
+    status = 0
+    for result in results:
+        label, failed, total = str(result.config.get("label")), len(result.failed), len(result.records)
+        if not failed:
+            continue
+        reasons = failure_reasons(result.records)
+        if failed == total:
+            lines = "\n".join(f"  {count} x {reason}" for reason, count in reasons)
+            print(f"frameselect: error: every sample of {label} failed ({total}):\n{lines}", file=sys.stderr)
+            status = 1
+        else:
+            reason, count = reasons[0]
+            print(f"failed: {label}: {failed} of {total} samples failed; most often: {count} x {reason} (`frameselect show RUN --samples` lists them)")
+    return status

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 
-from frameselect.commands._common import add_store_arg, parse_params
+from frameselect.commands._common import add_store_arg, parse_params, report_failures
+from frameselect.errors import ConfigError
 from frameselect.report import markdown_table
 
 
@@ -13,12 +14,11 @@ def run(args: argparse.Namespace) -> int:
     from frameselect.replay import replay
 
     if not os.path.exists(args.store):
-        print(f"frameselect: error: no store at {args.store}")
-        return 2
+        raise ConfigError(f"no store at {args.store} (--store, or $FRAMESELECT_STORE)")
     result = replay(
         args.run,
         args.answerer,
-        answerer_params=parse_params(args.param),
+        answerer_params=parse_params(args.param, "-p/--param"),
         store=args.store,
         dataset=args.dataset,
         evaluators=args.evaluator,
@@ -27,17 +27,15 @@ def run(args: argparse.Namespace) -> int:
         progress=None if not args.no_progress else False,
     )
     label = str(result.config["label"])
-    for rec in result.failed:
-        print(f"failed: {label} {rec.sample_id}: {rec.error}")
     print(f"replay run {result.run_id[:12]} ({label}) of run {str(result.config['replay_of'])[:12]} stored in {args.store}")
     print()
     print(markdown_table([(label, result.table)], first="replay"))
     print()
     print(markdown_table([(label, {k: float(v) for k, v in result.counters.as_dict().items()})], first="counters"))
-    return 0
+    return report_failures([result])
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("replay", help="answer a stored run's selections with another answering backend (no decoding of pools, encoding or selection)")
     p.add_argument("run", help="run id to replay (a unique prefix is enough; `frameselect show` lists them)")
     p.add_argument("--answerer", "-a", required=True, help="registered answering backend, e.g. openai_http")

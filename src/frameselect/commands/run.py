@@ -1,56 +1,83 @@
-"""``frameselect run``: evaluate one or more selectors on a dataset and store the results."""
+"""``frameselect run``: evaluate one or more selectors on a dataset and store the results.
+
+Every run of the invocation is planned (and so validated) before the first
+one starts: a wrong option fails before any sample is touched.
+"""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
+from typing import Any
 
-from frameselect.commands._common import add_store_arg, parse_params
+from frameselect.commands._common import add_store_arg, parse_params, report_failures
+from frameselect.errors import ConfigError
 from frameselect.report import markdown_table
 
 
-def run(args: argparse.Namespace) -> int:
-    from frameselect.pipeline import evaluate
+def selector_params_for(names: Sequence[str], params: dict[str, Any]) -> dict[str, Any]:
+    """``-p`` values apply to every selector of the invocation, or the invocation is refused (saying which do not take them)."""
+    from frameselect.plan import parameters_of
+    from frameselect.registry import selectors
 
-    params = parse_params(args.param)
-    dataset = args.dataset
-    if args.dataset_param:
-        from frameselect.registry import datasets
+    if not params or len(names) <= 1:
+        return params
 
-        dataset = datasets.create(args.dataset, **parse_params(args.dataset_param))
-    rows = []
-    counter_rows = []
-    breakdown_rows = []
-    runs: list[tuple[str, tuple[str, list[str]] | None]] = [(name, None) for name in args.selector or []]
+    def missing(name: str) -> list[str]:
+        valid = parameters_of(selectors.get(name))
+        return [] if valid is None else sorted(set(params) - set(valid))
+
+    for name in names:
+        if missing(name):
+            valid = parameters_of(selectors.get(name))
+            takers = [n for n in names if not missing(n)]
+            raise ConfigError(
+                f"-p {', '.join(missing(name))} does not apply to selector {name!r} (its parameters: {', '.join(valid or []) or 'none'})"
+                + (f"; it applies to {', '.join(takers)}" if takers else "")
+                + ": run the selectors separately, each with its own -p"
+            )
+    return params
+
+
+def _plans(args: argparse.Namespace) -> list[Any]:
+    from frameselect.plan import plan_run, resolve
+
+    if not args.selector and not args.router:
+        raise ConfigError("give --selector NAME (repeatable) or --router NAME")
+    params = parse_params(args.param, "-p/--param")
+    dataset = resolve("datasets", args.dataset, **parse_params(args.dataset_param, "-D/--dataset-param"))
+    common: dict[str, Any] = dict(  # parts shared by every run of the invocation are created once
+        evaluators=args.evaluator or ["evidence_recall", "frame_precision"],
+        dataset=dataset,
+        k=args.k,
+        encoder=resolve("encoders", args.encoder) if args.encoder else None,
+        answerer=resolve("answerers", args.answerer) if args.answerer else None,
+        pool=args.pool,
+        seed=args.seed,
+        limit=args.limit,
+    )
     if args.router:
+        if params:
+            raise ConfigError("-p sets selector parameters and cannot be combined with --router; the bank's selectors use their defaults")
         bank = [b.strip() for b in (args.bank or ",".join(args.selector or ["uniform"])).split(",") if b.strip()]
-        runs = [(bank[0], (router, bank)) for router in args.router]
-    if not runs:
-        raise SystemExit("frameselect: error: give --selector NAME (repeatable) or --router NAME")
-    for name, routing in runs:
-        result = evaluate(
-            selector=name,
-            router=routing[0] if routing else None,
-            bank=routing[1] if routing else None,
-            evaluators=args.evaluator or ["evidence_recall", "frame_precision"],
-            dataset=dataset,
-            k=args.k,
-            encoder=args.encoder,
-            answerer=args.answerer,
-            store=args.store,
-            pool=args.pool,
-            seed=args.seed,
-            cache_dir=args.cache_dir,
-            selector_params=params if len(runs) == 1 and not routing else None,
-            progress=None if not args.no_progress else False,
-            limit=args.limit,
-        )
+        return [plan_run(bank[0], router=router, bank=bank, **common) for router in args.router]
+    params = selector_params_for(args.selector, params)
+    return [plan_run(name, selector_params=params, **common) for name in args.selector]
+
+
+def run(args: argparse.Namespace) -> int:
+    from frameselect.pipeline import run_plan
+
+    plans = _plans(args)  # every run validated before the first starts
+    results, rows, counter_rows, breakdown_rows = [], [], [], []
+    for plan in plans:
+        result = run_plan(plan, store=args.store, cache_dir=args.cache_dir, progress=None if not args.no_progress else False)
+        results.append(result)
         label = str(result.config["label"])
         rows.append((label, result.table))
         counter_rows.append((label, {k: float(v) for k, v in result.counters.as_dict().items()}))
         for group, values in result.breakdown.get("kind", {}).items():
             breakdown_rows.append((f"{label} · {group}", values))
-        for rec in result.failed:
-            print(f"failed: {label} {rec.sample_id}: {rec.error}")
         print(f"run {result.run_id[:12]} ({label}) stored in {args.store}")
     print()
     print(markdown_table(rows, first="selector"))
@@ -59,10 +86,10 @@ def run(args: argparse.Namespace) -> int:
         print(markdown_table(breakdown_rows, first="selector · kind"))
     print()
     print(markdown_table(counter_rows, first="counters"))
-    return 0
+    return report_failures(results)
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("run", help="run selectors on a dataset and store the results")
     p.add_argument("--selector", "-s", action="append", help="registered selector name (repeatable)")
     p.add_argument("--router", action="append", help="budget router (repeatable); -k is then the mean budget")
@@ -77,9 +104,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--answerer", "-a", default=None, help="answering backend, for answer-level evaluators")
     p.add_argument("--pool", default="fps=1.0", help="candidate pool policy: fps=R, uniform=N or all (default: %(default)s)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--param", "-p", action="append", help="selector hyper-parameter name=value (one selector only)")
+    p.add_argument("--param", "-p", action="append", help="selector hyper-parameter name=value (applies to every --selector; each must take it)")
     p.add_argument("--cache-dir", default=None, help="feature cache folder (default: ~/.cache/frameselect/features or $FRAMESELECT_CACHE)")
-    p.add_argument("--limit", type=int, default=None, help="only the first N samples")
+    p.add_argument("--limit", type=int, default=None, help="only the first N samples (N >= 0)")
     p.add_argument("--no-progress", action="store_true")
     add_store_arg(p)
     p.set_defaults(func=run)

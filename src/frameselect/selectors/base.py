@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from frameselect.errors import SelectionError
+from frameselect.errors import ContractError, SelectionError
 from frameselect.types import CandidatePool, Features, Query, Selection
 
 __all__ = ["Selector", "check_budget", "check_finite", "fill_to_k", "normalize_minmax"]
@@ -202,7 +202,7 @@ class Selector:
 
     def _check_contract(self, idx: list[int], k: int, n: int) -> None:
         if len(idx) != k or len(set(idx)) != k or idx != sorted(idx) or (idx and (idx[0] < 0 or idx[-1] >= n)):
-            raise AssertionError(f"selector {self.name!r} broke the contract: returned {idx[:20]} for k={k}, N={n}")
+            raise ContractError(f"selector {self.name!r} broke the contract: returned {idx[:20]} for k={k}, N={n}")
 
     def _select(
         self,

@@ -2,12 +2,12 @@
 
 from frameselect.video.decode import (
     DecodeCounter,
+    FrameMemo,
     PoolPolicy,
     VideoFrameSource,
     VideoInfo,
     candidates,
     content_hash,
-    decode_counter,
     parse_policy,
     probe,
     select_pool_indices,
@@ -15,12 +15,12 @@ from frameselect.video.decode import (
 
 __all__ = [
     "DecodeCounter",
+    "FrameMemo",
     "PoolPolicy",
     "VideoFrameSource",
     "VideoInfo",
     "candidates",
     "content_hash",
-    "decode_counter",
     "parse_policy",
     "probe",
     "select_pool_indices",

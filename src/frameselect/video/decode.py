@@ -30,7 +30,7 @@ import os
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -50,21 +50,22 @@ __all__ = [
     "VideoFrameSource",
     "content_hash",
     "DecodeCounter",
-    "decode_counter",
-    "forget_decoded_frames",
+    "FrameMemo",
 ]
 
 _CONTAINER_SIGNATURES = (b"ftyp", b"RIFF", b"\x1a\x45\xdf\xa3", b"OggS", b"FLV")
 
 
 class DecodeCounter:
-    """Counts frames decoded by this process (the run reports the difference)."""
+    """Counts decoded frames. A run owns one and hands it to its pools' frame sources."""
 
     def __init__(self) -> None:
         self.frames_decoded = 0
+        self._lock = threading.Lock()
 
-
-decode_counter = DecodeCounter()
+    def add(self, n: int = 1) -> None:
+        with self._lock:  # an answerer's threads may decode at once
+            self.frames_decoded += n
 
 
 @dataclass(frozen=True)
@@ -140,8 +141,11 @@ def _open(path: str) -> Any:
     return container
 
 
-def probe(path: str | os.PathLike[str]) -> VideoInfo:
-    """Read every video packet's timestamp (no decoding) and check the first frame decodes."""
+def probe(path: str | os.PathLike[str], *, counter: DecodeCounter | None = None) -> VideoInfo:
+    """Read every video packet's timestamp (no decoding) and check the first frame decodes.
+
+    Decoded frames are counted in ``counter`` when one is given.
+    """
     import av
 
     path = os.fspath(path)
@@ -168,12 +172,12 @@ def probe(path: str | os.PathLike[str]) -> VideoInfo:
         container.close()
     if missing_pts or not pts_list:
         # Containers without packet timestamps (some AVI): decode to learn them.
-        pts_arr, last_duration = _decode_pts(path)
+        pts_arr, last_duration = _decode_pts(path, counter or DecodeCounter())
     else:
         order = np.argsort(np.asarray(pts_list, dtype=np.int64), kind="stable")
         pts_arr = np.asarray(pts_list, dtype=np.int64)[order]
         last_duration = int(np.asarray(durations)[order][-1])
-        _check_first_frame(path)
+        _check_first_frame(path, counter or DecodeCounter())
     if pts_arr.size == 0:
         raise NoFramesError(path, "the video stream holds no decodable frame")
     pts_arr = np.unique(pts_arr)
@@ -183,7 +187,7 @@ def probe(path: str | os.PathLike[str]) -> VideoInfo:
     return VideoInfo(path=path, pts=pts_arr, time_base=Fraction(time_base), duration=max(duration, 0.0), width=width, height=height)
 
 
-def _check_first_frame(path: str) -> None:
+def _check_first_frame(path: str, counter: DecodeCounter) -> None:
     import av
 
     container = _open(path)
@@ -191,7 +195,7 @@ def _check_first_frame(path: str) -> None:
         stream = container.streams.video[0]
         try:
             for _frame in container.decode(stream):
-                decode_counter.frames_decoded += 1
+                counter.add()
                 return
         except av.error.FFmpegError as exc:
             raise NoFramesError(path, f"the first frame does not decode ({exc})") from exc
@@ -200,7 +204,7 @@ def _check_first_frame(path: str) -> None:
     raise NoFramesError(path, "the video stream holds no decodable frame")
 
 
-def _decode_pts(path: str) -> tuple[NDArray[np.int64], int]:
+def _decode_pts(path: str, counter: DecodeCounter) -> tuple[NDArray[np.int64], int]:
     import av
 
     container = _open(path)
@@ -211,7 +215,7 @@ def _decode_pts(path: str) -> tuple[NDArray[np.int64], int]:
         stream.thread_type = "AUTO"
         try:
             for i, frame in enumerate(container.decode(stream)):
-                decode_counter.frames_decoded += 1
+                counter.add()
                 pts.append(int(frame.pts) if frame.pts is not None else i)
                 last_duration = int(getattr(frame, "duration", 0) or 0)
         except av.error.FFmpegError as exc:
@@ -246,15 +250,26 @@ def select_pool_indices(times: NDArray[np.float64], duration: float, policy: Poo
 
 
 def candidates(
-    path: str | os.PathLike[str], policy: str | PoolPolicy = "fps=1.0", *, video_id: str | None = None, info: VideoInfo | None = None
+    path: str | os.PathLike[str],
+    policy: str | PoolPolicy = "fps=1.0",
+    *,
+    video_id: str | None = None,
+    info: VideoInfo | None = None,
+    counter: DecodeCounter | None = None,
+    memo: FrameMemo | None = None,
 ) -> CandidatePool:
-    """Build the candidate pool of a video under a pool policy."""
+    """Build the candidate pool of a video under a pool policy.
+
+    ``counter`` counts every frame decoded for the pool (probe included);
+    ``memo`` is shared by the pools of one run, so equal frame requests decode once.
+    """
     path = os.fspath(path)
     pol = parse_policy(policy)
-    info = info if info is not None else probe(path)
+    counter = counter if counter is not None else DecodeCounter()
+    info = info if info is not None else probe(path, counter=counter)
     times = info.timestamps
     chosen = select_pool_indices(times, info.duration, pol)
-    source = VideoFrameSource(path, info.pts[chosen], info.time_base)
+    source = VideoFrameSource(path, info.pts[chosen], info.time_base, counter=counter, memo=memo)
     return CandidatePool(
         video_id=video_id if video_id is not None else content_hash(path),
         timestamps=times[chosen],
@@ -265,18 +280,44 @@ def candidates(
     )
 
 
-#: recently decoded frame sets: (path with size and mtime, frame pts, size) -> {pool index: frame}
-_RECENT_FRAMES: OrderedDict[tuple[str, tuple[int, ...], tuple[int, int] | None], dict[int, NDArray[np.uint8]]] = OrderedDict()
-_RECENT_LIMIT = 4
-_RECENT_LOCK = threading.Lock()
-_KEY_LOCKS: dict[tuple[str, tuple[int, ...], tuple[int, int] | None], threading.Lock] = {}
+_MemoKey = tuple[str, tuple[int, ...], tuple[int, int] | None]
 
 
-def forget_decoded_frames() -> None:
-    """Drop the remembered frame sets (the next request decodes again)."""
-    with _RECENT_LOCK:
-        _RECENT_FRAMES.clear()
-        _KEY_LOCKS.clear()
+class FrameMemo:
+    """The last few decoded frame sets: (file with size and mtime, frame pts, size) -> {pts: frame}.
+
+    Owned by a run (or by one frame source when none is given): concurrent
+    requests for the same frames (an answerer's threads) decode once.
+    """
+
+    def __init__(self, limit: int = 4) -> None:
+        self.limit = limit
+        self._frames: OrderedDict[_MemoKey, dict[int, NDArray[np.uint8]]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._key_locks: dict[_MemoKey, threading.Lock] = {}
+
+    def get(self, key: _MemoKey, decode: Callable[[], dict[int, NDArray[np.uint8]]]) -> dict[int, NDArray[np.uint8]]:
+        """The frames under ``key``, decoded by ``decode()`` on a miss."""
+        with self._lock:
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
+        with key_lock:
+            with self._lock:
+                frames = self._frames.get(key)
+                if frames is not None:
+                    self._frames.move_to_end(key)
+                    return frames
+            try:
+                frames = decode()
+            except BaseException:
+                with self._lock:
+                    self._key_locks.pop(key, None)
+                raise
+            with self._lock:
+                self._frames[key] = frames
+                while len(self._frames) > self.limit:
+                    old, _ = self._frames.popitem(last=False)
+                    self._key_locks.pop(old, None)
+            return frames
 
 
 class VideoFrameSource(FrameSource):
@@ -285,11 +326,15 @@ class VideoFrameSource(FrameSource):
     ``size=(w, h)`` asks the decoder's scaler for downscaled frames.
     """
 
-    def __init__(self, path: str, pool_pts: NDArray[np.int64], time_base: Fraction) -> None:
+    def __init__(
+        self, path: str, pool_pts: NDArray[np.int64], time_base: Fraction, *, counter: DecodeCounter | None = None, memo: FrameMemo | None = None
+    ) -> None:
         super().__init__(None)
         self.path = path
         self.pool_pts = np.asarray(pool_pts, dtype=np.int64)
         self.time_base = time_base
+        self.counter = counter if counter is not None else DecodeCounter()
+        self.memo = memo if memo is not None else FrameMemo()
 
     def __len__(self) -> int:
         return int(self.pool_pts.shape[0])
@@ -305,26 +350,8 @@ class VideoFrameSource(FrameSource):
         unique = sorted(set(wanted))
         st = os.stat(self.path)
         key = (f"{self.path}:{st.st_size}:{st.st_mtime_ns}", tuple(int(self.pool_pts[i]) for i in unique), size)
-        with _RECENT_LOCK:
-            key_lock = _KEY_LOCKS.setdefault(key, threading.Lock())
-        with key_lock:  # concurrent requests for the same frames (an answerer's threads) decode once
-            with _RECENT_LOCK:
-                frames = _RECENT_FRAMES.get(key)
-                if frames is not None:
-                    _RECENT_FRAMES.move_to_end(key)
-            if frames is None:
-                try:
-                    frames = dict(self.iter(unique, size=size))
-                except BaseException:
-                    with _RECENT_LOCK:
-                        _KEY_LOCKS.pop(key, None)
-                    raise
-                with _RECENT_LOCK:
-                    _RECENT_FRAMES[key] = frames
-                    while len(_RECENT_FRAMES) > _RECENT_LIMIT:
-                        old, _ = _RECENT_FRAMES.popitem(last=False)
-                        _KEY_LOCKS.pop(old, None)
-        return [frames[i].copy() for i in wanted]
+        frames = self.memo.get(key, lambda: {int(self.pool_pts[i]): frame for i, frame in self.iter(unique, size=size)})
+        return [frames[int(self.pool_pts[i])].copy() for i in wanted]
 
     def iter(self, indices: Sequence[int], size: tuple[int, int] | None = None) -> Iterator[tuple[int, NDArray[np.uint8]]]:
         """Yield ``(pool_index, rgb_frame)`` in stream order for the given indices."""
@@ -347,7 +374,7 @@ class VideoFrameSource(FrameSource):
                 container.seek(first_pts, stream=stream, backward=True, any_frame=False)
             try:
                 for frame in container.decode(stream):
-                    decode_counter.frames_decoded += 1
+                    self.counter.add()
                     pts = frame.pts
                     if pts is None:
                         continue

@@ -1,0 +1,283 @@
+"""The plan of a run: every part resolved and the configuration validated
+before any sample is touched.
+
+A wrong configuration is a :class:`~frameselect.errors.ConfigError` that names
+the part and what to do: a selector, router or evaluator whose needs the
+encoder cannot meet, a parameter a part does not have, answer-level
+evaluators without an answering backend, ``k < 1``, a bad pool policy,
+``limit < 0``. :func:`plan_run` builds the plan of ``evaluate()``; replay
+builds its own from the stored run (:mod:`frameselect.replay`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from frameselect.answerers.base import Answerer
+from frameselect.datasets.base import Dataset, InMemoryDataset
+from frameselect.encoders.base import Encoder
+from frameselect.errors import ConfigError, FrameselectError
+from frameselect.evaluators.base import Evaluator
+from frameselect.fingerprint import fingerprint, part_config
+from frameselect.registry import get_registry
+from frameselect.selectors.base import Selector
+from frameselect.types import Sample
+from frameselect.video.decode import parse_policy
+
+if TYPE_CHECKING:
+    from frameselect.routing.base import Router
+
+__all__ = [
+    "Plan",
+    "plan_run",
+    "resolve",
+    "parameters_of",
+    "check_needs",
+    "check_budget",
+    "check_limit",
+    "check_pool",
+    "check_answerer",
+    "part_identity",
+    "load_samples",
+]
+
+#: what each feature kind asks of the encoder
+_EMBEDDING_NEEDS = frozenset({"embeddings", "text", "relevance"})
+_TEXT_NEEDS = frozenset({"text", "relevance"})
+_FEATURE_KINDS = frozenset({"embeddings", "text", "relevance", "pixels"})
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a run will do. ``config`` is stored with the run; ``run_id`` is its fingerprint."""
+
+    kind: str  # "run", "routed" or "replay"
+    run_id: str
+    config: Mapping[str, Any]
+    samples: tuple[Sample, ...]
+    evaluators: tuple[Evaluator, ...]
+    pool: str
+    seed: int = 0
+    k: int = 0
+    selector: Selector | None = None
+    encoder: Encoder | None = None
+    answerer: Answerer | None = None
+    router: Router | None = None
+    bank: tuple[Selector, ...] = ()
+    parent_run: str | None = None
+    #: ask the answerer for each sample (replay always does; a run when an evaluator scores answers)
+    needs_answers: bool = False
+
+    @property
+    def label(self) -> str:
+        return str(self.config.get("label") or self.run_id[:12])
+
+
+def _singular(kind: str) -> str:
+    return {"routers": "router", "routing": "router"}.get(kind, kind[:-1] if kind.endswith("s") else kind)
+
+
+def parameters_of(factory: Callable[..., Any]) -> list[str] | None:
+    """The keyword parameters a part's factory takes (None: it takes any, via ``**kwargs``)."""
+    if dataclasses.is_dataclass(factory):
+        return [f.name for f in dataclasses.fields(factory) if f.init and not f.name.startswith("_")]
+    try:
+        signature = inspect.signature(factory)
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values()):
+        return None
+    return [n for n, p in signature.parameters.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and n != "self"]
+
+
+def resolve(kind: str, part: Any, **params: Any) -> Any:
+    """A part from a registered name (created with ``params``) or an instance (returned as is).
+
+    A parameter the part does not have, or a value its constructor refuses,
+    is a :class:`ConfigError` naming the part and its parameters.
+    """
+    what = _singular(kind)
+    if not isinstance(part, str):
+        if params:
+            raise ConfigError(f"parameters {sorted(params)} given for a {what} instance ({type(part).__name__}); pass them to its constructor instead")
+        return part
+    factory = get_registry(kind).get(part)
+    valid = parameters_of(factory)
+    unknown = sorted(set(params) - set(valid)) if valid is not None else []
+    if unknown:
+        raise ConfigError(f"{what} {part!r} has no parameter {', '.join(map(repr, unknown))}; its parameters: {', '.join(valid or []) or '(none)'}")
+    try:
+        return factory(**params)
+    except (TypeError, ValueError, ImportError) as exc:
+        given = ", ".join(f"{k}={v!r}" for k, v in params.items()) or "its defaults"
+        raise ConfigError(f"{what} {part!r} cannot be created with {given}: {type(exc).__name__}: {exc}") from exc
+
+
+def check_budget(k: Any) -> int:
+    """``k`` as a frame budget (an integer ≥ 1)."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ConfigError(f"frame budget k must be an integer of at least 1, got {k!r} (k=, CLI -k)")
+    return int(k)
+
+
+def check_limit(limit: Any) -> int | None:
+    """``limit`` as a sample count (None: every sample)."""
+    if limit is None:
+        return None
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise ConfigError(f"limit must be a whole number of samples (0 or more), got {limit!r} (limit=, CLI --limit)")
+    return int(limit)
+
+
+def check_pool(pool: Any) -> str:
+    """The pool policy in its canonical form (``fps=1``, ``uniform=64``, ``all``)."""
+    try:
+        return str(parse_policy(pool))
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"bad pool policy (pool=, CLI --pool): {exc}") from None
+
+
+def _text_encoders() -> list[str]:
+    registry = get_registry("encoders")
+    return [n for n in registry.names() if getattr(registry.get(n), "has_text", False) is True]
+
+
+def check_needs(kind: str, part: Any, encoder: Encoder | None) -> None:
+    """The features ``part`` declares in ``needs`` are ones ``encoder`` can give."""
+    needs = frozenset(getattr(part, "needs", frozenset()))
+    name = f"{_singular(kind)} {getattr(part, 'name', type(part).__name__)!r}"
+    unknown = needs - _FEATURE_KINDS
+    if unknown:
+        raise ConfigError(f"{name} needs {sorted(unknown)}, which no run provides; known feature kinds: {sorted(_FEATURE_KINDS)}")
+    if needs & _EMBEDDING_NEEDS and encoder is None:
+        raise ConfigError(f"{name} needs {sorted(needs & _EMBEDDING_NEEDS)}: pass an encoder (encoder=, CLI -e), e.g. 'color_histogram'")
+    if needs & _TEXT_NEEDS and encoder is not None and not encoder.has_text:
+        hint = ", ".join(_text_encoders()[:6])
+        raise ConfigError(f"{name} needs query relevance, but encoder {encoder.id} cannot embed text; pass a text-capable encoder (encoder=, CLI -e): {hint}")
+
+
+def check_answerer(evaluators: Sequence[Evaluator], answerer: Answerer | None) -> None:
+    """Answer-level evaluators come with an answering backend."""
+    needy = [e.name for e in evaluators if e.needs_answer]
+    if needy and answerer is None:
+        raise ConfigError(f"evaluator(s) {needy} score answers: pass an answering backend (answerer=, CLI -a), e.g. 'oracle'")
+
+
+def part_identity(kind: str, part: Any) -> Any:
+    """What a run's configuration stores of a part (encoders, answerers and datasets by their ``id``)."""
+    if part is None:
+        return None
+    if hasattr(part, "id") and kind in ("encoders", "answerers", "datasets"):
+        return {"name": getattr(part, "name", getattr(part, "registered_name", type(part).__name__)), "id": part.id}
+    return part_config(kind, part)
+
+
+def _dataset(dataset: str | Dataset | Iterable[Sample], params: Mapping[str, Any] | None = None) -> Dataset:
+    if isinstance(dataset, str):
+        ds: Dataset = resolve("datasets", dataset, **dict(params or {}))
+        return ds
+    if params:
+        raise ConfigError(f"dataset parameters {sorted(params)} given for a dataset instance; pass them to its constructor instead")
+    if isinstance(dataset, Dataset):
+        return dataset
+    try:
+        return InMemoryDataset(list(dataset))
+    except ValueError as exc:  # duplicate sample ids
+        raise ConfigError(f"the samples given as dataset= cannot form a dataset: {exc}") from exc
+
+
+def load_samples(ds: Dataset, limit: int | None = None) -> list[Sample]:
+    """The dataset's samples (the first ``limit``); a dataset that cannot be read is a :class:`ConfigError` naming it."""
+    try:
+        samples = list(ds)
+    except FrameselectError:
+        raise
+    except (OSError, ValueError, LookupError, TypeError) as exc:
+        raise ConfigError(f"dataset {ds.name!r} cannot be read ({type(exc).__name__}): {exc}") from exc
+    return samples[:limit] if limit is not None else samples
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` as the store can write it (paths and other objects become strings)."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def default_label(sel: Selector, k: int, router: Any, bank: Sequence[Selector] = ()) -> str:
+    """``uniform@k=8``; routed runs ``text_cue[uniform,topk]@B=8`` (router, bank, mean budget)."""
+    if router is not None:
+        names = ",".join(b.name for b in (bank or [sel]))
+        return f"{getattr(router, 'name', type(router).__name__)}[{names}]@B={k}"
+    return f"{sel.name}@k={k}"
+
+
+def plan_run(
+    selector: str | Selector,
+    evaluators: Sequence[str | Evaluator],
+    dataset: str | Dataset | Iterable[Sample],
+    k: int,
+    *,
+    encoder: str | Encoder | None = None,
+    answerer: str | Answerer | None = None,
+    pool: str = "fps=1.0",
+    seed: int = 0,
+    selector_params: Mapping[str, Any] | None = None,
+    dataset_params: Mapping[str, Any] | None = None,
+    router: Any = None,
+    bank: Sequence[str | Selector] | None = None,
+    label: str = "",
+    limit: int | None = None,
+) -> Plan:
+    """Resolve and validate everything :func:`frameselect.pipeline.evaluate` will run."""
+    k, limit, policy = check_budget(k), check_limit(limit), check_pool(pool)
+    sel: Selector = resolve("selectors", selector, **dict(selector_params or {}))
+    evs: list[Evaluator] = [resolve("evaluators", e) for e in evaluators]
+    enc: Encoder | None = resolve("encoders", encoder) if encoder is not None else None
+    ans: Answerer | None = resolve("answerers", answerer) if answerer is not None else None
+    rt = resolve("routers", router) if router is not None else None
+    bank_parts: list[Selector] = [resolve("selectors", b) for b in bank] if bank else [sel]
+    for kind, part in [("selectors", sel), *(("selectors", b) for b in bank_parts), *(("evaluators", e) for e in evs)]:
+        check_needs(kind, part, enc)
+    if rt is not None:
+        check_needs("routers", rt, enc)
+    check_answerer(evs, ans)
+    ds = _dataset(dataset, dataset_params)
+    samples = load_samples(ds, limit)
+    config: dict[str, Any] = {
+        "selector": part_config("selectors", sel),
+        "evaluators": [part_config("evaluators", e) for e in evs],
+        "dataset": ds.id,
+        "k": k,
+        "encoder": part_identity("encoders", enc),
+        "answerer": part_identity("answerers", ans),
+        "pool": policy,
+        "seed": seed,
+        "limit": limit,
+    }
+    if rt is not None:
+        config["router"] = part_config("routers", rt)
+        config["bank"] = [part_config("selectors", b) for b in bank_parts]
+    run_id = fingerprint(config)
+    config["label"] = label or default_label(sel, k, rt, bank_parts if bank else ())
+    # descriptive, outside the fingerprint: what replay needs to re-create the dataset
+    config["dataset_spec"] = {"name": ds.name, "params": json_safe(ds.params())}
+    return Plan(
+        kind="routed" if rt is not None else "run",
+        run_id=run_id,
+        config=config,
+        samples=tuple(samples),
+        evaluators=tuple(evs),
+        pool=policy,
+        seed=seed,
+        k=k,
+        selector=sel,
+        encoder=enc,
+        answerer=ans,
+        router=rt,
+        bank=tuple(bank_parts),
+        needs_answers=ans is not None and any(e.needs_answer for e in evs),
+    )
