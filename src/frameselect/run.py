@@ -161,7 +161,7 @@ def check_selection(selector: Any, selection: Selection, k: int, n: int, sample:
     idx = list(selection.indices)
     name = getattr(selector, "name", type(selector).__name__)
     problems = [f"index {i} is outside the pool of {n}" for i in idx if not 0 <= i < n][:1]
-    if not getattr(selector, "reference_exact", False):
+    if not (selection.reference_exact or getattr(selector, "reference_exact", False)):
         if len(set(idx)) != len(idx):
             problems.append("duplicate indices")
         if idx != sorted(idx):
@@ -184,9 +184,11 @@ def score_sample(
         if ev.needs_answer and answer is None:
             continue
         values = ev.score(sample, pool, selection, answer, features)
-        undeclared = sorted(set(values) - set(ev.metrics))
+        undeclared = sorted(set(values) - set(ev.score_keys))
         if undeclared:
-            raise ContractError(f"evaluator {ev.name!r} wrote {undeclared}, which it does not declare in `metrics` {list(ev.metrics)}; fix the evaluator")
+            raise ContractError(
+                f"evaluator {ev.name!r} wrote {undeclared}, which it does not declare in `score_keys` {list(ev.score_keys)}; fix the evaluator"
+            )
         metrics.update({key: float(v) for key, v in values.items()})
     if answer is not None:
         metrics.setdefault("answer_latency_s", answer.latency_s)
