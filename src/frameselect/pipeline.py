@@ -211,6 +211,10 @@ def _over_frames(pool: CandidatePool, batch_size: int, fn: Callable[[np.ndarray]
             ctx.counters.frames_encoded += len(batch)
         batch.clear()
 
+    from frameselect.progress import track
+
+    if len(pool) > 4 * batch_size:  # a bar only where encoding takes a while
+        frames = track(frames, len(pool), f"encode {pool.video_id[:10]}", unit="frame", leave=False)
     for _i, frame in frames:
         batch.append(frame)
         if len(batch) == batch_size:

@@ -20,8 +20,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import sys
-import time
 import traceback
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -38,6 +36,7 @@ from frameselect.errors import AnswererError, ContractError, FrameselectError
 from frameselect.evaluators.base import Evaluator
 from frameselect.fingerprint import fingerprint
 from frameselect.plan import Plan
+from frameselect.progress import Progress
 from frameselect.store import Store
 from frameselect.types import Answer, CandidatePool, Features, Sample, SampleRecord, Selection
 from frameselect.video.decode import DecodeCounter, FrameMemo, VideoInfo, candidates, content_hash, probe
@@ -85,31 +84,6 @@ def build_pool(sample: Sample, policy: str, ctx: RunContext) -> CandidatePool:
         info = dataclasses.replace(info, path=sample.video)
     ctx.probes[video_hash] = info
     return candidates(sample.video, policy, video_id=video_hash, info=info, counter=ctx.decoded, memo=ctx.memo)
-
-
-class Progress:
-    """A minimal progress bar on stderr (shown only on a terminal or when forced)."""
-
-    def __init__(self, total: int, label: str, enabled: bool | None = None) -> None:
-        self.total, self.label, self.n = total, label, 0
-        self.enabled = sys.stderr.isatty() if enabled is None else enabled
-        self.start = time.monotonic()
-
-    def update(self, n: int = 1) -> None:
-        self.n += n
-        if not self.enabled:
-            return
-        frac = self.n / self.total if self.total else 1.0
-        bar = "#" * int(frac * 30)
-        elapsed = time.monotonic() - self.start
-        eta = elapsed / self.n * (self.total - self.n) if self.n else 0.0
-        sys.stderr.write(f"\r{self.label} [{bar:<30}] {self.n}/{self.total} {elapsed:5.0f}s eta {eta:4.0f}s")
-        sys.stderr.flush()
-
-    def close(self) -> None:
-        if self.enabled:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
 
 
 @dataclass

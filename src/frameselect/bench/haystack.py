@@ -576,6 +576,8 @@ def ensure_suite(config: HaystackConfig, root: str | os.PathLike[str] | None = N
     paths = [folder / f"{p.name}.mp4" for p in plans]
     missing = [(p, path) for p, path in zip(plans, paths) if not path.exists()]
     if missing:
+        from frameselect.progress import track
+
         workers = jobs if jobs is not None else min(len(missing), os.cpu_count() or 1)
         if workers > 1:
             from concurrent.futures import ThreadPoolExecutor
@@ -583,9 +585,9 @@ def ensure_suite(config: HaystackConfig, root: str | os.PathLike[str] | None = N
             # threads: PIL's resizes and the decoder/encoder release the GIL, and unlike
             # processes they need no __main__ guard in the caller's script
             with ThreadPoolExecutor(max_workers=workers) as pool:
-                list(pool.map(_render_one, [(p, str(path)) for p, path in missing]))
+                list(track(pool.map(_render_one, [(p, str(path)) for p, path in missing]), len(missing), "suite", unit="video"))
         else:
-            for p, path in missing:
+            for p, path in track(missing, len(missing), "suite", unit="video"):
                 render_video(p, path)
     manifest = folder / "manifest.json"
     if not manifest.exists():
