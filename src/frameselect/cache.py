@@ -54,6 +54,10 @@ class RunCounters:
             setattr(self, k, getattr(self, k) + v)
 
 
+#: probe entries written before rotation, keyframes and declared duration were recorded are re-probed
+_PROBE_VERSION = 2
+
+
 def _key(*parts: str) -> str:
     return hash_bytes("\x1f".join(parts).encode(), digest_size=20)
 
@@ -130,6 +134,11 @@ class Cache:
             meta = json.loads(meta_path.read_text())
         except (OSError, ValueError):
             return None
+        if meta.get("version") != _PROBE_VERSION:
+            return None  # written before rotation and keyframes were recorded: probe again
+        cost = self.load_array("probe", f"{video_hash}-cost") if meta.get("has_cost") else None
+        if meta.get("has_cost") and (cost is None or cost.shape != pts.shape):
+            return None
         return VideoInfo(
             path=meta["path"],
             pts=pts.astype(np.int64),
@@ -137,6 +146,9 @@ class Cache:
             duration=float(meta["duration"]),
             width=int(meta["width"]),
             height=int(meta["height"]),
+            rotation=int(meta.get("rotation", 0)),
+            decode_cost=None if cost is None else cost.astype(np.int64),
+            declared_duration=None if meta.get("declared_duration") is None else float(meta["declared_duration"]),
         )
 
     def save_probe(self, video_hash: str, info: VideoInfo) -> None:
@@ -145,7 +157,13 @@ class Cache:
             self._memory[f"probe/{video_hash}"] = info
             return
         self.save_array("probe", video_hash, info.pts)
+        if info.decode_cost is not None:
+            self.save_array("probe", f"{video_hash}-cost", info.decode_cost)
         meta = {
+            "version": _PROBE_VERSION,
+            "rotation": info.rotation,
+            "has_cost": info.decode_cost is not None,
+            "declared_duration": info.declared_duration,
             "path": info.path,
             "tb_num": info.time_base.numerator,
             "tb_den": info.time_base.denominator,
