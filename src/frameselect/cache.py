@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -108,6 +109,44 @@ class Cache:
             if os.path.exists(tmp):
                 os.unlink(tmp)
             raise
+
+    # -- pixel stacks (memory-mapped, written frame by frame) -------------
+    def pixel_stack(
+        self, key: str, shape: tuple[int, int, int, int], frames: Callable[[], Iterable[tuple[int, NDArray[np.uint8]]]]
+    ) -> tuple[NDArray[np.uint8], bool]:
+        """A pool's pixel stack, memory-mapped read-only, and whether it came from the cache.
+
+        On a miss, ``frames()`` yields ``(index, frame)`` pairs that are
+        written straight to a ``.npy`` file, so the stack is never whole in
+        memory; ``Cache(None)`` uses a temporary file removed when the stack
+        is no longer referenced.
+        """
+        from frameselect.video.pixels import open_stack, write_stack
+
+        mem = self._memory.get(f"pixels/{key}")
+        if mem is not None and tuple(mem.shape) == shape:
+            return mem, True
+        path = self._path("pixels", key, ".npy")
+        if path is not None and path.exists():
+            try:
+                stack = open_stack(path)
+                if tuple(stack.shape) == shape and stack.dtype == np.uint8:
+                    return stack, True
+            except (OSError, ValueError):
+                pass  # a damaged entry is a miss; it is rewritten
+        if path is None:
+            fd, tmp = tempfile.mkstemp(suffix=".npy", prefix="frameselect-pixels-")
+            os.close(fd)
+            try:
+                write_stack(tmp, shape, frames())
+            except BaseException:
+                os.unlink(tmp)
+                raise
+            stack = open_stack(tmp, delete=True)
+            self._memory[f"pixels/{key}"] = stack
+            return stack, False
+        write_stack(path, shape, frames())
+        return open_stack(path), False
 
     # -- typed entries ----------------------------------------------------
     @staticmethod

@@ -461,8 +461,23 @@ def candidates(
 #: recently decoded frame sets: (path with size and mtime, frame pts, size) -> {pool index: frame}
 _RECENT_FRAMES: OrderedDict[tuple[str, tuple[int, ...], tuple[int, int] | None], dict[int, NDArray[np.uint8]]] = OrderedDict()
 _RECENT_LIMIT = 4
+#: the remembered sets together never hold more than this many bytes; a larger set is not remembered
+_RECENT_BYTES = 256 * 1024 * 1024
 _RECENT_LOCK = threading.Lock()
 _KEY_LOCKS: dict[tuple[str, tuple[int, ...], tuple[int, int] | None], threading.Lock] = {}
+
+
+def _remember(key: tuple[str, tuple[int, ...], tuple[int, int] | None], frames: dict[int, NDArray[np.uint8]]) -> None:
+    """Keep a decoded set, dropping the oldest beyond the count and byte limits (call with the lock held)."""
+    if sum(f.nbytes for f in frames.values()) > _RECENT_BYTES:
+        _KEY_LOCKS.pop(key, None)
+        return  # memory must not grow with the request: a set this large is decoded again when asked again
+    _RECENT_FRAMES[key] = frames
+    total = sum(f.nbytes for fs in _RECENT_FRAMES.values() for f in fs.values())
+    while len(_RECENT_FRAMES) > _RECENT_LIMIT or total > _RECENT_BYTES:
+        old, dropped = _RECENT_FRAMES.popitem(last=False)
+        _KEY_LOCKS.pop(old, None)
+        total -= sum(f.nbytes for f in dropped.values())
 
 
 def forget_decoded_frames() -> None:
@@ -515,6 +530,7 @@ class VideoFrameSource(FrameSource):
         The last few decoded sets are remembered (keyed by file, frame
         timestamps and size), so questions that share a video and a
         selection — common in replay — decode it once. Callers get copies.
+        At most 4 sets and 256 MiB are remembered: a larger request is not.
         """
         wanted = [int(i) for i in indices]
         unique = sorted(set(wanted))
@@ -535,10 +551,7 @@ class VideoFrameSource(FrameSource):
                         _KEY_LOCKS.pop(key, None)
                     raise
                 with _RECENT_LOCK:
-                    _RECENT_FRAMES[key] = frames
-                    while len(_RECENT_FRAMES) > _RECENT_LIMIT:
-                        old, _ = _RECENT_FRAMES.popitem(last=False)
-                        _KEY_LOCKS.pop(old, None)
+                    _remember(key, frames)
         return [frames[i].copy() for i in wanted]
 
     def iter(self, indices: Sequence[int], size: tuple[int, int] | None = None) -> Iterator[tuple[int, NDArray[np.uint8]]]:
