@@ -580,62 +580,42 @@ class VideoFrameSource(FrameSource):
             arr = np.ascontiguousarray(np.rot90(arr, k=self.rotation // 90))
         return arr
 
-    def _needed_gops(self, wanted: Sequence[int]) -> set[int] | None:
-        """Groups of pictures (by keyframe, in pts terms) holding a wanted frame; ``None``: send everything."""
-        if self.keyframe_pts is None or self.keyframe_pts.size == 0:
-            return None
-        return {int(g) for g in np.searchsorted(self.keyframe_pts, np.asarray(wanted, dtype=np.int64), side="right") - 1}
+    def _runs(self, wanted: Sequence[int]) -> list[tuple[int | None, set[int]]]:
+        """Wanted pts split into runs of adjacent groups of pictures, each with where to seek (``None``: the start).
 
-    def _send(self, packet: Any, needed: set[int] | None) -> bool:
-        """Whether a packet must reach the decoder: its group is needed, or it is the keyframe after a needed group.
-
-        The keyframe after a needed group is sent because, in an open GOP,
-        the leading pictures (pts before their keyframe, so counted in the
-        group before) refer to it.
+        A group is the frames from a keyframe's pts to the next keyframe's
+        (presentation order), so the leading pictures of an open GOP (decoded
+        after their keyframe, shown before it) count in the group before, and
+        seeking to its keyframe decodes them correctly. Between runs, whole
+        groups are never sent to the decoder: a seek (which resets the
+        decoder) jumps over them. Without known keyframes: one run from the
+        start (exact, not fast).
         """
-        if needed is None or packet.pts is None:
-            return True
-        assert self.keyframe_pts is not None
-        g = int(np.searchsorted(self.keyframe_pts, int(packet.pts), side="right")) - 1
-        return g in needed or (bool(packet.is_keyframe) and g - 1 in needed)
+        if self.keyframe_pts is None or self.keyframe_pts.size == 0:
+            return [(None, set(wanted))]
+        groups = np.searchsorted(self.keyframe_pts, np.asarray(wanted, dtype=np.int64), side="right") - 1
+        runs: list[tuple[int | None, set[int]]] = []
+        last = -2
+        for pts, g in zip(wanted, groups.tolist()):
+            if g > last + 1 or not runs:
+                runs.append((int(self.keyframe_pts[g]) if g > 0 else None, set()))
+            runs[-1][1].add(int(pts))
+            last = g
+        return runs
 
     def _decode(self, by_pts: dict[int, int], size: tuple[int, int] | None) -> Iterator[tuple[int, NDArray[np.uint8]]]:
-        """One forward pass yielding ``(pts, upright rgb frame)`` for every wanted pts."""
+        """Yield ``(pts, upright rgb frame)`` for every wanted pts: one forward pass per run of groups."""
         import av
 
         remaining = set(by_pts)
-        wanted_sorted = sorted(remaining)
-        needed = self._needed_gops(wanted_sorted)
         container = _open(self.path)
         try:
             stream = container.streams.video[0]
             stream.thread_type = self.thread_type
-            codec = stream.codec_context
-            skipping = False
-            first_key = int(self.keyframe_pts[0]) if self.keyframe_pts is not None and self.keyframe_pts.size else int(self.pool_pts[0])
-            if wanted_sorted[0] > min(first_key, int(self.pool_pts[0])):
-                container.seek(wanted_sorted[0], stream=stream, backward=True, any_frame=False)
-            packets = container.demux(stream)
-            for packet in packets:
-                if packet.size and not self._send(packet, needed):
-                    continue
-                if self.skip_nonref and packet.size:
-                    want = packet.pts is None or int(packet.pts) in remaining
-                    if want == skipping:
-                        codec.skip_frame = "DEFAULT" if want else "NONREF"
-                        skipping = not want
-                try:
-                    frames = codec.decode(packet if packet.size else None)
-                except av.error.FFmpegError as exc:
-                    raise self._decode_failure(packet, packets, remaining, exc) from exc
-                for frame in frames:
-                    decode_counter.frames_decoded += 1
-                    if frame.pts is None or int(frame.pts) not in remaining:
-                        continue
-                    remaining.discard(int(frame.pts))
-                    yield int(frame.pts), self._upright(frame, size)
-                if not remaining:
-                    break
+            for target, run in self._runs(sorted(remaining)):
+                if target is not None:
+                    container.seek(target, stream=stream, backward=True, any_frame=False)  # also resets the decoder
+                yield from self._decode_run(container, stream, run, remaining, size)
         except av.error.FFmpegError as exc:  # demuxing failed: the data ends early
             raise TruncatedVideoError(self.path, f"reading failed with {len(remaining)} wanted frame(s) left ({exc})") from exc
         finally:
@@ -645,6 +625,41 @@ class VideoFrameSource(FrameSource):
                 self.path,
                 f"{len(remaining)} pool frame(s) never decoded (first missing at {min(remaining) * float(self.time_base):.3f}s); the file may be cut short",
             )
+
+    def _decode_run(
+        self, container: Any, stream: Any, run: set[int], remaining: set[int], size: tuple[int, int] | None
+    ) -> Iterator[tuple[int, NDArray[np.uint8]]]:
+        """Decode forward from the current position until every pts of ``run`` came out.
+
+        With ``skip_nonref``, the decoder skips non-reference frames whose
+        packet (pts) is not wanted: ``skip_frame`` is switched per packet.
+        """
+        import av
+
+        codec = stream.codec_context
+        skipping = False
+        codec.skip_frame = "DEFAULT"
+        packets = container.demux(stream)
+        for packet in packets:
+            if self.skip_nonref and packet.size:
+                want = packet.pts is None or int(packet.pts) in run
+                if want == skipping:
+                    codec.skip_frame = "DEFAULT" if want else "NONREF"
+                    skipping = not want
+            try:
+                frames = codec.decode(packet if packet.size else None)
+            except av.error.FFmpegError as exc:
+                raise self._decode_failure(packet, packets, remaining, exc) from exc
+            for frame in frames:
+                decode_counter.frames_decoded += 1
+                if frame.pts is None or int(frame.pts) not in run:
+                    continue
+                run.discard(int(frame.pts))
+                remaining.discard(int(frame.pts))
+                yield int(frame.pts), self._upright(frame, size)
+            if not run:
+                return
+        codec.skip_frame = "DEFAULT"
 
     def _decode_failure(self, packet: Any, rest: Iterator[Any], remaining: set[int], exc: Exception) -> VideoError:
         """Corruption when more data follows the packet that failed, truncation when it was the last."""
