@@ -94,6 +94,7 @@ def _source(pool, *, skip: bool) -> VideoFrameSource:  # type: ignore[no-untyped
         rotation=src.rotation,
         keyframe_pts=src.keyframe_pts if skip else None,
         skip_nonref=skip,
+        frame_pts=src.frame_pts,
     )
 
 
@@ -153,3 +154,111 @@ def test_sparse_pools_skip_whole_groups_of_pictures(files: dict[str, Path]) -> N
     for i, frame in got.items():
         np.testing.assert_array_equal(frame, reference[int(pool.source.pool_pts[i])])  # type: ignore[union-attr]
     assert decoded < 25  # the two middle groups (frames 25-74) never reach the decoder
+
+
+# --------------------------------------------------------------------------- approximate pools
+
+APPROX_FPS, APPROX_GOP, APPROX_N = 10, 25, 300  # 30 s, a keyframe every 2.5 s
+
+
+def _numbered(n: int) -> Iterator[np.ndarray]:
+    """Frame i shows i in binary in nine 8-px bars (black / white), readable after compression."""
+    for i in range(n):
+        frame = np.full((32, 72, 3), 128, np.uint8)
+        for bit in range(9):
+            frame[:, 8 * bit : 8 * bit + 8] = 255 if (i >> bit) & 1 else 0
+        yield frame
+
+
+def _frame_number(rgb: np.ndarray) -> int:
+    return sum(1 << bit for bit in range(9) if rgb[8:24, 8 * bit + 2 : 8 * bit + 6].mean() > 128)
+
+
+@pytest.fixture(scope="module")
+def numbered(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("approx") / "numbered.mp4"
+    # no B-frames, fixed GOP: a frame's decoding cost is its distance from its keyframe, plus one
+    return write_frames(path, _numbered(APPROX_N), fps=APPROX_FPS, gop=APPROX_GOP, options={"bf": "0", "x264-params": "scenecut=0"})
+
+
+def _true_errors(pool, targets: np.ndarray, chosen_for: dict[int, list[float]]) -> list[float]:  # type: ignore[no-untyped-def]
+    """Decode every candidate, read its number from the picture: actual time minus the nearest target that chose it."""
+    out = []
+    for frame in pool.frames(range(len(pool))):
+        actual = _frame_number(frame) / APPROX_FPS
+        errs = [actual - t for t in chosen_for[_frame_number(frame)]]
+        out.append(min(errs, key=abs))
+    return out
+
+
+def test_frame_numbers_read_back(numbered: Path) -> None:
+    pool = candidates(numbered, "all")
+    assert [_frame_number(f) for f in pool.frames([0, 1, 77, 299])] == [0, 1, 77, 299]
+
+
+def test_keyframes_pool_is_every_keyframe(numbered: Path) -> None:
+    import av
+
+    pool = candidates(numbered, "keyframes")
+    with av.open(str(numbered)) as c:
+        keys = sorted(int(p.pts) for p in c.demux(video=0) if p.size and p.is_keyframe)
+    assert list(pool.source.pool_pts) == keys  # type: ignore[union-attr]
+    assert [_frame_number(f) for f in pool.frames(range(len(pool)))] == list(range(0, APPROX_N, APPROX_GOP))
+    np.testing.assert_array_equal(pool.source.time_errors, np.zeros(len(pool)))  # type: ignore[union-attr]
+
+
+def test_approx_pool_takes_the_nearest_keyframe_and_records_true_errors(numbered: Path) -> None:
+    pool = candidates(numbered, "fps=1,approx")
+    assert pool.policy == "fps=1,approx"
+    targets = np.arange(30, dtype=np.float64)
+    keys = np.arange(0, APPROX_N, APPROX_GOP)
+    # independently: each target's nearest keyframe (ties to the earlier one)
+    chosen_for: dict[int, list[float]] = {}
+    for t in targets:
+        k = int(keys[np.argmin(np.abs(keys / APPROX_FPS - t))])
+        chosen_for.setdefault(k, []).append(float(t))
+    assert [int(i) for i in pool.frame_indices] == sorted(chosen_for)
+    recorded = pool.source.time_errors  # type: ignore[union-attr]
+    np.testing.assert_allclose(recorded, _true_errors(pool, targets, chosen_for), atol=1e-9)
+    # keyframes at 0, 2.5, 5, ... s: each is the choice of a target at most 0.5 s away
+    assert np.abs(recorded).max() == pytest.approx(0.5) and np.abs(recorded).mean() == pytest.approx(0.25)
+
+
+def test_approx_with_a_tolerance_takes_the_cheapest_frame_near_each_target(numbered: Path) -> None:
+    pool = candidates(numbered, "fps=1,approx=0.3")
+    # within 0.3 s of target t: a keyframe when one is there (t = 0, 5, 10, ...), else the earliest frame
+    # of the window, 3 frames before t (fewest frames to decode from its keyframe, no B-frames here)
+    expected = {0 if t == 0 else (10 * t if t % 5 == 0 else 10 * t - 3): float(t) for t in range(30)}
+    assert [int(i) for i in pool.frame_indices] == sorted(expected)
+    chosen_for = {k: [t] for k, t in expected.items()}
+    np.testing.assert_allclose(pool.source.time_errors, _true_errors(pool, np.arange(30.0), chosen_for), atol=1e-9)  # type: ignore[union-attr]
+
+
+def test_exact_pools_record_their_small_errors(numbered: Path) -> None:
+    pool = candidates(numbered, "fps=3")  # targets every 1/3 s, frames every 0.1 s: the frame on screen is up to 1/30 s early
+    errors = pool.source.time_errors  # type: ignore[union-attr]
+    targets = np.arange(len(pool)) / 3.0
+    np.testing.assert_allclose(errors, pool.timestamps - targets, atol=1e-9)
+    assert errors.max() <= 1e-9 and errors.min() >= -0.1
+
+
+def test_approx_decodes_far_less_than_exact(numbered: Path) -> None:
+    exact, approx = candidates(numbered, "fps=1"), candidates(numbered, "fps=1,approx")
+    before = decode_counter.frames_decoded
+    list(exact.source.iter(range(len(exact))))  # type: ignore[union-attr]
+    exact_cost = decode_counter.frames_decoded - before
+    before = decode_counter.frames_decoded
+    list(approx.source.iter(range(len(approx))))  # type: ignore[union-attr]
+    approx_cost = decode_counter.frames_decoded - before
+    assert approx_cost == len(approx) and exact_cost > 5 * approx_cost
+
+
+def test_policy_strings() -> None:
+    from frameselect.video import parse_policy
+
+    assert str(parse_policy("fps=1,approx")) == "fps=1,approx"
+    assert str(parse_policy("FPS=0.5, approx=2")) == "fps=0.5,approx=2"
+    assert str(parse_policy("keyframes")) == "keyframes"
+    for bad in ("uniform=4,approx", "fps=1,approx=-1", "fps=1,aprox"):
+        with pytest.raises(ValueError):
+            parse_policy(bad)

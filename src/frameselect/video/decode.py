@@ -447,7 +447,9 @@ def candidates(
     info = info if info is not None else probe(path)
     times = info.timestamps
     chosen, errors = select_pool(info, pol)
-    source = VideoFrameSource(path, info.pts[chosen], info.time_base, rotation=info.rotation, keyframe_pts=info.keyframe_pts, time_errors=errors)
+    source = VideoFrameSource(
+        path, info.pts[chosen], info.time_base, rotation=info.rotation, keyframe_pts=info.keyframe_pts, time_errors=errors, frame_pts=info.pts
+    )
     return CandidatePool(
         video_id=video_id if video_id is not None else content_hash(path),
         timestamps=times[chosen],
@@ -457,6 +459,10 @@ def candidates(
         source=source,
     )
 
+
+#: a group of pictures whose remaining frames (after its last wanted one) are at most this many is
+#: decoded on into the next group rather than left by a seek (a seek restarts the decoder's pipeline)
+SEEK_MIN_TAIL = 8
 
 #: recently decoded frame sets: (path with size and mtime, frame pts, size) -> {pool index: frame}
 _RECENT_FRAMES: OrderedDict[tuple[str, tuple[int, ...], tuple[int, int] | None], dict[int, NDArray[np.uint8]]] = OrderedDict()
@@ -511,6 +517,7 @@ class VideoFrameSource(FrameSource):
         keyframe_pts: NDArray[np.int64] | None = None,
         time_errors: NDArray[np.float64] | None = None,
         skip_nonref: bool = True,
+        frame_pts: NDArray[np.int64] | None = None,
     ) -> None:
         super().__init__(None)
         self.path = path
@@ -520,6 +527,7 @@ class VideoFrameSource(FrameSource):
         self.keyframe_pts = None if keyframe_pts is None else np.asarray(keyframe_pts, dtype=np.int64)
         self.time_errors = None if time_errors is None else np.asarray(time_errors, dtype=np.float64)
         self.skip_nonref = skip_nonref
+        self.frame_pts = None if frame_pts is None else np.asarray(frame_pts, dtype=np.int64)
 
     def __len__(self) -> int:
         return int(self.pool_pts.shape[0])
@@ -581,27 +589,38 @@ class VideoFrameSource(FrameSource):
         return arr
 
     def _runs(self, wanted: Sequence[int]) -> list[tuple[int | None, set[int]]]:
-        """Wanted pts split into runs of adjacent groups of pictures, each with where to seek (``None``: the start).
+        """Wanted pts split by group of pictures, each with where to seek (``None``: the start).
 
         A group is the frames from a keyframe's pts to the next keyframe's
         (presentation order), so the leading pictures of an open GOP (decoded
         after their keyframe, shown before it) count in the group before, and
-        seeking to its keyframe decodes them correctly. Between runs, whole
-        groups are never sent to the decoder: a seek (which resets the
-        decoder) jumps over them. Without known keyframes: one run from the
-        start (exact, not fast).
+        seeking to its keyframe decodes them correctly. Once a group's wanted
+        frames are out, a seek (which resets the decoder) jumps to the next
+        group holding a wanted frame: the rest of the group and the groups
+        between never reach the decoder. Without known keyframes: one pass
+        from the start (exact, not fast).
         """
         if self.keyframe_pts is None or self.keyframe_pts.size == 0:
             return [(None, set(wanted))]
         groups = np.searchsorted(self.keyframe_pts, np.asarray(wanted, dtype=np.int64), side="right") - 1
-        runs: list[tuple[int | None, set[int]]] = []
-        last = -2
+        by_group: dict[int, set[int]] = {}
         for pts, g in zip(wanted, groups.tolist()):
-            if g > last + 1 or not runs:
-                runs.append((int(self.keyframe_pts[g]) if g > 0 else None, set()))
-            runs[-1][1].add(int(pts))
-            last = g
+            by_group.setdefault(int(g), set()).add(int(pts))
+        runs: list[tuple[int | None, set[int]]] = []
+        previous = -2
+        for g, pts_set in sorted(by_group.items()):
+            if runs and g == previous + 1 and self._tail(max(runs[-1][1]), int(self.keyframe_pts[g])) <= SEEK_MIN_TAIL:
+                runs[-1][1].update(pts_set)  # the frames up to the next group are few: decoding on beats a seek
+            else:
+                runs.append((int(self.keyframe_pts[g]) if g > 0 else None, set(pts_set)))
+            previous = g
         return runs
+
+    def _tail(self, last_wanted: int, next_key: int) -> int:
+        """Frames shown after ``last_wanted`` and before ``next_key`` (a large number when unknown)."""
+        if self.frame_pts is None:
+            return SEEK_MIN_TAIL + 1
+        return int(np.searchsorted(self.frame_pts, next_key, side="left") - np.searchsorted(self.frame_pts, last_wanted, side="right"))
 
     def _decode(self, by_pts: dict[int, int], size: tuple[int, int] | None) -> Iterator[tuple[int, NDArray[np.uint8]]]:
         """Yield ``(pts, upright rgb frame)`` for every wanted pts: one forward pass per run of groups."""
