@@ -660,21 +660,31 @@ class VideoFrameSource(FrameSource):
 
         With ``skip_nonref``, the decoder skips non-reference frames whose
         packet (pts) is not wanted: ``skip_frame`` is switched per packet.
+        Once the packets of every wanted frame are in, the decoder is drained
+        rather than fed more packets (its reordering and threads would hold
+        the last frames back for a few packets more); the next run's seek
+        resets it.
         """
         import av
 
         codec = stream.codec_context
         skipping = False
         codec.skip_frame = "DEFAULT"
+        unsent = set(run)
         packets = container.demux(stream)
         for packet in packets:
+            if packet.size and packet.pts is not None:
+                unsent.discard(int(packet.pts))
             if self.skip_nonref and packet.size:
                 want = packet.pts is None or int(packet.pts) in run
                 if want == skipping:
                     codec.skip_frame = "DEFAULT" if want else "NONREF"
                     skipping = not want
+            drain = packet.size and not unsent
             try:
                 frames = codec.decode(packet if packet.size else None)
+                if drain:
+                    frames = [*frames, *codec.decode(None)]
             except av.error.FFmpegError as exc:
                 raise self._decode_failure(packet, packets, remaining, exc) from exc
             for frame in frames:
@@ -684,9 +694,8 @@ class VideoFrameSource(FrameSource):
                 run.discard(int(frame.pts))
                 remaining.discard(int(frame.pts))
                 yield int(frame.pts), self._upright(frame, size)
-            if not run:
+            if not run or drain:
                 return
-        codec.skip_frame = "DEFAULT"
 
     def _decode_failure(self, packet: Any, rest: Iterator[Any], remaining: set[int], exc: Exception) -> VideoError:
         """Corruption when more data follows the packet that failed, truncation when it was the last."""
