@@ -223,3 +223,31 @@ def test_read_frames_reads_the_file_not_the_map(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="never came"):
         write_stack(tmp_path / "t.npy", data.shape, ((i, data[i]) for i in range(9)))
     assert not (tmp_path / "t.npy").exists()
+
+
+def test_probe_round_trips_through_the_cache(tmp_path: Path) -> None:
+    from frameselect.cache import Cache
+
+    frames = [np.full((32, 64, 3), 8 * i, np.uint8) for i in range(30)]
+    path = write_frames(tmp_path / "r.mp4", frames, fps=10, gop=10, rotation=90)
+    info = probe(path)
+    cache = Cache(tmp_path / "c")
+    cache.save_probe("h", info)
+    back = cache.load_probe("h")
+    assert back is not None
+    assert (back.rotation, back.width, back.height) == (90, 32, 64)
+    assert back.declared_duration == pytest.approx(info.declared_duration)
+    np.testing.assert_array_equal(back.decode_cost, info.decode_cost)  # type: ignore[arg-type]
+    assert list(back.keyframe_pts) == list(info.keyframe_pts)  # type: ignore[arg-type]
+    # an entry written before rotation and keyframes were recorded is a miss (probed again)
+    meta = next((tmp_path / "c" / "probe").rglob("h.json"))
+    meta.write_text(meta.read_text().replace('"version": 2', '"version": 1'))
+    assert cache.load_probe("h") is None
+
+
+def test_approximate_pools_run_through_evaluate(tiny, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import frameselect
+
+    result = frameselect.evaluate(selector="uniform", dataset=tiny, k=2, pool="fps=1,approx", store=tmp_path / "s.sqlite", cache_dir=tmp_path / "c")
+    assert not result.failed and len(result.records) == len(tiny)
+    assert {r.policy for r in result.records} == {"fps=1,approx"}
