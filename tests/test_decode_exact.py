@@ -262,3 +262,13 @@ def test_policy_strings() -> None:
     for bad in ("uniform=4,approx", "fps=1,approx=-1", "fps=1,aprox"):
         with pytest.raises(ValueError):
             parse_policy(bad)
+
+
+def test_time_error_summary_for_run_records(numbered: Path) -> None:
+    from frameselect.types import CandidatePool
+    from frameselect.video import time_error_summary
+
+    pool = candidates(numbered, "fps=1,approx")
+    errors = np.abs(pool.source.time_errors)  # type: ignore[union-attr]
+    assert time_error_summary(pool) == {"pool_time_error_mean": pytest.approx(errors.mean()), "pool_time_error_max": pytest.approx(0.5)}
+    assert time_error_summary(CandidatePool.from_timestamps([0.0, 1.0])) == {}

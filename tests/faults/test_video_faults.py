@@ -111,3 +111,34 @@ def test_a_run_records_truncation_and_corruption_per_sample_and_goes_on(tiny, fa
     assert sum(r.status == "ok" for r in result.records) == len(tiny)
     with sqlite3.connect(store) as conn:
         assert conn.execute("SELECT COUNT(*) FROM records").fetchone()[0] == len(tiny) + 2
+
+
+def test_a_longer_audio_track_is_not_taken_for_missing_video(tmp_path: Path) -> None:
+    """Matroska declares no per-stream duration; the container's covers the 3 s of audio, the video is 1 s."""
+    import av
+
+    path = tmp_path / "av.mkv"
+    with av.open(str(path), "w") as c:
+        v = c.add_stream("libx264", rate=10)
+        v.width, v.height, v.pix_fmt = 64, 48, "yuv420p"
+        a = c.add_stream("aac", rate=16000)
+        for i in range(10):
+            frame = av.VideoFrame.from_ndarray(np.full((48, 64, 3), 20 * i, np.uint8), format="rgb24")
+            frame.pts = i
+            for p in v.encode(frame):
+                c.mux(p)
+        for p in v.encode():
+            c.mux(p)
+        samples = np.zeros((1, 1024), np.float32)
+        for j in range(48):  # ~3 s of silence
+            af = av.AudioFrame.from_ndarray(samples, format="fltp", layout="mono")
+            af.sample_rate, af.pts = 16000, j * 1024
+            for p in a.encode(af):
+                c.mux(p)
+        for p in a.encode():
+            c.mux(p)
+    with av.open(str(path)) as c:
+        assert c.duration / 1e6 > 2.5  # the container's duration is the audio's
+    info = probe(path)
+    assert info.duration == pytest.approx(1.0, abs=0.01)
+    assert len(candidates(path, "fps=1", info=info)) == 1

@@ -68,6 +68,7 @@ __all__ = [
     "forget_decoded_frames",
     "select_pool",
     "time_errors",
+    "time_error_summary",
     "TRUNCATION_TOLERANCE",
 ]
 
@@ -261,10 +262,14 @@ def probe(path: str | os.PathLike[str]) -> VideoInfo:
 
 
 def _declared_duration(container: Any, stream: Any, time_base: Fraction) -> float | None:
-    """The video stream's duration as the container declares it (seconds), or the container's."""
+    """The video stream's duration as the container declares it (seconds).
+
+    Without a stream duration, the container's, but only when the video is
+    its only stream (an audio track may run longer than the video).
+    """
     if stream.duration is not None and stream.duration > 0:
         return float(stream.duration * time_base)
-    if container.duration is not None and container.duration > 0:
+    if len(container.streams) == 1 and container.duration is not None and container.duration > 0:
         return float(container.duration) / 1_000_000.0
     return None
 
@@ -432,6 +437,18 @@ def time_errors(pool: CandidatePool) -> NDArray[np.float64] | None:
     """Each candidate's time error in seconds (actual - target) as recorded by its source, if any."""
     errors = getattr(pool.source, "time_errors", None)
     return None if errors is None else np.asarray(errors, dtype=np.float64)
+
+
+def time_error_summary(pool: CandidatePool) -> dict[str, float]:
+    """Mean and maximum absolute time error of a pool's candidates (seconds), for a run's records.
+
+    Empty when the pool records no errors (pools not built from a video file).
+    """
+    errors = time_errors(pool)
+    if errors is None or errors.size == 0:
+        return {}
+    magnitude = np.abs(errors)
+    return {"pool_time_error_mean": float(magnitude.mean()), "pool_time_error_max": float(magnitude.max())}
 
 
 def candidates(
