@@ -251,3 +251,13 @@ def test_approximate_pools_run_through_evaluate(tiny, tmp_path: Path) -> None:  
     result = frameselect.evaluate(selector="uniform", dataset=tiny, k=2, pool="fps=1,approx", store=tmp_path / "s.sqlite", cache_dir=tmp_path / "c")
     assert not result.failed and len(result.records) == len(tiny)
     assert {r.policy for r in result.records} == {"fps=1,approx"}
+
+
+def test_read_frames_survives_the_cache_file_going_away(tmp_path: Path) -> None:
+    from frameselect.video.pixels import open_stack, read_frames, write_stack
+
+    data = np.arange(6 * 2 * 2 * 3, dtype=np.uint8).reshape(6, 2, 2, 3)
+    write_stack(tmp_path / "s.npy", data.shape, enumerate(data))
+    stack = open_stack(tmp_path / "s.npy")
+    (tmp_path / "s.npy").unlink()  # e.g. the cache folder was cleared while a selector runs
+    np.testing.assert_array_equal(read_frames(stack, 1, 4), data[1:4])

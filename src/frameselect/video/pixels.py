@@ -100,5 +100,11 @@ def read_frames(stack: NDArray[np.uint8], start: int, stop: int) -> NDArray[np.u
     frame_bytes = int(np.prod(stack.shape[1:], dtype=np.int64))
     view_at = int(stack.__array_interface__["data"][0]) - int(mm.__array_interface__["data"][0])
     offset = int(mm.offset) + view_at + start * frame_bytes
-    out = np.fromfile(mm.filename, dtype=np.uint8, count=(stop - start) * frame_bytes, offset=offset)
+    count = (stop - start) * frame_bytes
+    try:
+        out = np.fromfile(mm.filename, dtype=np.uint8, count=count, offset=offset)
+    except OSError:
+        out = np.empty(0, np.uint8)
+    if out.size != count:  # the cache file went away or changed under us: the map still holds the data
+        return np.array(stack[start:stop])
     return out.reshape((stop - start, *stack.shape[1:]))
