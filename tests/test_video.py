@@ -166,3 +166,106 @@ def test_a_shared_memo_serves_pools_of_different_policies(counter_video: Path) -
     assert decode_counter.frames_decoded == before
     np.testing.assert_array_equal(again[0], first[0])
     assert int(again[0][0, 0, 0]) == pytest.approx(50, abs=3)  # red channel 5 * 10
+
+
+def test_memo_never_holds_more_than_its_byte_limit(counter_video: Path) -> None:
+    decode_counter, memo = DecodeCounter(), FrameMemo(max_bytes=3 * 48 * 64 * 3)  # room for three full-size frames
+    pool = candidates(counter_video, "all", counter=decode_counter, memo=memo)
+    pool.frames([0, 1, 2, 3])  # four frames: too large to remember
+    before = decode_counter.frames_decoded
+    pool.frames([0, 1, 2, 3])
+    assert decode_counter.frames_decoded > before
+    pool.frames([5, 6])
+    before = decode_counter.frames_decoded
+    pool.frames([6, 5])  # two frames fit: remembered
+    assert decode_counter.frames_decoded == before
+    pool.frames([8, 9])  # two more: the oldest set goes, so the byte limit holds
+    held = sum(f.nbytes for fs in memo._frames.values() for f in fs.values())
+    assert held <= memo.max_bytes and len(memo._frames) == 1
+
+
+def _expected_pixels(pool, width: int, height: int) -> np.ndarray:  # type: ignore[no-untyped-def]
+    return np.stack([f for _, f in pool.source.iter(range(len(pool)), size=(width, height))])
+
+
+@pytest.mark.parametrize("on_disk", [True, False])
+def test_pixel_stacks_are_memory_mapped_not_held(counter_video: Path, tmp_path: Path, on_disk: bool) -> None:
+    from frameselect.cache import Cache, RunCounters
+    from frameselect.pipeline import _Context, build_pool, featurize
+    from frameselect.types import Query, Sample, Span
+
+    cache = Cache(tmp_path / "c" if on_disk else None)
+    ctx = _Context(cache=cache, counters=RunCounters())
+    sample = Sample("c/q", str(counter_video), Query("q"), "A", (Span(0.0, 1.0),))
+    pool = build_pool(sample, "all", ctx)
+    pixels = featurize(pool, sample, {"pixels"}, None, ctx).pixels
+    assert isinstance(pixels, np.memmap) and not pixels.flags.writeable
+    np.testing.assert_array_equal(np.asarray(pixels), _expected_pixels(pool, 128, 96))
+    misses = ctx.counters.cache_misses
+    again = featurize(pool, sample, {"pixels"}, None, ctx).pixels
+    assert ctx.counters.cache_misses == misses and ctx.counters.cache_hits >= 1
+    np.testing.assert_array_equal(np.asarray(again), np.asarray(pixels))
+    if on_disk:
+        assert len(list((tmp_path / "c" / "pixels").rglob("*.npy"))) == 1
+    else:
+        path = pixels.filename
+        del pixels, again
+        cache._memory.clear()
+        import gc
+
+        gc.collect()
+        assert path is not None and not Path(path).exists()  # the temporary file goes with the last reference
+
+
+def test_read_frames_reads_the_file_not_the_map(tmp_path: Path) -> None:
+    from frameselect.video.pixels import open_stack, read_frames, write_stack
+
+    rng = np.random.default_rng(3)
+    data = rng.integers(0, 256, (10, 4, 6, 3), dtype=np.uint8)
+    write_stack(tmp_path / "s.npy", data.shape, ((i, data[i]) for i in reversed(range(10))))
+    stack = open_stack(tmp_path / "s.npy")
+    view = np.asarray(stack)[2:]  # what a selector holds after np.asarray and slicing
+    for a, b in [(0, 3), (3, 8), (6, 99), (5, 5)]:
+        np.testing.assert_array_equal(read_frames(view, a, b), data[2:][a:b])
+    np.testing.assert_array_equal(read_frames(data, 1, 4), data[1:4])  # plain arrays: the slice itself
+    with pytest.raises(ValueError, match="never came"):
+        write_stack(tmp_path / "t.npy", data.shape, ((i, data[i]) for i in range(9)))
+    assert not (tmp_path / "t.npy").exists()
+
+
+def test_probe_round_trips_through_the_cache(tmp_path: Path) -> None:
+    from frameselect.cache import Cache
+
+    frames = [np.full((32, 64, 3), 8 * i, np.uint8) for i in range(30)]
+    path = write_frames(tmp_path / "r.mp4", frames, fps=10, gop=10, rotation=90)
+    info = probe(path)
+    cache = Cache(tmp_path / "c")
+    cache.save_probe("h", info)
+    back = cache.load_probe("h")
+    assert back is not None
+    assert (back.rotation, back.width, back.height) == (90, 32, 64)
+    assert back.declared_duration == pytest.approx(info.declared_duration)
+    np.testing.assert_array_equal(back.decode_cost, info.decode_cost)  # type: ignore[arg-type]
+    assert list(back.keyframe_pts) == list(info.keyframe_pts)  # type: ignore[arg-type]
+    # an entry written before rotation and keyframes were recorded is a miss (probed again)
+    meta = next((tmp_path / "c" / "probe").rglob("h.json"))
+    meta.write_text(meta.read_text().replace('"version": 2', '"version": 1'))
+    assert cache.load_probe("h") is None
+
+
+def test_approximate_pools_run_through_evaluate(tiny, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import frameselect
+
+    result = frameselect.evaluate(selector="uniform", dataset=tiny, k=2, pool="fps=1,approx", store=tmp_path / "s.sqlite", cache_dir=tmp_path / "c")
+    assert not result.failed and len(result.records) == len(tiny)
+    assert {r.policy for r in result.records} == {"fps=1,approx"}
+
+
+def test_read_frames_survives_the_cache_file_going_away(tmp_path: Path) -> None:
+    from frameselect.video.pixels import open_stack, read_frames, write_stack
+
+    data = np.arange(6 * 2 * 2 * 3, dtype=np.uint8).reshape(6, 2, 2, 3)
+    write_stack(tmp_path / "s.npy", data.shape, enumerate(data))
+    stack = open_stack(tmp_path / "s.npy")
+    (tmp_path / "s.npy").unlink()  # e.g. the cache folder was cleared while a selector runs
+    np.testing.assert_array_equal(read_frames(stack, 1, 4), data[1:4])

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -52,6 +53,10 @@ class RunCounters:
     def add(self, other: RunCounters) -> None:
         for k, v in other.__dict__.items():
             setattr(self, k, getattr(self, k) + v)
+
+
+#: probe entries written before rotation, keyframes and declared duration were recorded are re-probed
+_PROBE_VERSION = 2
 
 
 def _key(*parts: str) -> str:
@@ -105,6 +110,44 @@ class Cache:
                 os.unlink(tmp)
             raise
 
+    # -- pixel stacks (memory-mapped, written frame by frame) -------------
+    def pixel_stack(
+        self, key: str, shape: tuple[int, int, int, int], frames: Callable[[], Iterable[tuple[int, NDArray[np.uint8]]]]
+    ) -> tuple[NDArray[np.uint8], bool]:
+        """A pool's pixel stack, memory-mapped read-only, and whether it came from the cache.
+
+        On a miss, ``frames()`` yields ``(index, frame)`` pairs that are
+        written straight to a ``.npy`` file, so the stack is never whole in
+        memory; ``Cache(None)`` uses a temporary file removed when the stack
+        is no longer referenced.
+        """
+        from frameselect.video.pixels import open_stack, write_stack
+
+        mem = self._memory.get(f"pixels/{key}")
+        if mem is not None and tuple(mem.shape) == shape:
+            return mem, True
+        path = self._path("pixels", key, ".npy")
+        if path is not None and path.exists():
+            try:
+                stack = open_stack(path)
+                if tuple(stack.shape) == shape and stack.dtype == np.uint8:
+                    return stack, True
+            except (OSError, ValueError):
+                pass  # a damaged entry is a miss; it is rewritten
+        if path is None:
+            fd, tmp = tempfile.mkstemp(suffix=".npy", prefix="frameselect-pixels-")
+            os.close(fd)
+            try:
+                write_stack(tmp, shape, frames())
+            except BaseException:
+                os.unlink(tmp)
+                raise
+            stack = open_stack(tmp, delete=True)
+            self._memory[f"pixels/{key}"] = stack
+            return stack, False
+        write_stack(path, shape, frames())
+        return open_stack(path), False
+
     # -- typed entries ----------------------------------------------------
     @staticmethod
     def embedding_key(video_hash: str, policy: str, encoder_id: str) -> str:
@@ -130,6 +173,11 @@ class Cache:
             meta = json.loads(meta_path.read_text())
         except (OSError, ValueError):
             return None
+        if meta.get("version") != _PROBE_VERSION:
+            return None  # written before rotation and keyframes were recorded: probe again
+        cost = self.load_array("probe", f"{video_hash}-cost") if meta.get("has_cost") else None
+        if meta.get("has_cost") and (cost is None or cost.shape != pts.shape):
+            return None
         return VideoInfo(
             path=meta["path"],
             pts=pts.astype(np.int64),
@@ -137,6 +185,9 @@ class Cache:
             duration=float(meta["duration"]),
             width=int(meta["width"]),
             height=int(meta["height"]),
+            rotation=int(meta.get("rotation", 0)),
+            decode_cost=None if cost is None else cost.astype(np.int64),
+            declared_duration=None if meta.get("declared_duration") is None else float(meta["declared_duration"]),
         )
 
     def save_probe(self, video_hash: str, info: VideoInfo) -> None:
@@ -145,7 +196,13 @@ class Cache:
             self._memory[f"probe/{video_hash}"] = info
             return
         self.save_array("probe", video_hash, info.pts)
+        if info.decode_cost is not None:
+            self.save_array("probe", f"{video_hash}-cost", info.decode_cost)
         meta = {
+            "version": _PROBE_VERSION,
+            "rotation": info.rotation,
+            "has_cost": info.decode_cost is not None,
+            "declared_duration": info.declared_duration,
             "path": info.path,
             "tb_num": info.time_base.numerator,
             "tb_den": info.time_base.denominator,

@@ -11,6 +11,7 @@ __all__ = [
     "NotAVideoError",
     "NoFramesError",
     "TruncatedVideoError",
+    "CorruptVideoError",
     "SelectionError",
     "AnnotationError",
     "DatasetNotFoundError",
@@ -60,6 +61,10 @@ class NoFramesError(VideoError):
 
 class TruncatedVideoError(VideoError):
     """Decoding stopped early: the file is cut short or damaged."""
+
+
+class CorruptVideoError(VideoError):
+    """The video data is damaged inside the file (more data follows the bad part): not a cut-short file."""
 
 
 class SelectionError(FrameselectError, ValueError):

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import zlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -249,16 +249,20 @@ def _pixels(pool: CandidatePool, ctx: RunContext) -> np.ndarray:
     width = PIXEL_WIDTH
     height = max(2, int(round(h0 * width / max(w0, 1) / 2)) * 2)
 
-    def decode() -> np.ndarray:
+    def frames() -> Iterator[tuple[int, np.ndarray]]:
         source = pool.source
         if source is None or not hasattr(source, "iter"):
             raise FrameselectError(f"pool of {pool.video_id} has no decodable frames for a pixel-based selector")
-        out = np.empty((len(pool), height, width, 3), dtype=np.uint8)
-        for i, frame in source.iter(range(len(pool)), size=(width, height)):
-            out[i] = frame
-        return out
+        return source.iter(range(len(pool)), size=(width, height))  # type: ignore[no-any-return]
 
-    return _cached_per_pool(ctx, "pixels", Cache.pixels_key(pool.video_id, pool.policy, width, height), len(pool), decode)
+    # written frame by frame into the cache and memory-mapped: never whole in memory
+    key = Cache.pixels_key(pool.video_id, pool.policy, width, height)
+    stack, hit = ctx.cache.pixel_stack(key, (len(pool), height, width, 3), frames)
+    if hit:
+        ctx.counters.cache_hits += 1
+    else:
+        ctx.counters.cache_misses += 1
+    return stack
 
 
 def _pairwise_scores(pool: CandidatePool, text: str, encoder: Encoder, ctx: RunContext) -> np.ndarray:

@@ -181,6 +181,8 @@ class Features:
     def __post_init__(self) -> None:
         for name, dtype in (("embeddings", np.float32), ("text", np.float32), ("scores", np.float64), ("pixels", np.uint8)):
             value = getattr(self, name)
+            if isinstance(value, np.memmap) and value.dtype == dtype and not value.flags.writeable:
+                continue  # a read-only map of a cache file (pixels): copying would put it all in memory
             if value is not None:
                 object.__setattr__(self, name, _frozen_array(value, dtype))
 

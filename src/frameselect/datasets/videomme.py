@@ -46,7 +46,6 @@ evidence spans (KFS-Bench adds them to Video-MME: see ``kfsbench``).
 from __future__ import annotations
 
 import dataclasses
-
 import os
 from collections.abc import Iterator, Mapping
 from typing import Any

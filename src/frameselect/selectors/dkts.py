@@ -13,6 +13,7 @@ from frameselect.registry import selectors
 from frameselect.selectors.base import Selector
 from frameselect.selectors.motion import CHUNK, rgb_to_gray
 from frameselect.types import CandidatePool, Features, Query
+from frameselect.video.pixels import read_frames
 
 __all__ = ["DKTS", "resize_cubic", "dhash_nibbles", "dedup_bases", "kts_segments", "segment_scatters"]
 
@@ -59,7 +60,7 @@ def resize_cubic(frames: NDArray[np.uint8], width: int, height: int) -> NDArray[
     out = np.empty((x.shape[0], height, width, x.shape[3]), dtype=np.uint8)
     half = 1 << (2 * _COEF_BITS - 1)
     for start in range(0, x.shape[0], CHUNK):
-        block = x[start : start + CHUNK, yi.ravel()]  # only the rows the vertical pass reads
+        block = read_frames(x, start, start + CHUNK)[:, yi.ravel()]  # only the rows the vertical pass reads
         cols = block[:, :, xi.ravel()].astype(np.int64).reshape(block.shape[0], height, 4, width, 4, -1)
         rows = np.einsum("nyjxkc,xk->nyjxc", cols, xw)  # horizontal pass, exact integers
         full = np.einsum("nyjxc,yj->nyxc", rows, yw)

@@ -15,6 +15,7 @@ from numpy.typing import NDArray
 from frameselect.registry import selectors
 from frameselect.selectors.base import Selector, fill_to_k
 from frameselect.types import CandidatePool, Features, Query
+from frameselect.video.pixels import read_frames
 
 __all__ = ["MGSampler", "rgb_to_gray", "ssim", "consecutive_ssim", "motion_guided_indices"]
 
@@ -270,5 +271,5 @@ def _gray_stack(pixels: NDArray[np.uint8]) -> NDArray[np.uint8]:
     n = pixels.shape[0]
     out = np.empty(pixels.shape[:3], dtype=np.uint8)
     for start in range(0, n, CHUNK):
-        out[start : start + CHUNK] = rgb_to_gray(pixels[start : start + CHUNK])
+        out[start : start + CHUNK] = rgb_to_gray(read_frames(pixels, start, start + CHUNK))  # a cached stack is read, not mapped
     return out

@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 from frameselect.registry import selectors
 from frameselect.selectors.base import Selector, fill_to_k
 from frameselect.types import CandidatePool, Features, Query
+from frameselect.video.pixels import read_frames
 
 __all__ = [
     "ContentDetector",
@@ -193,7 +194,7 @@ def _consecutive_abs_diff_sums(planes_of: _Planes, pixels: NDArray[np.uint8]) ->
     n = pixels.shape[0]
     out = np.zeros((max(n - 1, 0), 3), dtype=np.int64)
     for start in range(0, n - 1, CHUNK):
-        block = pixels[start : min(start + CHUNK + 1, n)]
+        block = read_frames(pixels, start, min(start + CHUNK + 1, n))  # a cached stack is read, not mapped
         for c, plane in enumerate(planes_of(block)):
             p16 = plane.astype(np.int16)
             d = np.abs(p16[1:] - p16[:-1])

@@ -10,7 +10,10 @@ from frameselect.video.decode import (
     content_hash,
     parse_policy,
     probe,
+    select_pool,
     select_pool_indices,
+    time_error_summary,
+    time_errors,
 )
 
 __all__ = [
@@ -23,5 +26,8 @@ __all__ = [
     "content_hash",
     "parse_policy",
     "probe",
+    "select_pool",
     "select_pool_indices",
+    "time_error_summary",
+    "time_errors",
 ]

@@ -26,6 +26,8 @@ def write_frames(
     gop: int = 12,
     crf: int = 23,
     options: Mapping[str, str] | None = None,
+    container_options: Mapping[str, str] | None = None,
+    rotation: int = 0,
 ) -> Path:
     """Encode RGB frames to ``path`` (written atomically).
 
@@ -34,7 +36,9 @@ def write_frames(
     ``options`` are extra encoder options, added to (or overriding) the
     defaults. libx264 runs without lookahead (``rc-lookahead=0``), which makes
     its output byte-identical from call to call (with the lookahead on, the
-    first GOP can vary).
+    first GOP can vary). ``container_options`` go to the muxer (e.g.
+    ``{"movflags": "faststart"}``); ``rotation`` writes a display matrix that
+    turns the frames counter-clockwise by that many degrees, as phones do.
     """
     import av
 
@@ -45,8 +49,10 @@ def write_frames(
     pts_iter = iter(pts) if pts is not None else None
     rate = Fraction(fps).limit_denominator(1000)
     try:
-        with av.open(tmp, mode="w") as container:
+        with av.open(tmp, mode="w", options=dict(container_options or {})) as container:
             stream: Any = container.add_stream(codec, rate=rate)
+            if rotation:
+                stream.set_display_rotation(rotation)
             stream.pix_fmt = "yuv420p"
             stream.codec_context.gop_size = gop
             if codec == "libx264":

@@ -1,0 +1,413 @@
+"""Decoding a 1-fps pool: ours (exact and approximate) against one full decoding pass and installed peers.
+
+    .venv/bin/python benchmarks/decode.py VIDEO [--fps 1] [--repeats 1] [--threading]
+    .venv/bin/python benchmarks/decode.py --make 10min-720p [--out FILE]    # writes a test video, nothing else
+
+Every method runs in its own subprocess (so its peak resident memory is its
+own) and decodes the same job: the frames of a ``fps=R`` pool, to RGB at full
+size. Printed per method: wall time (the median of ``--repeats``), the ratio
+to one full PyAV decoding pass of the same file measured in the same run
+(every frame decoded, none converted), peak RSS, and wrong frames against an
+exact by-index reference (one plain PyAV pass without seeking or skipping,
+keeping the pool's frames): a frame is wrong when it differs from the
+reference beyond the RGB conversion's rounding (mean absolute difference of
+thumbnails, one pixel in 16 x 16, above 2 levels) or is nearer to a neighbouring frame.
+The approximate pool is not meant to match: its time error (target vs actual)
+is printed instead.
+
+Peers, each skipped when absent: OpenCV (sequential ``grab`` / ``retrieve``
+of the wanted indices), the ffmpeg CLI (``-vf fps=R`` to rawvideo), decord
+(``get_batch``), torchcodec (``get_frames_at``). ``--threading`` also times
+our exact pool under each decoder threading setting.
+
+``--make NAME`` (``<minutes>min-720p`` or ``-360p``) writes an H.264 file
+(x264 ``veryfast``, GOP 250, 3 B-frames, 30 fps) of moving noise and shapes.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# benchmarks/selectors.py is named like the standard library's ``selectors``
+# module, which subprocess imports: keep this folder off the import path
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+
+import argparse  # noqa: E402
+import hashlib  # noqa: E402
+import json  # noqa: E402
+import re  # noqa: E402
+import resource  # noqa: E402
+import shutil  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable, Iterator  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+THUMB = 16  # thumbnails keep one pixel in 16 x 16
+WRONG_LEVELS = 2.0
+
+
+def peak_rss_mib() -> float:
+    """This process's peak resident set size (MiB): ``VmHWM``, which starts afresh at exec.
+
+    ``ru_maxrss`` would do on its own, except that Linux carries it over from
+    the parent through fork and exec, so a child would report at least its
+    parent's size.
+    """
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+# --------------------------------------------------------------------------- test video
+
+
+def make_video(name: str, out: Path) -> Path:
+    """``<minutes>min-<height>p``: moving noise texture and a sliding box, 30 fps, x264 veryfast, GOP 250."""
+    m = re.fullmatch(r"(\d+)min-(720|360)p", name)
+    if not m:
+        raise SystemExit(f"--make takes '<minutes>min-720p' or '<minutes>min-360p', got {name!r}")
+    minutes, height = int(m.group(1)), int(m.group(2))
+    width = height * 16 // 9
+    from frameselect.video.synth import write_frames
+
+    rng = np.random.default_rng(0)
+    texture = rng.integers(0, 256, (height, 2 * width, 3), dtype=np.uint8)
+    texture = ((texture.astype(np.uint16) + np.roll(texture, 1, axis=1) + np.roll(texture, 1, axis=0)) // 3).astype(np.uint8)
+
+    def frames() -> Iterator[np.ndarray]:
+        for i in range(minutes * 60 * 30):
+            x = (4 * i) % width
+            frame = np.ascontiguousarray(texture[:, x : x + width])
+            bx = (7 * i) % (width - 80)
+            frame[height // 3 : height // 3 + 80, bx : bx + 80] = (255 * ((i // 90) % 2), 90, 200)
+            yield frame
+
+    return write_frames(out, frames(), fps=30, gop=250, options={"preset": "veryfast", "bf": "3", "crf": "23"})
+
+
+# --------------------------------------------------------------------------- the job, shared by all methods
+
+
+class Digest:
+    """What a method returns per wanted frame: a hash (exact equality) and a thumbnail (tolerant).
+
+    The time spent here is measured and taken off the method's time.
+    """
+
+    def __init__(self) -> None:
+        self.frames: dict[int, tuple[str, str]] = {}
+        self.wall = 0.0
+        self.cpu = 0.0
+
+    def add(self, index: int, rgb: np.ndarray) -> None:
+        t0, c0 = time.perf_counter(), time.process_time()
+        thumb = np.ascontiguousarray(rgb[THUMB // 2 :: THUMB, THUMB // 2 :: THUMB])
+        digest = hashlib.blake2b(np.ascontiguousarray(rgb).tobytes(), digest_size=12).hexdigest()
+        self.frames[int(index)] = (digest, thumb.tobytes().hex())
+        self.wall += time.perf_counter() - t0
+        self.cpu += time.process_time() - c0
+
+
+def pool_indices(video: str, fps: float) -> tuple[list[int], list[int]]:
+    """Presentation indices and pts of our exact ``fps=R`` pool (the job every method does)."""
+    from frameselect.video import candidates
+
+    pool = candidates(video, f"fps={fps:g}", video_id="bench")
+    return [int(i) for i in pool.frame_indices], [int(p) for p in pool.source.pool_pts]  # type: ignore[union-attr]
+
+
+def run_full_pass(video: str, fps: float, digest: Digest) -> dict[str, Any]:
+    import av
+
+    with av.open(video) as c:
+        stream = c.streams.video[0]
+        stream.thread_type = "AUTO"
+        n = sum(1 for _ in c.decode(stream))
+    return {"frames_decoded": n}
+
+
+def run_reference(video: str, fps: float, digest: Digest) -> dict[str, Any]:
+    """Exact by index: one plain pass, no seek, no skip; keeps the pool's frames and their neighbours."""
+    import av
+
+    indices, _ = pool_indices(video, fps)
+    keep = set(indices) | {i - 1 for i in indices} | {i + 1 for i in indices}
+    with av.open(video) as c:  # presentation order from the packets' timestamps
+        pts_sorted = sorted(int(p.pts) for p in c.demux(video=0) if p.size and p.pts is not None)
+    wanted_pts = {pts_sorted[i]: i for i in keep if 0 <= i < len(pts_sorted)}
+    with av.open(video) as c:
+        stream = c.streams.video[0]
+        stream.thread_type = "AUTO"
+        for f in c.decode(stream):
+            i = wanted_pts.get(int(f.pts))
+            if i is not None:
+                digest.add(i, f.to_ndarray(format="rgb24"))
+    return {}
+
+
+def run_ours(video: str, fps: float, digest: Digest, policy: str | None = None, thread_type: str | None = None) -> dict[str, Any]:
+    from frameselect.video import candidates
+    from frameselect.video.decode import VideoFrameSource, decode_counter
+
+    if thread_type:
+        VideoFrameSource.thread_type = thread_type
+    t0 = time.perf_counter()
+    pool = candidates(video, policy or f"fps={fps:g}", video_id="bench")  # no content hash: not decoding
+    probe_s = time.perf_counter() - t0
+    before = decode_counter.frames_decoded
+    for i, rgb in pool.source.iter(range(len(pool))):  # type: ignore[union-attr]
+        digest.add(int(pool.frame_indices[i]), rgb)
+    errors = np.abs(np.asarray(pool.source.time_errors))  # type: ignore[union-attr]
+    return {
+        "pool": len(pool),
+        "probe_s": probe_s,
+        "frames_decoded": decode_counter.frames_decoded - before,
+        "error_mean_s": float(errors.mean()),
+        "error_max_s": float(errors.max()),
+    }
+
+
+def run_opencv(video: str, fps: float, digest: Digest) -> dict[str, Any]:
+    import cv2
+
+    indices, _ = pool_indices(video, fps)
+    wanted = set(indices)
+    cap = cv2.VideoCapture(video)
+    last = max(indices)
+    i = 0
+    while i <= last:
+        if not cap.grab():
+            break
+        if i in wanted:
+            ok, bgr = cap.retrieve()
+            if ok:
+                digest.add(i, cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB))
+        i += 1
+    cap.release()
+    return {}
+
+
+def run_ffmpeg_cli(video: str, fps: float, digest: Digest) -> dict[str, Any]:
+    """``ffmpeg -vf fps=R`` to raw RGB; frame j is matched to our pool's j-th frame."""
+    import av
+
+    indices, _ = pool_indices(video, fps)
+    with av.open(video) as c:
+        w, h = c.streams.video[0].codec_context.width, c.streams.video[0].codec_context.height
+    cmd = ["ffmpeg", "-v", "error", "-i", video, "-vf", f"fps={fps:g}", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE)
+    assert proc.stdout is not None
+    size = w * h * 3
+    j = 0
+    while True:
+        buf = proc.stdout.read(size)
+        if len(buf) < size:
+            break
+        if j < len(indices):
+            digest.add(indices[j], np.frombuffer(buf, np.uint8).reshape(h, w, 3))
+        j += 1
+    proc.wait()
+    return {"frames_out": j}
+
+
+def run_decord(video: str, fps: float, digest: Digest) -> dict[str, Any]:
+    import decord
+
+    indices, _ = pool_indices(video, fps)
+    vr = decord.VideoReader(video)
+    for start in range(0, len(indices), 32):
+        chunk = indices[start : start + 32]
+        for i, frame in zip(chunk, vr.get_batch(chunk).asnumpy()):
+            digest.add(i, frame)
+    return {}
+
+
+def run_torchcodec(video: str, fps: float, digest: Digest) -> dict[str, Any]:
+    from torchcodec.decoders import VideoDecoder
+
+    indices, _ = pool_indices(video, fps)
+    dec = VideoDecoder(video)
+    for start in range(0, len(indices), 32):
+        chunk = indices[start : start + 32]
+        batch = dec.get_frames_at(indices=chunk).data.permute(0, 2, 3, 1).numpy()
+        for i, frame in zip(chunk, batch):
+            digest.add(i, frame)
+    return {}
+
+
+METHODS: dict[str, Callable[..., dict[str, Any]]] = {
+    "full PyAV pass": run_full_pass,
+    "reference": run_reference,
+    "ours exact": run_ours,
+    "ours approx": lambda v, f, d: run_ours(v, f, d, policy=f"fps={f:g},approx"),
+    "ours keyframes": lambda v, f, d: run_ours(v, f, d, policy="keyframes"),
+    "OpenCV": run_opencv,
+    "ffmpeg CLI": run_ffmpeg_cli,
+    "decord": run_decord,
+    "torchcodec": run_torchcodec,
+}
+for _tt in ("AUTO", "FRAME", "SLICE", "NONE"):
+    METHODS[f"ours exact [{_tt}]"] = lambda v, f, d, _tt=_tt: run_ours(v, f, d, thread_type=_tt)
+
+
+def available(name: str) -> str | None:
+    """Why a peer cannot run here, or None."""
+    need = {"OpenCV": "cv2", "decord": "decord", "torchcodec": "torchcodec"}.get(name)
+    if need:
+        import importlib.util
+
+        if importlib.util.find_spec(need) is None:
+            return f"{need} not installed"
+    if name == "ffmpeg CLI" and shutil.which("ffmpeg") is None:
+        return "ffmpeg not on PATH"
+    return None
+
+
+def child(name: str, video: str, fps: float, out: str) -> None:
+    import av  # noqa: F401  (imports are not timed)
+
+    import frameselect.video.decode  # noqa: F401
+
+    digest = Digest()
+    t0, c0 = time.perf_counter(), time.process_time()
+    extra = METHODS[name](video, fps, digest)
+    seconds = time.perf_counter() - t0 - digest.wall
+    cpu = time.process_time() - c0 - digest.cpu
+    extra.update(seconds=seconds, cpu_seconds=cpu, peak_rss_mib=peak_rss_mib(), frames=digest.frames)
+    Path(out).write_text(json.dumps(extra))
+
+
+def measure(name: str, video: str, fps: float, work: Path) -> dict[str, Any]:
+    out = work / f"{abs(hash(name))}.json"
+    subprocess.run([sys.executable, __file__, video, "--fps", str(fps), "--child", name, "--result", str(out)], check=True)
+    result = dict(json.loads(out.read_text()))
+    print(f"  ... {name}: {result['seconds']:.2f} s, cpu {result['cpu_seconds']:.2f} s", file=sys.stderr, flush=True)
+    return result
+
+
+def _thumb(hex_bytes: str) -> np.ndarray:
+    return np.frombuffer(bytes.fromhex(hex_bytes), np.uint8).astype(np.float32)
+
+
+def wrong_frames(got: dict[str, Any], ref: dict[str, Any], indices: list[int]) -> tuple[int, int]:
+    """(wrong, missing) against the reference, by hash or thumbnails within the conversion's rounding."""
+    wrong = missing = 0
+    for i in indices:
+        mine = got.get(str(i))
+        if mine is None:
+            missing += 1
+            continue
+        target = ref[str(i)]
+        if mine[0] == target[0]:
+            continue
+        thumb = _thumb(mine[1])
+        diff = float(np.abs(thumb - _thumb(target[1])).mean())
+        neighbours = [float(np.abs(thumb - _thumb(ref[str(j)][1])).mean()) for j in (i - 1, i + 1) if str(j) in ref]
+        if diff > WRONG_LEVELS or (neighbours and min(neighbours) < diff):
+            wrong += 1
+    return wrong, missing
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("video", nargs="?")
+    ap.add_argument("--fps", type=float, default=1.0)
+    ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--threading", action="store_true", help="also time our exact pool under each decoder threading setting")
+    ap.add_argument("--make", help="write a test video (e.g. 10min-720p) and exit")
+    ap.add_argument("--out", help="where --make writes (default: <name>.mp4 here)")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--result", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.make:
+        path = make_video(args.make, Path(args.out or f"{args.make}.mp4"))
+        print(path)
+        return
+    if not args.video:
+        ap.error("give a VIDEO (or --make NAME to write one)")
+    if args.child:
+        child(args.child, args.video, args.fps, args.result)
+        return
+    import av
+
+    with av.open(args.video) as c:
+        s = c.streams.video[0]
+        print(
+            f"{args.video}: {s.codec_context.width}x{s.codec_context.height}, {s.frames} frames, {float(s.duration * s.time_base):.1f} s; pool fps={args.fps:g}"
+        )
+    indices, _ = pool_indices(args.video, args.fps)
+    names = ["full PyAV pass", "ours exact", "ours approx", "ours keyframes", "OpenCV", "ffmpeg CLI", "decord", "torchcodec"]
+    if args.threading:
+        names += [f"ours exact [{t}]" for t in ("AUTO", "FRAME", "SLICE", "NONE")]
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        ref = measure("reference", args.video, args.fps, work)["frames"]
+        runs: dict[str, list[dict[str, Any]]] = {}
+        skipped: dict[str, str] = {}
+        for name in names:
+            why = available(name)
+            if why:
+                skipped[name] = why
+        for _ in range(args.repeats):  # interleaved: drift of a shared machine spreads over every method
+            for name in names:
+                if name not in skipped:
+                    runs.setdefault(name, []).append(measure(name, args.video, args.fps, work))
+    report(names, runs, skipped, ref, indices)
+
+
+def report(names: list[str], runs: dict[str, list[dict[str, Any]]], skipped: dict[str, str], ref: dict[str, Any], indices: list[int]) -> None:
+    """One row per method: medians of wall and CPU seconds, each also as a ratio to the full pass."""
+
+    def med(name: str, key: str) -> float:
+        return statistics.median(float(r[key]) for r in runs[name])
+
+    base_wall, base_cpu = med("full PyAV pass", "seconds"), med("full PyAV pass", "cpu_seconds")
+    exact_wall, exact_cpu = med("ours exact", "seconds"), med("ours exact", "cpu_seconds")
+    head = f"{'method':<20} {'wall s':>7} {'x full':>7} {'cpu s':>7} {'x full':>7} {'RSS MiB':>8} {'frames':>7} {'wrong':>6} {'missing':>8}  notes"
+    print(head)
+    for name in names:
+        if name in skipped:
+            print(f"{name:<20} {'-':>7} {'-':>7} {'-':>7} {'-':>7} {'-':>8} {'-':>7} {'-':>6} {'-':>8}  skipped: {skipped[name]}")
+            continue
+        wall, cpu, last = med(name, "seconds"), med(name, "cpu_seconds"), runs[name][-1]
+        notes, wrong, missing = "", "", ""
+        if name == "full PyAV pass":
+            notes = "baseline: every frame decoded, none converted"
+        elif "approx" in name or "keyframes" in name:
+            wrong = missing = "n/a"
+        else:
+            w, m = wrong_frames(last["frames"], ref, indices)
+            wrong, missing = str(w), str(m)
+        if name.startswith("ours"):
+            notes = f"pool {last['pool']}, {last['frames_decoded']} frames decoded, probe {last['probe_s']:.2f} s"
+            if "approx" in name or "keyframes" in name:
+                notes += (
+                    f", |time error| mean {last['error_mean_s']:.2f} s max {last['error_max_s']:.2f} s;"
+                    f" {exact_wall / wall:.1f}x (cpu {exact_cpu / cpu:.1f}x) faster than exact"
+                )
+        frames = last.get("frames_decoded", 0) if name == "full PyAV pass" else len(last["frames"])
+        print(
+            f"{name:<20} {wall:>7.2f} {wall / base_wall:>7.3f} {cpu:>7.2f} {cpu / base_cpu:>7.3f} {last['peak_rss_mib']:>8.0f} {frames:>7} {wrong:>6} {missing:>8}  {notes}"
+        )
+    approx_wall, approx_cpu = med("ours approx", "seconds"), med("ours approx", "cpu_seconds")
+    print(
+        f"goals: exact <= 0.85 x full pass: wall {exact_wall / base_wall:.3f}, cpu {exact_cpu / base_cpu:.3f}; "
+        f"approximate >= 8x faster than exact: wall {exact_wall / approx_wall:.1f}x, cpu {exact_cpu / approx_cpu:.1f}x"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,275 @@
+"""The exact pool stays exact while it skips: same frames with and without skipping, as a full decode gives them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from frameselect.video import DecodeCounter, candidates, probe
+from frameselect.video.decode import VideoFrameSource
+from frameselect.video.synth import write_frames
+
+
+def _moving(n: int, seed: int) -> Iterator[np.ndarray]:
+    """Noise that slides and a counter patch: every frame differs, motion makes B-frames worth it."""
+    rng = np.random.default_rng(seed)
+    base = rng.integers(0, 256, (64, 96, 3), dtype=np.uint8)
+    for i in range(n):
+        frame = np.roll(base, 3 * i, axis=1)
+        frame[:8, :8] = (5 * i) % 256
+        yield frame
+
+
+def _packets(path: Path) -> list[tuple[int, bool]]:
+    import av
+
+    with av.open(str(path)) as c:
+        stream = c.streams.video[0]
+        return [(int(p.pts), bool(p.is_keyframe)) for p in c.demux(stream) if p.size]
+
+
+def _leading_pictures(path: Path) -> int:
+    """Frames decoded after a keyframe but shown before it (the mark of an open GOP)."""
+    count, last_key = 0, None
+    for pts, key in _packets(path):
+        if key:
+            last_key = pts
+        elif last_key is not None and pts < last_key:
+            count += 1
+    return count
+
+
+def _b_frames(path: Path) -> int:
+    import av
+
+    with av.open(str(path)) as c:
+        return sum(1 for f in c.decode(video=0) if f.pict_type == av.video.frame.PictureType.B)
+
+
+def _by_index(path: Path) -> dict[int, np.ndarray]:
+    """Every frame by one plain decoding pass, no seek, no skipping: the reference."""
+    import av
+
+    with av.open(str(path)) as c:
+        return {int(f.pts): f.to_ndarray(format="rgb24") for f in c.decode(video=0)}
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("exact")
+    out = {
+        "bframes": write_frames(root / "b.mp4", _moving(90, 1), fps=25, gop=25, options={"x264-params": "bframes=3:b-adapt=0:b-pyramid=normal:scenecut=0"}),
+        "open_gop": write_frames(
+            root / "open.mp4", _moving(90, 2), fps=25, gop=20, options={"x264-params": "open-gop=1:bframes=3:b-adapt=0:b-pyramid=normal:scenecut=0"}
+        ),
+    }
+    # variable frame rate: irregular gaps between frames (ms)
+    gaps = np.random.default_rng(3).integers(15, 160, 80)
+    pts = np.concatenate([[0], np.cumsum(gaps)]).tolist()
+    out["vfr"] = write_frames(
+        root / "vfr.mp4", _moving(len(pts), 3), fps=25, pts=pts, time_base=Fraction(1, 1000), gop=15, options={"x264-params": "bframes=2:b-adapt=0"}
+    )
+    return out
+
+
+def test_the_files_have_what_they_claim(files: dict[str, Path]) -> None:
+    assert _b_frames(files["bframes"]) > 10
+    assert _leading_pictures(files["open_gop"]) >= 3
+    assert _b_frames(files["open_gop"]) > 10
+    assert _b_frames(files["vfr"]) > 10
+    gaps = np.diff(probe(files["vfr"]).timestamps)
+    assert gaps.max() > 3 * gaps.min()
+
+
+def _source(pool, *, skip: bool) -> VideoFrameSource:  # type: ignore[no-untyped-def]
+    src = pool.source
+    return VideoFrameSource(
+        src.path,
+        src.pool_pts,
+        src.time_base,
+        rotation=src.rotation,
+        keyframe_pts=src.keyframe_pts if skip else None,
+        skip_nonref=skip,
+        frame_pts=src.frame_pts,
+        counter=DecodeCounter(),
+    )
+
+
+@pytest.mark.parametrize("name", ["bframes", "open_gop", "vfr"])
+@pytest.mark.parametrize("policy", ["fps=1", "fps=7", "uniform=5", "all"])
+def test_same_frames_with_and_without_skipping(files: dict[str, Path], name: str, policy: str) -> None:
+    path = files[name]
+    pool = candidates(path, policy)
+    reference = _by_index(path)
+    every = list(range(len(pool)))
+    fast, slow = _source(pool, skip=True), _source(pool, skip=False)
+    skipped = dict(fast.iter(every))
+    with_skip = fast.counter.frames_decoded
+    plain = dict(slow.iter(every))
+    without_skip = slow.counter.frames_decoded
+    assert sorted(skipped) == sorted(plain) == every
+    for i in every:
+        pts = int(pool.source.pool_pts[i])  # type: ignore[union-attr]
+        np.testing.assert_array_equal(skipped[i], reference[pts], err_msg=f"{name} {policy}: pool frame {i} (pts {pts}) differs with skipping")
+        np.testing.assert_array_equal(plain[i], reference[pts])
+    if policy != "all":
+        assert with_skip < without_skip  # skipping really skipped something
+
+
+@pytest.mark.parametrize("name", ["bframes", "open_gop", "vfr"])
+def test_scattered_requests_including_leading_pictures(files: dict[str, Path], name: str) -> None:
+    """Any subset of frames, also those decoded after a keyframe but shown before it."""
+    path = files[name]
+    pool = candidates(path, "all")
+    reference = _by_index(path)
+    pts_of = {int(p): i for i, p in enumerate(pool.source.pool_pts)}  # type: ignore[union-attr]
+    packets = _packets(path)
+    leading = []
+    last_key = None
+    for pts, key in packets:
+        if key:
+            last_key = pts
+        elif last_key is not None and pts < last_key:
+            leading.append(pts_of[pts])
+    rng = np.random.default_rng(11)
+    for trial in range(4):
+        wanted = sorted(set(rng.choice(len(pool), size=6, replace=False).tolist()) | set(leading[trial : trial + 2]))
+        got = dict(_source(pool, skip=True).iter(wanted))
+        assert sorted(got) == wanted
+        for i in wanted:
+            np.testing.assert_array_equal(got[i], reference[int(pool.source.pool_pts[i])])  # type: ignore[union-attr]
+
+
+def test_sparse_pools_skip_whole_groups_of_pictures(files: dict[str, Path]) -> None:
+    path = files["bframes"]  # 90 frames, a keyframe every 25
+    counter = DecodeCounter()
+    pool = candidates(path, "all", info=probe(path), counter=counter)
+    got = dict(pool.source.iter([2, 80]))  # type: ignore[union-attr]
+    decoded = counter.frames_decoded
+    reference = _by_index(path)
+    for i, frame in got.items():
+        np.testing.assert_array_equal(frame, reference[int(pool.source.pool_pts[i])])  # type: ignore[union-attr]
+    assert decoded < 25  # the two middle groups (frames 25-74) never reach the decoder
+
+
+# --------------------------------------------------------------------------- approximate pools
+
+APPROX_FPS, APPROX_GOP, APPROX_N = 10, 25, 300  # 30 s, a keyframe every 2.5 s
+
+
+def _numbered(n: int) -> Iterator[np.ndarray]:
+    """Frame i shows i in binary in nine 8-px bars (black / white), readable after compression."""
+    for i in range(n):
+        frame = np.full((32, 72, 3), 128, np.uint8)
+        for bit in range(9):
+            frame[:, 8 * bit : 8 * bit + 8] = 255 if (i >> bit) & 1 else 0
+        yield frame
+
+
+def _frame_number(rgb: np.ndarray) -> int:
+    return sum(1 << bit for bit in range(9) if rgb[8:24, 8 * bit + 2 : 8 * bit + 6].mean() > 128)
+
+
+@pytest.fixture(scope="module")
+def numbered(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("approx") / "numbered.mp4"
+    # no B-frames, fixed GOP: a frame's decoding cost is its distance from its keyframe, plus one
+    return write_frames(path, _numbered(APPROX_N), fps=APPROX_FPS, gop=APPROX_GOP, options={"bf": "0", "x264-params": "scenecut=0"})
+
+
+def _true_errors(pool, targets: np.ndarray, chosen_for: dict[int, list[float]]) -> list[float]:  # type: ignore[no-untyped-def]
+    """Decode every candidate, read its number from the picture: actual time minus the nearest target that chose it."""
+    out = []
+    for frame in pool.frames(range(len(pool))):
+        actual = _frame_number(frame) / APPROX_FPS
+        errs = [actual - t for t in chosen_for[_frame_number(frame)]]
+        out.append(min(errs, key=abs))
+    return out
+
+
+def test_frame_numbers_read_back(numbered: Path) -> None:
+    pool = candidates(numbered, "all")
+    assert [_frame_number(f) for f in pool.frames([0, 1, 77, 299])] == [0, 1, 77, 299]
+
+
+def test_keyframes_pool_is_every_keyframe(numbered: Path) -> None:
+    import av
+
+    pool = candidates(numbered, "keyframes")
+    with av.open(str(numbered)) as c:
+        keys = sorted(int(p.pts) for p in c.demux(video=0) if p.size and p.is_keyframe)
+    assert list(pool.source.pool_pts) == keys  # type: ignore[union-attr]
+    assert [_frame_number(f) for f in pool.frames(range(len(pool)))] == list(range(0, APPROX_N, APPROX_GOP))
+    np.testing.assert_array_equal(pool.source.time_errors, np.zeros(len(pool)))  # type: ignore[union-attr]
+
+
+def test_approx_pool_takes_the_nearest_keyframe_and_records_true_errors(numbered: Path) -> None:
+    pool = candidates(numbered, "fps=1,approx")
+    assert pool.policy == "fps=1,approx"
+    targets = np.arange(30, dtype=np.float64)
+    keys = np.arange(0, APPROX_N, APPROX_GOP)
+    # independently: each target's nearest keyframe (ties to the earlier one)
+    chosen_for: dict[int, list[float]] = {}
+    for t in targets:
+        k = int(keys[np.argmin(np.abs(keys / APPROX_FPS - t))])
+        chosen_for.setdefault(k, []).append(float(t))
+    assert [int(i) for i in pool.frame_indices] == sorted(chosen_for)
+    recorded = pool.source.time_errors  # type: ignore[union-attr]
+    np.testing.assert_allclose(recorded, _true_errors(pool, targets, chosen_for), atol=1e-9)
+    # keyframes at 0, 2.5, 5, ... s: each is the choice of a target at most 0.5 s away
+    assert np.abs(recorded).max() == pytest.approx(0.5) and np.abs(recorded).mean() == pytest.approx(0.25)
+
+
+def test_approx_with_a_tolerance_takes_the_cheapest_frame_near_each_target(numbered: Path) -> None:
+    pool = candidates(numbered, "fps=1,approx=0.3")
+    # within 0.3 s of target t: a keyframe when one is there (t = 0, 5, 10, ...), else the earliest frame
+    # of the window, 3 frames before t (fewest frames to decode from its keyframe, no B-frames here)
+    expected = {0 if t == 0 else (10 * t if t % 5 == 0 else 10 * t - 3): float(t) for t in range(30)}
+    assert [int(i) for i in pool.frame_indices] == sorted(expected)
+    chosen_for = {k: [t] for k, t in expected.items()}
+    np.testing.assert_allclose(pool.source.time_errors, _true_errors(pool, np.arange(30.0), chosen_for), atol=1e-9)  # type: ignore[union-attr]
+
+
+def test_exact_pools_record_their_small_errors(numbered: Path) -> None:
+    pool = candidates(numbered, "fps=3")  # targets every 1/3 s, frames every 0.1 s: the frame on screen is up to 1/30 s early
+    errors = pool.source.time_errors  # type: ignore[union-attr]
+    targets = np.arange(len(pool)) / 3.0
+    np.testing.assert_allclose(errors, pool.timestamps - targets, atol=1e-9)
+    assert errors.max() <= 1e-9 and errors.min() >= -0.1
+
+
+def test_approx_decodes_far_less_than_exact(numbered: Path) -> None:
+    info = probe(numbered)
+    exact_counter, approx_counter = DecodeCounter(), DecodeCounter()
+    exact = candidates(numbered, "fps=1", info=info, counter=exact_counter)
+    approx = candidates(numbered, "fps=1,approx", info=info, counter=approx_counter)
+    list(exact.source.iter(range(len(exact))))  # type: ignore[union-attr]
+    exact_cost = exact_counter.frames_decoded
+    list(approx.source.iter(range(len(approx))))  # type: ignore[union-attr]
+    approx_cost = approx_counter.frames_decoded
+    assert approx_cost == len(approx) and exact_cost > 5 * approx_cost
+
+
+def test_policy_strings() -> None:
+    from frameselect.video import parse_policy
+
+    assert str(parse_policy("fps=1,approx")) == "fps=1,approx"
+    assert str(parse_policy("FPS=0.5, approx=2")) == "fps=0.5,approx=2"
+    assert str(parse_policy("keyframes")) == "keyframes"
+    for bad in ("uniform=4,approx", "fps=1,approx=-1", "fps=1,aprox"):
+        with pytest.raises(ValueError):
+            parse_policy(bad)
+
+
+def test_time_error_summary_for_run_records(numbered: Path) -> None:
+    from frameselect.types import CandidatePool
+    from frameselect.video import time_error_summary
+
+    pool = candidates(numbered, "fps=1,approx")
+    errors = np.abs(pool.source.time_errors)  # type: ignore[union-attr]
+    assert time_error_summary(pool) == {"pool_time_error_mean": pytest.approx(errors.mean()), "pool_time_error_max": pytest.approx(0.5)}
+    assert time_error_summary(CandidatePool.from_timestamps([0.0, 1.0])) == {}
