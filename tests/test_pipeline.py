@@ -312,3 +312,19 @@ def test_evaluate_and_replay_share_the_run_and_fit_on_a_screen() -> None:
         return {tuple(code[i : i + n]) for i in range(len(code) - n + 1)}
 
     assert windows(pipeline) & windows(replay) == set()  # no block copied between them: both are a Run
+
+
+def test_records_carry_the_pools_time_errors(tiny: Any) -> None:
+    """Runs report how far each pool's candidates sit from the times the policy asked for."""
+    from frameselect.video.decode import candidates, time_error_summary
+
+    exact = frameselect.evaluate(selector="uniform", dataset=tiny, k=2, pool="fps=1.0")
+    approx = frameselect.evaluate(selector="uniform", dataset=tiny, k=2, pool="fps=1.0,approx")
+    for result, policy in ((exact, "fps=1.0"), (approx, "fps=1.0,approx")):
+        for record in result.records:
+            video = next(s.video for s in tiny if s.id == record.sample_id)
+            expected = time_error_summary(candidates(video, policy))
+            assert record.metrics["pool_time_error_mean"] == pytest.approx(expected["pool_time_error_mean"])
+            assert record.metrics["pool_time_error_max"] == pytest.approx(expected["pool_time_error_max"])
+    # an exact pool is off by less than a frame (tiny: 10 fps); the nearest keyframe (one a second) is up to half a second away
+    assert exact.table["pool_time_error_max"] < 0.1 <= approx.table["pool_time_error_max"] <= 0.61

@@ -39,7 +39,7 @@ from frameselect.plan import Plan
 from frameselect.progress import Progress
 from frameselect.store import Store
 from frameselect.types import Answer, CandidatePool, Features, Sample, SampleRecord, Selection
-from frameselect.video.decode import DecodeCounter, FrameMemo, VideoInfo, candidates, content_hash, probe
+from frameselect.video.decode import DecodeCounter, FrameMemo, VideoInfo, candidates, content_hash, probe, time_error_summary
 
 __all__ = [
     "Run",
@@ -160,14 +160,13 @@ def score_sample(
         values = ev.score(sample, pool, selection, answer, features)
         undeclared = sorted(set(values) - set(ev.score_keys))
         if undeclared:
-            raise ContractError(
-                f"evaluator {ev.name!r} wrote {undeclared}, which it does not declare in `score_keys` {list(ev.score_keys)}; fix the evaluator"
-            )
+            raise ContractError(f"evaluator {ev.name!r} wrote {undeclared}, which it does not declare in `score_keys` {list(ev.score_keys)}; fix the evaluator")
         metrics.update({key: float(v) for key, v in values.items()})
     if answer is not None:
         metrics.setdefault("answer_latency_s", answer.latency_s)
         metrics.setdefault("answer_tokens", float(answer.prompt_tokens + answer.completion_tokens))
     metrics.setdefault("selection_latency_s", selection.latency_s)
+    metrics.update(time_error_summary(pool))  # how far candidates sit from the times the pool policy asked for
     return metrics
 
 
@@ -256,6 +255,10 @@ def answer_one(answerer: Answerer, request: AnswerRequest, store: Store, counter
 # -- tables -------------------------------------------------------------------------------
 
 
+#: per-sample keys the run writes itself (besides the evaluators'): latencies and the pool's time errors
+PIPELINE_KEYS = ("selection_latency_s", "answer_latency_s", "pool_time_error_mean", "pool_time_error_max")
+
+
 def aggregate(records: Sequence[SampleRecord], evaluators: Sequence[Evaluator]) -> dict[str, float]:
     """Benchmark-level values of each evaluator over the ``ok`` records.
 
@@ -266,7 +269,7 @@ def aggregate(records: Sequence[SampleRecord], evaluators: Sequence[Evaluator]) 
     table: dict[str, float] = {}
     for ev in evaluators:
         table.update(ev.aggregate(ok))
-    for key in ("selection_latency_s", "answer_latency_s"):
+    for key in PIPELINE_KEYS:
         vals = [r.metrics[key] for r in ok if key in r.metrics]
         if vals:
             table[key] = float(np.mean(vals))

@@ -63,7 +63,7 @@ __all__ = [
 ]
 
 #: per-sample keys the pipeline writes itself, shown when present (all lower-is-better)
-PIPELINE_METRICS = ("selection_latency_s", "answer_latency_s")
+PIPELINE_METRICS = ("selection_latency_s", "answer_latency_s", "pool_time_error_mean", "pool_time_error_max")
 
 
 @dataclass(frozen=True)

@@ -102,7 +102,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--encoder", "-e", default="color_histogram", help="encoder for selectors that need features (default: %(default)s)")
     p.add_argument("--evaluator", action="append", help="evaluator name (repeatable; default: evidence_recall, frame_precision)")
     p.add_argument("--answerer", "-a", default=None, help="answering backend, for answer-level evaluators")
-    p.add_argument("--pool", default="fps=1.0", help="candidate pool policy: fps=R, uniform=N or all (default: %(default)s)")
+    p.add_argument(
+        "--pool",
+        default="fps=1.0",
+        help="candidate pool policy: fps=R (exact), fps=R,approx[=E] (the cheapest decodable frame near each time), keyframes, uniform=N or all (default: %(default)s)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--param", "-p", action="append", help="selector hyper-parameter name=value (applies to every --selector; each must take it)")
     p.add_argument("--cache-dir", default=None, help="feature cache folder (default: ~/.cache/frameselect/features or $FRAMESELECT_CACHE)")
