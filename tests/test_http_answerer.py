@@ -21,14 +21,14 @@ from frameselect.answerers.base import AnswerRequest  # noqa: E402
 from frameselect.answerers.http import OpenAIHTTPAnswerer, build_messages, encode_image, encode_png  # noqa: E402
 from frameselect.pipeline import answer_cache_key  # noqa: E402
 from frameselect.store import Store  # noqa: E402
-from frameselect.types import Answer, CandidatePool, FrameSource, Query, Sample, Selection  # noqa: E402
+from frameselect.types import Answer, CandidatePool, InMemoryFrames, Query, Sample, Selection  # noqa: E402
 
 FAST = {"backoff_s": 0.01, "max_backoff_s": 0.05}
 
 
 def _request(sample_id: str = "s", text: str = "What colour?", options: Sequence[str] = ("red", "green", "blue"), n_frames: int = 2) -> AnswerRequest:
     frames = [np.full((6, 8, 3), 40 * (i + 1), dtype=np.uint8) for i in range(n_frames)]
-    pool = CandidatePool(video_id="v", timestamps=np.arange(n_frames) * 6.0, frame_indices=np.arange(n_frames), policy="fps=1", source=FrameSource(frames))
+    pool = CandidatePool(video_id="v", timestamps=np.arange(n_frames) * 6.0, frame_indices=np.arange(n_frames), policy="fps=1", source=InMemoryFrames(frames))
     sample = Sample(sample_id, "/nowhere.mp4", Query(text, tuple(options)), "B")
     return AnswerRequest(sample, pool, Selection(tuple(range(n_frames))))
 

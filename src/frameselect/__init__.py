@@ -11,7 +11,7 @@ only when they are created.
 from frameselect._version import __version__
 from frameselect.errors import FrameselectError, UnknownNameError
 from frameselect.registry import REGISTRIES, Registry, get_registry
-from frameselect.types import Answer, CandidatePool, Features, FrameSource, Query, Sample, SampleRecord, Selection, Span
+from frameselect.types import Answer, CandidatePool, Features, FrameSource, InMemoryFrames, Query, Sample, SampleRecord, Selection, Span
 
 _PART_PACKAGES = {
     "selectors": "selectors",
@@ -48,6 +48,7 @@ __all__ = [
     "CandidatePool",
     "Features",
     "FrameSource",
+    "InMemoryFrames",
     "FrameselectError",
     "Query",
     "REGISTRIES",

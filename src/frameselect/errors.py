@@ -15,6 +15,7 @@ __all__ = [
     "AnnotationError",
     "MissingSelectionError",
     "AnswererError",
+    "PartConfigError",
 ]
 
 
@@ -71,3 +72,7 @@ class MissingSelectionError(FrameselectError, LookupError):
 
 class AnswererError(FrameselectError):
     """An answering backend failed for one request (timeout, bad reply, ...)."""
+
+
+class PartConfigError(FrameselectError, TypeError):
+    """A part's configuration cannot be read or a part cannot be re-created from it."""

@@ -2,7 +2,9 @@
 
 fingerprint of a part = hash of (kind, name, parameters, library version).
 Parameters are serialised canonically (sorted keys, floats by ``repr``), so
-equal configurations hash equal across processes and machines.
+equal configurations hash equal across processes and machines. The canonical
+form exists only inside :func:`fingerprint`; stored configurations hold real
+JSON values (see :mod:`frameselect.parts`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import numpy as np
 
 from frameselect._version import __version__
 
-__all__ = ["canonical", "fingerprint", "part_config", "hash_bytes"]
+__all__ = ["canonical", "fingerprint", "hash_bytes"]
 
 
 def canonical(value: Any) -> Any:
@@ -53,16 +55,3 @@ def fingerprint(value: Any, *, with_version: bool = True) -> str:
     if with_version:
         payload["version"] = __version__
     return hash_bytes(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode())
-
-
-def part_config(kind: str, part: Any) -> dict[str, Any]:
-    """The full configuration of a part: its kind, registered name and parameters."""
-    name = getattr(part, "registered_name", None) or getattr(type(part), "registered_name", None) or type(part).__name__
-    params: Any
-    if dataclasses.is_dataclass(part) and not isinstance(part, type):
-        params = {f.name: canonical(getattr(part, f.name)) for f in dataclasses.fields(part) if f.init and not f.name.startswith("_")}
-    elif hasattr(part, "params"):
-        params = canonical(part.params())
-    else:
-        params = {}
-    return {"kind": kind, "name": name, "params": params}

@@ -32,7 +32,8 @@ from frameselect.datasets.base import Dataset, InMemoryDataset
 from frameselect.encoders.base import Encoder
 from frameselect.errors import AnswererError, FrameselectError, SelectionError
 from frameselect.evaluators.base import Evaluator
-from frameselect.fingerprint import fingerprint, part_config
+from frameselect.fingerprint import fingerprint
+from frameselect.parts import part_config
 from frameselect.registry import get_registry
 from frameselect.selectors.base import Selector
 from frameselect.store import Store
@@ -52,14 +53,6 @@ def resolve(kind: str, part: Any, **params: Any) -> Any:
     if params:
         raise TypeError(f"parameters {sorted(params)} given for a {kind[:-1]} instance; pass them to its constructor")
     return part
-
-
-def _part_id(kind: str, part: Any) -> Any:
-    if part is None:
-        return None
-    if hasattr(part, "id") and kind in ("encoders", "answerers", "datasets"):
-        return {"name": getattr(part, "name", getattr(part, "registered_name", type(part).__name__)), "id": part.id}
-    return part_config(kind, part)
 
 
 class Progress:
@@ -146,7 +139,7 @@ def _over_frames(pool: CandidatePool, batch_size: int, fn: Callable[[np.ndarray]
     if pool.source is None:
         raise FrameselectError(f"pool of {pool.video_id} has no frames to encode")
     source = pool.source
-    frames = source.iter(range(len(pool))) if hasattr(source, "iter") else enumerate(source.get(range(len(pool))))
+    frames = source.iter(range(len(pool)))
     chunks: list[np.ndarray] = []
     batch: list[np.ndarray] = []
 
@@ -193,7 +186,7 @@ def _pixels(pool: CandidatePool, ctx: _Context) -> np.ndarray:
 
     def decode() -> np.ndarray:
         source = pool.source
-        if source is None or not hasattr(source, "iter"):
+        if source is None:
             raise FrameselectError(f"pool of {pool.video_id} has no decodable frames for a pixel-based selector")
         out = np.empty((len(pool), height, width, 3), dtype=np.uint8)
         for i, frame in source.iter(range(len(pool)), size=(width, height)):
@@ -211,7 +204,7 @@ def _pairwise_scores(pool: CandidatePool, text: str, encoder: Encoder, ctx: _Con
     key = Cache.text_key(Cache.embedding_key(pool.video_id, pool.policy, encoder.id), text)
 
     def score(batch: np.ndarray) -> np.ndarray:
-        return np.asarray(encoder.score_frames(batch, text), dtype=np.float64)  # type: ignore[attr-defined]
+        return np.asarray(encoder.score_frames(batch, text), dtype=np.float64)
 
     return _cached_per_pool(ctx, "scores", key, len(pool), lambda: _over_frames(pool, encoder.batch_size, score, ctx, count_frames=False))
 
@@ -228,7 +221,7 @@ def featurize(pool: CandidatePool, sample: Sample, needs: Iterable[str], encoder
             if not encoder.has_text:
                 raise SelectionError(f"this selector needs query relevance, but encoder {encoder.id} cannot embed text; use a text-capable encoder")
             text = _encode_text(sample.query.text, encoder, ctx)
-            if getattr(encoder, "pairwise_relevance", False):
+            if encoder.pairwise_relevance:
                 scores = _pairwise_scores(pool, sample.query.text, encoder, ctx)
             else:
                 scores = encoder.relevance(embeddings, text)
@@ -338,23 +331,23 @@ def evaluate(
     if limit is not None:
         samples = samples[:limit]
     config: dict[str, Any] = {
-        "selector": part_config("selectors", sel),
-        "evaluators": [part_config("evaluators", e) for e in evs],
+        "selector": part_config(sel),
+        "evaluators": [part_config(e) for e in evs],
         "dataset": ds.id,
         "k": k,
-        "encoder": _part_id("encoders", enc),
-        "answerer": _part_id("answerers", ans),
+        "encoder": None if enc is None else part_config(enc),
+        "answerer": None if ans is None else part_config(ans),
         "pool": policy,
         "seed": seed,
         "limit": limit,
     }
     if rt is not None:
-        config["router"] = part_config("routers", rt)
-        config["bank"] = [part_config("selectors", b) for b in (bank_parts or [sel])]
+        config["router"] = part_config(rt)
+        config["bank"] = [part_config(b) for b in (bank_parts or [sel])]
     run_id = fingerprint(config)
     config["label"] = label or _default_label(sel, k, rt, bank_parts)
     # descriptive, outside the fingerprint: what replay needs to re-create the dataset
-    config["dataset_spec"] = {"name": ds.name, "params": _json_safe(ds.params())}
+    config["dataset_spec"] = part_config(ds)
 
     own_store = not isinstance(store, Store)
     st = Store(store) if isinstance(store, (str, os.PathLike)) else (store if isinstance(store, Store) else Store(":memory:"))
@@ -372,7 +365,7 @@ def evaluate(
         counters.samples_skipped = len(samples) - len(todo)
         bar = Progress(len(todo), f"{config['label']}", progress)
         needs_answers = ans is not None and any(e.needs_answer for e in evs)
-        chunk_size = max(1, int(getattr(ans, "concurrency", 1) or 1)) if needs_answers else 1
+        chunk_size = max(1, ans.concurrency) if needs_answers and ans is not None else 1
         for start in range(0, len(todo), chunk_size):
             chunk = todo[start : start + chunk_size]
             prepared = []
@@ -438,18 +431,11 @@ def finish_run(
     )
 
 
-def _json_safe(value: Any) -> Any:
-    """``value`` as the store can write it (paths and other objects become strings)."""
-    import json
-
-    return json.loads(json.dumps(value, default=str))
-
-
 def _default_label(sel: Selector, k: int, router: Any, bank: Sequence[Selector] | None = None) -> str:
     """``uniform@k=8``; routed runs ``text_cue[uniform,topk]@B=8`` (router, bank, mean budget)."""
     if router is not None:
         names = ",".join(b.name for b in (bank or [sel]))
-        return f"{getattr(router, 'name', type(router).__name__)}[{names}]@B={k}"
+        return f"{router.name}[{names}]@B={k}"
     return f"{sel.name}@k={k}"
 
 
@@ -458,7 +444,7 @@ def _route(router: Any, samples: Sequence[Sample], mean_budget: int, bank: Seque
     from frameselect.routing.base import RouteContext
 
     contexts: dict[str, RouteContext] = {}
-    needs = set(getattr(router, "needs", frozenset()))
+    needs = set(router.needs)
     for s in samples:
         try:
             pool = build_pool(s, policy, ctx)

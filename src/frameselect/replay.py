@@ -34,15 +34,15 @@ import numpy as np
 from frameselect.answerers.base import Answerer, AnswerRequest
 from frameselect.cache import Cache, RunCounters, default_cache_dir
 from frameselect.datasets.base import Dataset, InMemoryDataset
-from frameselect.errors import AnswererError, FrameselectError, MissingSelectionError, UnknownNameError
+from frameselect.errors import AnswererError, FrameselectError, MissingSelectionError, PartConfigError, UnknownNameError
 from frameselect.evaluators.base import Evaluator
-from frameselect.fingerprint import fingerprint, part_config
+from frameselect.fingerprint import fingerprint
+from frameselect.parts import part_config, revive
 from frameselect.pipeline import (
     Progress,
     RunResult,
     _Context,
     _failure,
-    _part_id,
     _score,
     answer_batch,
     build_pool,
@@ -106,7 +106,7 @@ def replay(
         samples = list(ds)
         if parent.config.get("limit") is not None:
             samples = samples[: int(parent.config["limit"])]
-        identity = {"replay_of": parent.run_id, "answerer": _part_id("answerers", ans), "evaluators": [part_config("evaluators", e) for e in evs]}
+        identity = {"replay_of": parent.run_id, "answerer": part_config(ans), "evaluators": [part_config(e) for e in evs]}
         replay_id = fingerprint(identity)
         config = {k: v for k, v in parent.config.items() if k not in ("label", "answerer", "evaluators")}
         config.update(identity)
@@ -117,7 +117,7 @@ def replay(
         todo = [s for s in samples if s.id not in done]
         counters.samples_skipped = len(samples) - len(todo)
         default_policy = str(parent.config.get("pool", "fps=1"))
-        batch = max(1, int(getattr(ans, "concurrency", 1)))
+        batch = max(1, ans.concurrency)
         bar = Progress(len(todo), str(config["label"]), progress)
         for start in range(0, len(todo), batch):
             chunk = todo[start : start + batch]
@@ -222,14 +222,17 @@ def _check_fits(sample: Sample, selection: Selection, meta: Mapping[str, Any], v
 def dataset_from_config(config: Mapping[str, Any]) -> Dataset:
     """Re-create the dataset a run used from its stored configuration."""
     spec = config.get("dataset_spec")
-    if isinstance(spec, Mapping):
-        name, params = str(spec.get("name", "")), dict(spec.get("params") or {})
-    else:  # runs stored before dataset_spec existed: "name:hash" ids name the dataset
-        name, params = str(config.get("dataset", "")).split(":", 1)[0], {}
+    if not isinstance(spec, Mapping):  # runs stored before dataset_spec existed: "name:hash" ids name the dataset
+        spec = {"name": str(config.get("dataset", "")).split(":", 1)[0]}
     try:
-        return get_registry("datasets").create(name, **params)  # type: ignore[no-any-return]
+        dataset: Dataset = revive(spec, kind="datasets")
     except UnknownNameError:
-        raise FrameselectError(f"the run's dataset {config.get('dataset')!r} cannot be re-created: no dataset {name!r} is registered; pass dataset=") from None
+        raise FrameselectError(
+            f"the run's dataset {config.get('dataset')!r} cannot be re-created: no dataset {spec.get('name')!r} is registered; pass dataset="
+        ) from None
+    except PartConfigError as exc:
+        raise FrameselectError(f"the run's dataset {config.get('dataset')!r} cannot be re-created ({exc}); pass dataset=") from None
+    return dataset
 
 
 def _dataset(dataset: str | Dataset | Sequence[Sample] | None, parent: RunInfo) -> Dataset:
@@ -261,8 +264,8 @@ def _evaluators(evaluators: Sequence[str | Evaluator] | None, parent: RunInfo) -
     out: list[Evaluator] = []
     for cfg in parent.config.get("evaluators") or []:
         try:
-            ev = registry.create(str(cfg["name"]), **dict(cfg.get("params") or {}))
-        except (UnknownNameError, TypeError) as exc:
+            ev: Evaluator = revive(cfg, kind="evaluators")
+        except (UnknownNameError, PartConfigError) as exc:
             raise FrameselectError(
                 f"run {parent.run_id[:12]} used evaluator {cfg.get('name')!r}, which cannot be re-created ({exc}); pass evaluators="
             ) from None

@@ -19,7 +19,7 @@ retried.
 
 The API key (``api_key``, else ``$FRAMESELECT_API_KEY``, else
 ``$OPENAI_API_KEY``) is sent as a bearer token and is never part of the
-answerer's ``id`` or ``params``, so it never reaches the store. The ``id``
+answerer's ``id`` or configuration (it is declared in ``secret_params``), so it never reaches the store. The ``id``
 carries what determines an answer (model, decoding parameters, image
 encoding, system prompt); server address, timeouts, retries and concurrency
 are transport settings and stay out of it, so changing them keeps the answer
@@ -40,7 +40,7 @@ import urllib.request
 import zlib
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -180,6 +180,10 @@ class OpenAIHTTPAnswerer(Answerer):
     """
 
     needs_frames = True
+    #: the key comes from the environment when not given; it is never configured, fingerprinted or shown
+    secret_params: ClassVar[frozenset[str]] = frozenset({"api_key"})
+    #: where and how requests travel changes no answer
+    identity_exclude: ClassVar[frozenset[str]] = frozenset({"base_url", "timeout_s", "max_retries", "concurrency", "backoff_s", "max_backoff_s"})
 
     def __init__(
         self,
@@ -232,15 +236,6 @@ class OpenAIHTTPAnswerer(Answerer):
     @property
     def url(self) -> str:
         return f"{self.base_url}/chat/completions"
-
-    def params(self) -> dict[str, Any]:
-        """What determines an answer (the ``id``); no key, no transport settings."""
-        out: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens, "temperature": self.temperature, "image_format": self.image_format}
-        if self.image_format == "jpeg":
-            out["jpeg_quality"] = self.jpeg_quality
-        if self.system_prompt:
-            out["system_prompt"] = self.system_prompt
-        return out
 
     # -- answering ---------------------------------------------------------
     def answer(self, requests: Sequence[AnswerRequest]) -> list[Answer]:

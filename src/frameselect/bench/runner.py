@@ -23,7 +23,6 @@ on every sample is reported and left out of the rankings.
 from __future__ import annotations
 
 import fnmatch
-import inspect
 import math
 import os
 import sys
@@ -118,14 +117,11 @@ def _answer_evaluator(notes: list[str]) -> Evaluator | str:
 
 
 def _make_answerer(name: str, features_dir: Path) -> Any:
+    from frameselect.parts import parameter_names
     from frameselect.registry import answerers
 
     factory = answerers.get(name)
-    try:
-        accepts_cache = "cache_dir" in inspect.signature(factory).parameters
-    except (TypeError, ValueError):
-        accepts_cache = False
-    return factory(cache_dir=str(features_dir)) if accepts_cache else factory()
+    return factory(cache_dir=str(features_dir)) if "cache_dir" in parameter_names(factory) else factory()
 
 
 def _selectors(patterns: Sequence[str], encoder: Any, notes: list[str]) -> list[tuple[str, Any]]:
@@ -143,11 +139,11 @@ def _selectors(patterns: Sequence[str], encoder: Any, notes: list[str]) -> list[
         except Exception as exc:  # a selector that needs arguments or a missing package
             notes.append(f"skipped {name}: cannot be created with default parameters ({type(exc).__name__}: {exc})")
             continue
-        needs = set(getattr(sel, "needs", ()))
+        needs = set(sel.needs)
         if needs & {"embeddings", "text", "relevance"} and encoder is None:
             notes.append(f"skipped {name}: needs {sorted(needs)} but no encoder was given")
             continue
-        if needs & QUERY_AWARE_NEEDS and not getattr(encoder, "has_text", False):
+        if needs & QUERY_AWARE_NEEDS and (encoder is None or not encoder.has_text):
             notes.append(f"skipped {name}: needs query relevance, encoder {encoder.id} cannot embed text")
             continue
         unknown = needs - {"embeddings", "text", "relevance", "pixels"}

@@ -34,6 +34,7 @@ from typing import Any, ClassVar
 from frameselect.cache import default_cache_dir
 from frameselect.datasets.base import Dataset
 from frameselect.errors import AnnotationError
+from frameselect.parts import part_params
 from frameselect.types import Sample, Span
 
 __all__ = [
@@ -463,16 +464,8 @@ class AnnotationDataset(Dataset):
             self._samples = _check_unique(samples, self.name)
         return self._samples
 
-    def params(self) -> dict[str, Any]:
-        return {
-            "root": str(self.root),
-            "annotations": path_text(self.annotations),
-            "split": self.split,
-            "videos": path_text(self.videos),
-        }
-
     def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.params().items() if v is not None)
+        args = ", ".join(f"{k}={v!r}" for k, v in part_params(self).items() if v is not None)
         return f"{type(self).__name__}({args})"
 
     # -- for subclasses -------------------------------------------------

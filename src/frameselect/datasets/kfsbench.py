@@ -27,7 +27,6 @@ from __future__ import annotations
 import os
 import warnings
 from pathlib import Path
-from typing import Any
 
 from frameselect.datasets._loading import (
     AnnotationDataset,
@@ -36,7 +35,6 @@ from frameselect.datasets._loading import (
     Where,
     annotation_error,
     optional_path,
-    path_text,
     read_csv,
     text,
 )
@@ -92,13 +90,6 @@ class KFSBench(AnnotationDataset):
             folder = self.root / _BASE_FOLDERS[self.split]
             self.base_root = folder if folder.is_dir() else self.root
         self.base_annotations = optional_path(base_annotations)
-
-    def params(self) -> dict[str, Any]:
-        return {
-            **super().params(),
-            "base_root": str(self.base_root),
-            "base_annotations": path_text(self.base_annotations),
-        }
 
     def base(self) -> AnnotationDataset:
         """The loader of the underlying benchmark."""

@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from frameselect.evaluators.base import Evaluator, mean_of
 from frameselect.registry import evaluators
@@ -166,9 +165,6 @@ class MCAccuracy(Evaluator):
     def __init__(self, extraction: str = "lmms_eval") -> None:
         _prefixes(extraction)
         self.extraction = extraction
-
-    def params(self) -> dict[str, Any]:
-        return {"extraction": self.extraction}
 
     def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
         text = "" if answer is None else answer.text

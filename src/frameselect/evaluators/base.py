@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from frameselect.parts import Part
 from frameselect.types import Answer, CandidatePool, Features, Sample, SampleRecord, Selection
 
 __all__ = ["Evaluator", "mean_of"]
@@ -21,25 +22,22 @@ def mean_of(records: Sequence[SampleRecord], key: str) -> float:
     return sum(values) / len(values) if values else math.nan
 
 
-class Evaluator:
-    """Base class. ``metrics`` lists the keys this evaluator writes into a record."""
+class Evaluator(Part):
+    """Base class. ``metrics`` lists the keys this evaluator writes into a record.
 
-    registered_name: ClassVar[str] = ""
+    Capabilities are declared on the class: ``needs_answer``, ``needs``
+    (features besides the selection) and ``higher_is_better``.
+    """
+
+    kind: ClassVar[str] = "evaluators"
     needs_answer: ClassVar[bool] = False
     #: features this evaluator needs besides the selection ("embeddings", "relevance")
     needs: ClassVar[frozenset[str]] = frozenset()
     higher_is_better: ClassVar[bool] = True
 
     @property
-    def name(self) -> str:
-        return type(self).registered_name or type(self).__name__
-
-    @property
     def metrics(self) -> tuple[str, ...]:
         return (self.name,)
-
-    def params(self) -> dict[str, Any]:
-        return {}
 
     def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
         """Metric values for one sample. ``features`` holds what the run computed

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from frameselect.evaluators.answer import answer_letters, extract_answer_letter
 from frameselect.evaluators.base import Evaluator
@@ -144,9 +143,6 @@ class RecallAtIoU(_GroundingEvaluator):
     def __init__(self, thresholds: Sequence[float] = (0.3, 0.5, 0.7)) -> None:
         self.thresholds = tuple(float(t) for t in thresholds)
 
-    def params(self) -> dict[str, Any]:
-        return {"thresholds": list(self.thresholds)}
-
     @property
     def metrics(self) -> tuple[str, ...]:
         return tuple(f"recall_at_iou@{t:g}" for t in self.thresholds)
@@ -185,9 +181,6 @@ class NExTGQAAccGQA(Evaluator):
 
     def __init__(self, threshold: float = 0.5) -> None:
         self.threshold = float(threshold)
-
-    def params(self) -> dict[str, Any]:
-        return {"threshold": self.threshold}
 
     def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
         if sample.answer is None:

@@ -286,7 +286,6 @@ class VideoFrameSource(FrameSource):
     """
 
     def __init__(self, path: str, pool_pts: NDArray[np.int64], time_base: Fraction) -> None:
-        super().__init__(None)
         self.path = path
         self.pool_pts = np.asarray(pool_pts, dtype=np.int64)
         self.time_base = time_base
