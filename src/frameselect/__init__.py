@@ -8,6 +8,8 @@ Importing the package imports no torch; heavy parts load their frameworks
 only when they are created.
 """
 
+from typing import TYPE_CHECKING
+
 from frameselect._version import __version__
 from frameselect.errors import FrameselectError, UnknownNameError
 from frameselect.registry import REGISTRIES, Registry, get_registry
@@ -24,23 +26,20 @@ _PART_PACKAGES = {
 }
 
 
-def __getattr__(name: str) -> object:
-    """Part packages load on first use: ``frameselect.selectors.names()``."""
-    if name in _PART_PACKAGES:
-        import importlib
+if TYPE_CHECKING:  # static tools and IDEs see the real signature; at run time it loads on first use
+    from frameselect.pipeline import evaluate
 
+
+def __getattr__(name: str) -> object:
+    """Part packages and ``evaluate`` load on first use: ``frameselect.selectors.names()``."""
+    import importlib
+
+    if name in _PART_PACKAGES:
         return importlib.import_module(f"frameselect.{_PART_PACKAGES[name]}")
+    if name == "evaluate":
+        return importlib.import_module("frameselect.pipeline").evaluate
     raise AttributeError(f"module 'frameselect' has no attribute {name!r}")
 
-
-def evaluate(*args, **kwargs):  # type: ignore[no-untyped-def]
-    """See :func:`frameselect.pipeline.evaluate`."""
-    from frameselect.pipeline import evaluate as _evaluate
-
-    return _evaluate(*args, **kwargs)
-
-
-evaluate.__doc__ = "Run a selector on a dataset, score it and store it; see frameselect.pipeline.evaluate."
 
 __all__ = [
     "__version__",
