@@ -189,6 +189,10 @@ class MLVUMAvg(Evaluator):
     def metrics(self) -> tuple[str, ...]:
         return ("mlvu_m_avg",)
 
+    @property
+    def record_keys(self) -> tuple[str, ...]:
+        return ("mlvu_correct",)
+
     def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
         if sample.answer is None:
             return {"mlvu_correct": math.nan}

@@ -37,7 +37,13 @@ class Evaluator(Part):
 
     @property
     def metrics(self) -> tuple[str, ...]:
+        """The keys :meth:`aggregate` writes into a table row."""
         return (self.name,)
+
+    @property
+    def record_keys(self) -> tuple[str, ...]:
+        """The keys :meth:`score` may write into a record (the ``metrics`` unless they differ)."""
+        return self.metrics
 
     def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
         """Metric values for one sample. ``features`` holds what the run computed

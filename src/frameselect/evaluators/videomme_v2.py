@@ -193,6 +193,10 @@ class VideoMMEv2Group(Evaluator):
     def metrics(self) -> tuple[str, ...]:
         return ("videomme_v2_group", "videomme_v2_relevance", "videomme_v2_logic")
 
+    @property
+    def record_keys(self) -> tuple[str, ...]:
+        return ("videomme_v2_correct", "videomme_v2_parsed")
+
     def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
         if sample.answer is None:
             return {"videomme_v2_correct": math.nan, "videomme_v2_parsed": math.nan}
