@@ -67,7 +67,9 @@ def _clip(_: Path) -> Any:
 
     tok = _byte_bpe(["<pad>", "<s>", "</s>"], pad="<pad>", bos_token="<s>", eos_token="</s>")
     text = {"vocab_size": len(tok), "hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 1, "num_attention_heads": 2, "max_position_embeddings": 24}
-    config = transformers.CLIPConfig(text_config={**text, "eos_token_id": tok.eos_token_id, "pad_token_id": tok.pad_token_id}, vision_config=_VISION, projection_dim=16)
+    config = transformers.CLIPConfig(
+        text_config={**text, "eos_token_id": tok.eos_token_id, "pad_token_id": tok.pad_token_id}, vision_config=_VISION, projection_dim=16
+    )
     torch.manual_seed(0)
     return encoders.create("clip", model=transformers.CLIPModel(config).eval(), tokenizer=tok)
 

@@ -1,7 +1,7 @@
 """Stable fingerprints of parts and configurations.
 
 fingerprint of a part = hash of (kind, name, parameters, library version).
-Parameters are serialised canonically (sorted keys, floats by ``repr``), so
+Parameters are serialised canonically (sorted keys, floats by their shortest repr), so
 equal configurations hash equal across processes and machines. The canonical
 form exists only inside :func:`fingerprint`; stored configurations hold real
 JSON values (see :mod:`frameselect.parts`).
@@ -40,7 +40,7 @@ def canonical(value: Any) -> Any:
     if isinstance(value, (np.integer,)):
         return int(value)
     if isinstance(value, (np.floating, float)):
-        return repr(float(value))
+        return float(value)  # JSON writes a float by its repr: exact, and never equal to a string or an int
     if isinstance(value, (str, int, bool)) or value is None:
         return value
     return repr(value)

@@ -24,6 +24,8 @@ A part declares, on its class:
 - ``identity_exclude``: configuration that does not change outputs (batch
   size, device, concurrency, timeouts), left out of the ``id`` that keys
   feature and answer caches;
+- ``live_params``: constructor arguments that are live data (a sample list),
+  recorded only as such;
 - :meth:`Part.resolved_identity`: the values fixed at load time.
 
 A constructor argument that is a live object (an injected model, tokenizer or
@@ -72,6 +74,8 @@ class Part:
     secret_params: ClassVar[frozenset[str]] = frozenset()
     #: configuration that does not change outputs, left out of the ``id``
     identity_exclude: ClassVar[frozenset[str]] = frozenset()
+    #: constructor arguments that are live data, recorded only as such (the part cannot be revived)
+    live_params: ClassVar[frozenset[str]] = frozenset()
 
     @property
     def name(self) -> str:
@@ -151,9 +155,13 @@ def part_params(part: object) -> dict[str, Any]:
     0.7
     """
     secrets = _secrets(part)
+    live = part.live_params if isinstance(part, Part) else frozenset()
     out: dict[str, Any] = {}
     for name in parameter_names(part):
         if name in secrets:
+            continue
+        if name in live:
+            out[name] = {"__object__": f"{type(part).__qualname__}.{name}"}
             continue
         try:
             value = getattr(part, name)
@@ -256,8 +264,9 @@ def revive(config: Mapping[str, Any], *, kind: str | None = None) -> Any:
         raise PartConfigError(
             f"{kind[:-1] if kind.endswith('s') else kind} {name!r} was given live objects ({', '.join(objects)}); it cannot be re-created from its configuration"
         )
-    factory = get_registry(kind).get(name)
     try:
-        return factory(**params)
+        return get_registry(kind).create(name, **params)
+    except PartConfigError:
+        raise
     except TypeError as exc:
         raise PartConfigError(f"{kind[:-1]} {name!r} cannot be re-created from {params}: {exc}") from exc

@@ -84,7 +84,6 @@ class Registry(Generic[T]):
         self._builtins_loaded = True
         for module in self._builtin_modules:
             importlib.import_module(module)
-        self._scan_plugins()
 
     def _scan_plugins(self) -> None:
         """Read this kind's entry points (without importing them) and refuse colliding names."""
@@ -125,9 +124,10 @@ class Registry(Generic[T]):
             )
 
     def _load_plugins(self) -> None:
+        self._load_builtins()
+        self._scan_plugins()
         if self._plugins_loaded:
             return
-        self._load_builtins()
         self._plugins_loaded = True
         for name in list(self._plugins or {}):
             self._load_plugin(name)
@@ -135,6 +135,7 @@ class Registry(Generic[T]):
     # -- lookup ---------------------------------------------------------
     def get(self, name: str) -> Callable[..., T]:
         self._load_builtins()
+        self._scan_plugins()  # a collision is an error every time, never a silent choice
         if name not in self._entries:
             self._load_plugin(name)
         try:

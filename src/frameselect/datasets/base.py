@@ -35,6 +35,8 @@ class Dataset(Part):
 class InMemoryDataset(Dataset):
     """A dataset from a list of samples (tests, notebooks)."""
 
+    live_params: ClassVar[frozenset[str]] = frozenset({"samples"})
+
     def __init__(self, samples: Sequence[Sample], name: str = "in_memory") -> None:
         self._samples = list(samples)
         self._name = name

@@ -53,7 +53,9 @@ def check_config_round_trip(suite: str) -> Check:
 
     def run(part: Any) -> None:
         if not (isinstance(part, Part) and type(part).registered_name):
-            raise fail(suite, part, "round trip", "it is not registered, so a stored run cannot re-create it: register it (e.g. @frameselect.selectors.register(name))")
+            raise fail(
+                suite, part, "round trip", "it is not registered, so a stored run cannot re-create it: register it (e.g. @frameselect.selectors.register(name))"
+            )
         try:
             config = part_config(part)
         except PartConfigError as exc:
