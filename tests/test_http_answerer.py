@@ -19,6 +19,7 @@ import frameselect  # noqa: E402
 from chat_server import ChatServer, image_urls  # noqa: E402
 from frameselect.answerers.base import AnswerRequest  # noqa: E402
 from frameselect.answerers.http import OpenAIHTTPAnswerer, build_messages, encode_image, encode_png  # noqa: E402
+from frameselect.parts import part_config  # noqa: E402
 from frameselect.pipeline import answer_cache_key  # noqa: E402
 from frameselect.store import Store  # noqa: E402
 from frameselect.types import Answer, CandidatePool, InMemoryFrames, Query, Sample, Selection  # noqa: E402
@@ -78,9 +79,9 @@ def test_request_reply_and_key_handling(monkeypatch: pytest.MonkeyPatch) -> None
     assert len(urls) == 2 and all(u.startswith("data:image/png;base64,") for u in urls)
     np.testing.assert_array_equal(_decode_data_url(urls[1]), np.full((6, 8, 3), 80, dtype=np.uint8))
     assert headers["Authorization"] == "Bearer sk-secret-123"
-    # the key never reaches the id, the params, the repr or the store
-    assert "sk-secret" not in ans.id + repr(ans) + str(ans.params())
-    assert ans.id == "openai_http(image_format=png,max_tokens=8,model=qwen-vl,temperature=0.0)"
+    # the key never reaches the id, the configuration, the repr or the store
+    assert "sk-secret" not in ans.id + repr(ans) + str(part_config(ans))
+    assert ans.id == "openai_http(image_format=png,jpeg_quality=90,max_tokens=8,model=qwen-vl,temperature=0.0)"
 
 
 def test_transient_failures_are_retried_until_success() -> None:

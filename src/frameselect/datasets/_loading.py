@@ -417,7 +417,7 @@ def optional_path(value: str | os.PathLike[str] | None) -> Path | None:
 
 
 def path_text(value: Path | None) -> str | None:
-    """A path as ``params()`` reports it (a string, or None)."""
+    """A path as text (a string, or None)."""
     return None if value is None else str(value)
 
 
