@@ -257,3 +257,12 @@ def test_evaluate_shows_its_real_signature() -> None:
     params = inspect.signature(frameselect.evaluate).parameters
     assert list(params)[:4] == ["selector", "evaluators", "dataset", "k"]
     assert frameselect.evaluate is __import__("frameselect.pipeline", fromlist=["evaluate"]).evaluate
+
+
+def test_a_plugin_naming_a_re_exported_object_is_not_a_collision(monkeypatch: pytest.MonkeyPatch) -> None:
+    from frameselect.selectors.base import Selector
+
+    _fake_entry_points(monkeypatch, EntryPoint("base", "frameselect.selectors:Selector", "frameselect.widgets"))  # defined in .base
+    reg: Registry[object] = Registry("widgets")
+    reg.add("base", Selector)  # the same object, reached through another path
+    assert reg.names() == ["base"] and reg.get("base") is Selector

@@ -71,7 +71,7 @@ class Registry(Generic[T]):
         if existing is not None and existing is not factory:
             raise DuplicateNameError(f"{self.singular} {name!r} is already registered (by {_qualname(existing)})")
         plugin = (self._plugins or {}).get(name)
-        if plugin is not None and plugin.value != _target(factory):
+        if plugin is not None and not _names(plugin, factory):
             raise DuplicateNameError(f"{self.singular} {name!r} of {_qualname(factory)} collides with the plug-in {_describe(plugin)}; choose another name")
         self._entries[name] = factory
         if isinstance(factory, type) and issubclass(factory, Part):
@@ -99,7 +99,7 @@ class Registry(Generic[T]):
             found[ep.name] = ep
         for name, ep in found.items():
             existing = self._entries.get(name)
-            if existing is not None and _target(existing) != ep.value:
+            if existing is not None and not _names(ep, existing):
                 raise DuplicateNameError(
                     f"the plug-in {_describe(ep)} registers {self.singular} {name!r}, which is already {_qualname(existing)}; rename the plug-in's entry point"
                 )
@@ -188,6 +188,16 @@ def _qualname(obj: object) -> str:
 def _target(obj: object) -> str:
     """``module:qualname``, as an entry point names an object."""
     return f"{getattr(obj, '__module__', '?')}:{getattr(obj, '__qualname__', '?')}"
+
+
+def _names(ep: EntryPoint, obj: object) -> bool:
+    """Whether the entry point names ``obj`` (by its path, else by importing it: it may be re-exported)."""
+    if ep.value == _target(obj):
+        return True
+    try:
+        return ep.load() is obj
+    except Exception:
+        return False
 
 
 def _describe(ep: EntryPoint) -> str:
