@@ -76,7 +76,8 @@ def synthetic_frames(n: int = 6, h: int = 36, w: int = 48, *, seed: int = 7) -> 
     rng = np.random.default_rng(seed)
     base = rng.integers(0, 256, size=(n, 1, 1, 3))
     noise = rng.integers(0, 64, size=(n, h, w, 3))
-    return np.clip(base + noise, 0, 255).astype(np.uint8)
+    frames: NDArray[np.uint8] = np.clip(base + noise, 0, 255).astype(np.uint8)
+    return frames
 
 
 def _pool_with_frames(n: int = 12) -> CandidatePool:
@@ -100,11 +101,11 @@ def _evaluator_inputs(ev: Evaluator) -> list[tuple[Sample, CandidatePool, Select
     pool = synthetic_pool(12)
     base = synthetic_features({"embeddings", "text"}, 12)
     assert base.embeddings is not None and base.text is not None
-    features = Features(embeddings=base.embeddings, text=base.text, scores=base.embeddings @ base.text, encoder_id="synthetic")
+    features = Features(embeddings=base.embeddings, text=base.text, scores=np.asarray(base.embeddings @ base.text, dtype=np.float64), encoder_id="synthetic")
     out = []
     for i, sample in enumerate(synthetic_samples(4, duration=float(pool.duration or 20.0))):
         selection = Selection(indices=tuple(sorted({i, 3 + i, 7, 11 - i})), selector="synthetic")
-        answer = Answer(text=sample.answer if i % 2 == 0 else "Z", model="synthetic") if ev.needs_answer else None
+        answer = Answer(text=(sample.answer or "A") if i % 2 == 0 else "Z", model="synthetic") if ev.needs_answer else None
         out.append((sample, pool, selection, answer, features))
     return out
 
