@@ -266,3 +266,18 @@ def test_a_plugin_naming_a_re_exported_object_is_not_a_collision(monkeypatch: py
     reg: Registry[object] = Registry("widgets")
     reg.add("base", Selector)  # the same object, reached through another path
     assert reg.names() == ["base"] and reg.get("base") is Selector
+
+
+def test_show_aggregates_with_the_run_s_revived_evaluators(tiny_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from frameselect.cli import main
+    from frameselect.pipeline import evaluate
+
+    tiny = frameselect.datasets.create("tiny", root=tiny_root)
+    store = str(tmp_path / "s.sqlite")
+    result = evaluate("uniform", evaluators=["mlvu_m_avg"], answerer="oracle", dataset=tiny, k=4, store=store, progress=False)
+    assert main(["show", result.run_id[:12], "--store", store]) == 0
+    table = capsys.readouterr().out.split("configuration:")[1]
+    header = [c.strip() for c in table.splitlines()[-3].split("|")]
+    row = [c.strip() for c in table.splitlines()[-1].split("|")]
+    assert "mlvu_m_avg" in header and "mlvu_correct" not in header  # the evaluator's own aggregate, not the per-record key
+    assert row[header.index("mlvu_m_avg")] == f"{result.table['mlvu_m_avg']:.3f}"  # the same value the run reported

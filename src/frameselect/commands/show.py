@@ -13,6 +13,7 @@ from frameselect.report import markdown_table
 
 def run(args: argparse.Namespace) -> int:
     from frameselect.store import Store
+    from frameselect.tables import revive_evaluator
 
     if not os.path.exists(args.store):
         print(f"frameselect: error: no store at {args.store}")
@@ -54,6 +55,10 @@ def run(args: argparse.Namespace) -> int:
             / max(1, sum(1 for r in ok if k in r.metrics and r.metrics[k] == r.metrics[k]))
             for k in keys
         }
+        # benchmark-level values as the run's own evaluators (revived from its configuration) aggregate them
+        for ev in (revive_evaluator(c) for c in info.config.get("evaluators") or []):
+            if ev is not None:
+                means = {k: v for k, v in means.items() if k not in ev.record_keys} | ev.aggregate(ok)
         print(markdown_table([(info.label, {**means, "n": float(len(ok)), "failed": float(len(records) - len(ok))})]))
         if args.samples:
             for r in records:
