@@ -88,7 +88,9 @@ def test_router_conforms(part: Any, check: Any) -> None:
 def test_every_kind_is_covered_by_the_registry() -> None:
     """The suites above and the loader suite take every registered part: no hand-kept list."""
     for kind in ("selectors", "evaluators", "encoders", "answerers", "routers", "datasets"):
-        assert [c.label for c in registry_cases(kind)] == frameselect.get_registry(kind).names()
+        registry = frameselect.get_registry(kind)
+        assert [c.label for c in registry_cases(kind)] == registry.names()
+        assert {registry.get(n).kind for n in registry.names()} == {kind}  # each part declares the kind it is registered as
     assert {"openai_http", "qwen2_vl", "llava_onevision", "internvl"} <= {n for k, n in frameselect.testing.EXAMPLES if k == "answerers"}
 
 
