@@ -260,12 +260,22 @@ def test_evaluate_shows_its_real_signature() -> None:
 
 
 def test_a_plugin_naming_a_re_exported_object_is_not_a_collision(monkeypatch: pytest.MonkeyPatch) -> None:
-    from frameselect.selectors.base import Selector
+    from frameselect.selectors.base import fill_to_k
 
-    _fake_entry_points(monkeypatch, EntryPoint("base", "frameselect.selectors:Selector", "frameselect.widgets"))  # defined in .base
+    _fake_entry_points(monkeypatch, EntryPoint("fill", "frameselect.selectors:fill_to_k", "frameselect.widgets"))  # defined in .base
     reg: Registry[object] = Registry("widgets")
-    reg.add("base", Selector)  # the same object, reached through another path
-    assert reg.names() == ["base"] and reg.get("base") is Selector
+    reg.add("fill", fill_to_k)  # the same object, reached through another path
+    assert reg.names() == ["fill"] and reg.get("fill") is fill_to_k
+
+
+def test_an_unregistered_subclass_does_not_take_its_parent_s_name() -> None:
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True)
+    class MyMMR(type(selectors.create("mmr"))):  # type: ignore[misc]
+        pass
+
+    assert MyMMR().name == "MyMMR" and selectors.create("mmr").name == "mmr"
 
 
 def test_show_aggregates_with_the_run_s_revived_evaluators(tiny_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -46,7 +46,19 @@ import numpy as np
 
 from frameselect.errors import PartConfigError
 
-__all__ = ["Part", "PartConfig", "part_params", "part_config", "part_id", "part_fingerprint", "parameter_names", "revive", "is_revivable", "to_json"]
+__all__ = [
+    "Part",
+    "PartConfig",
+    "part_params",
+    "part_config",
+    "part_id",
+    "part_fingerprint",
+    "parameter_names",
+    "registered_name_of",
+    "revive",
+    "is_revivable",
+    "to_json",
+]
 
 P = TypeVar("P", bound="Part")
 
@@ -79,11 +91,18 @@ class Part:
 
     @property
     def name(self) -> str:
-        return type(self).registered_name or type(self).__name__
+        """The name this class is registered under (not a parent's), else the class name."""
+        return registered_name_of(type(self)) or type(self).__name__
 
     def resolved_identity(self) -> dict[str, Any]:
         """Values fixed when the part loads that determine its outputs (none by default)."""
         return {}
+
+
+def registered_name_of(cls: type) -> str:
+    """The name ``cls`` itself is registered under; "" for a class that is not (even if a parent is)."""
+    name = vars(cls).get("registered_name", "")
+    return name if isinstance(name, str) else ""
 
 
 # -- reading a configuration ----------------------------------------------------------

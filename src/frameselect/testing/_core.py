@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from frameselect.errors import PartConfigError
-from frameselect.parts import Part, is_revivable, part_config, part_fingerprint, revive
+from frameselect.parts import Part, is_revivable, part_config, part_fingerprint, registered_name_of, revive
 
 __all__ = ["Check", "PartCase", "check_config_round_trip", "label_of", "register_example", "example_for", "registry_cases", "EXAMPLES"]
 
@@ -52,7 +52,7 @@ def check_config_round_trip(suite: str) -> Check:
     """
 
     def run(part: Any) -> None:
-        if not (isinstance(part, Part) and type(part).registered_name):
+        if not (isinstance(part, Part) and registered_name_of(type(part))):
             raise fail(
                 suite, part, "round trip", "it is not registered, so a stored run cannot re-create it: register it (e.g. @frameselect.selectors.register(name))"
             )

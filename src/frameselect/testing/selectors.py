@@ -36,7 +36,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from frameselect.errors import SelectionError
-from frameselect.parts import parameter_names
+from frameselect.parts import parameter_names, registered_name_of
 from frameselect.selectors.base import FEATURE_KINDS, Selector
 from frameselect.testing._core import Check, check_config_round_trip, label_of
 from frameselect.types import CandidatePool, Features, Query, Selection
@@ -403,5 +403,5 @@ def check_selector(
     checker = _checker(selector, label, dim, pixel_shape)
     for fn in CHECKS.values():
         fn(checker, n, k)
-    if isinstance(selector, Selector) and type(selector).registered_name:
+    if isinstance(selector, Selector) and registered_name_of(type(selector)):
         check_config_round_trip("check_selector")(selector)
