@@ -72,13 +72,13 @@ def test_unknown_selector_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -
     assert "unknown selector 'nope'" in err and "uniform" in err
 
 
-def _tiny_init(root: Path):  # type: ignore[no-untyped-def]
+def _tiny_init(tiny_root: Path):  # type: ignore[no-untyped-def]
     from frameselect.datasets import tiny
 
     original = tiny.TinyDataset.__init__
 
-    def init(self, root_arg=None):  # type: ignore[no-untyped-def]
-        original(self, root if root_arg is None else root_arg)
+    def init(self, root=None):  # type: ignore[no-untyped-def]  (same parameter name: the configuration is read from the signature)
+        original(self, tiny_root if root is None else root)
 
     return init
 

@@ -1,37 +1,107 @@
-"""Every registered selector passes the public conformance suite; the suite catches broken ones."""
+"""Every registered part passes the public conformance suite of its kind; each suite catches broken parts.
+
+One test per (part, check), as scikit-learn's ``parametrize_with_checks``;
+the parts come from the registries, so a new part is checked the day it is
+registered (dataset loaders: tests/datasets/test_loaders.py, on examples of
+their files). Each check is also run on parts broken in the way it guards
+against, and must fail on them.
+"""
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
+import math
+import re
+import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
 
+import frameselect
+from frameselect.answerers.base import Answerer, AnswerRequest
+from frameselect.encoders.base import Encoder
+from frameselect.evaluators.base import Evaluator
 from frameselect.registry import selectors
+from frameselect.routing.base import Route, RouteContext, Router, RouteSet
 from frameselect.selectors.base import Selector
-from frameselect.testing import check_selector, contract_problem, synthetic_features, synthetic_pool
-from frameselect.types import CandidatePool, Features, Query, Selection
-
-
-@pytest.mark.parametrize("name", selectors.names())
-def test_registered_selector_conforms(name: str) -> None:
-    check_selector(name, n=10, k=4)
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        n
-        for n in selectors.names()
-        if dataclasses.is_dataclass(selectors.get(n)) and any(f.name == "reference_exact" for f in dataclasses.fields(selectors.get(n)))
-    ],
+from frameselect.testing import (
+    PartCase,
+    check_answerer,
+    check_encoder,
+    check_evaluator,
+    check_router,
+    check_selector,
+    checks_for,
+    contract_problem,
+    parametrize_with_checks,
+    registry_cases,
+    synthetic_features,
+    synthetic_pool,
 )
-def test_reference_exact_variant_conforms(name: str) -> None:
+from frameselect.types import Answer, CandidatePool, Features, Query, Sample, Selection
+
+sys.path.append(str(Path(__file__).parent))  # for part_examples.py (tests have no __init__.py)
+import part_examples  # noqa: E402, F401  (registers the examples of parts that need models or a server)
+
+# -- every registered part, one test per check ------------------------------------------------
+
+
+@parametrize_with_checks(registry_cases("selectors"))
+def test_selector_conforms(part: Any, check: Any) -> None:
+    check(part)
+
+
+def _exact(name: str) -> PartCase:
+    return PartCase("selectors", f"{name}(reference_exact=True)", lambda _: selectors.create(name, reference_exact=True))
+
+
+@parametrize_with_checks([_exact(n) for n in selectors.names() if selectors.get(n).supports_reference_exact])  # type: ignore[attr-defined]
+def test_reference_exact_variant_conforms(part: Any, check: Any) -> None:
     """With reference_exact=True a selector may break count/uniqueness, but nothing else."""
-    check_selector(name, params={"reference_exact": True}, n=10, k=4)
+    check(part)
+
+
+@parametrize_with_checks(registry_cases("evaluators"))
+def test_evaluator_conforms(part: Any, check: Any) -> None:
+    check(part)
+
+
+@parametrize_with_checks(registry_cases("encoders"))
+def test_encoder_conforms(part: Any, check: Any) -> None:
+    check(part)
+
+
+@parametrize_with_checks(registry_cases("answerers"))
+def test_answerer_conforms(part: Any, check: Any) -> None:
+    check(part)
+
+
+@parametrize_with_checks(registry_cases("routers"))
+def test_router_conforms(part: Any, check: Any) -> None:
+    check(part)
+
+
+def test_every_kind_is_covered_by_the_registry() -> None:
+    """The suites above and the loader suite take every registered part: no hand-kept list."""
+    for kind in ("selectors", "evaluators", "encoders", "answerers", "routers", "datasets"):
+        registry = frameselect.get_registry(kind)
+        assert [c.label for c in registry_cases(kind)] == registry.names()
+        assert {registry.get(n).kind for n in registry.names()} == {kind}  # each part declares the kind it is registered as
+    assert {"openai_http", "qwen2_vl", "llava_onevision", "internvl"} <= {n for k, n in frameselect.testing.EXAMPLES if k == "answerers"}
+
+
+def test_parametrize_with_checks_gives_one_readable_id_per_check() -> None:
+    mark = parametrize_with_checks([selectors.create("uniform"), frameselect.evaluators.create("evidence_recall")])
+    names, pairs = mark.args
+    ids = mark.kwargs["ids"]
+    assert names == ("part", "check") and len(pairs) == len(ids)
+    assert ids[:3] == ["uniform-declarations", "uniform-basic", "uniform-determinism"]
+    assert "uniform-round_trip" in ids and "evidence_recall-score" in ids and "evidence_recall-round_trip" in ids
+    assert [c.name for c in checks_for(selectors.create("uniform"))][-1] == "round_trip"
 
 
 # -- deliberately broken selectors -------------------------------------------
@@ -180,6 +250,7 @@ class ExactDuplicates(Selector):
     """A reference-exact selector may return duplicates; it is still checked for the rest."""
 
     reference_exact: bool = True
+    supports_reference_exact: ClassVar[bool] = True
 
     def _select(self, pool: CandidatePool, query: Query | None, k: int, features: Features, rng: np.random.Generator) -> list[int]:
         return [0] * k
@@ -210,3 +281,370 @@ def test_synthetic_features_follow_needs() -> None:
     assert f.pixels is not None and f.pixels.shape == (8, 4, 6, 3) and f.pixels.dtype == np.uint8
     ts = synthetic_pool(20).timestamps
     assert ts[0] == 0.0 and np.all(np.diff(ts) > 0)
+
+
+def test_supports_reference_exact_must_match_the_field() -> None:
+    @dataclass(frozen=True)
+    class Undeclared(Selector):
+        reference_exact: bool = False
+
+        def _select(self, pool: CandidatePool, query: Query | None, k: int, features: Features, rng: np.random.Generator) -> list[int]:
+            return list(range(k))
+
+    with pytest.raises(AssertionError, match=r"\[declarations\]: supports_reference_exact=False"):
+        check_selector(Undeclared())
+
+
+# -- the round trip, on a part of every kind that does not keep its configuration --------------------
+
+
+@dataclass(frozen=True)
+class _Doubles(Selector):
+    """Stores twice the budget fraction it is given: reviving it doubles again."""
+
+    fraction: float = 0.25
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fraction", self.fraction * 2)
+
+    def _select(self, pool: CandidatePool, query: Query | None, k: int, features: Features, rng: np.random.Generator) -> list[int]:
+        return list(range(k))
+
+
+class _RenamesItsParameter(Evaluator):
+    """Takes ``threshold`` but keeps it as ``self.t``: its configuration cannot be read."""
+
+    def __init__(self, threshold: float = 0.5) -> None:
+        self.t = threshold
+
+    def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
+        return {self.name: 1.0}
+
+
+class _RoundsOff(Router):
+    """Keeps its split nudged: ``split=0.37`` is stored as 0.38, revived as 0.39."""
+
+    def __init__(self, split: float = 0.37) -> None:
+        self.split = split + 0.01
+
+    def allocate(self, samples: Sequence[Sample], contexts: Mapping[str, RouteContext], mean_budget: int, bank: Sequence[Selector]) -> RouteSet:
+        return RouteSet({s.id: Route(s.id, mean_budget, bank[0]) for s in samples})
+
+
+@pytest.mark.parametrize(
+    ("kind", "part", "message"),
+    [
+        ("selectors", _Doubles(), r"check_selector\(broken_doubles\) \[round trip\]: the revived part has another fingerprint"),
+        ("evaluators", _RenamesItsParameter(), r"\[round trip\]: its configuration cannot be read: .*'threshold' is not kept as an attribute"),
+        ("routers", _RoundsOff(), r"check_router\(broken_rounds_off\) \[round trip\]: the revived part has another fingerprint"),
+    ],
+    ids=["selector", "evaluator", "router"],
+)
+def test_round_trip_catches_parts_that_do_not_keep_their_configuration(kind: str, part: Any, message: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    registry = frameselect.get_registry(kind)
+    name = f"broken_{re.sub(r'(?<!^)(?=[A-Z])', '_', type(part).__name__.strip('_')).lower()}"
+    monkeypatch.setitem(registry._entries, name, type(part))
+    monkeypatch.setattr(type(part), "registered_name", name)
+    (check,) = [c for c in checks_for(part) if c.name == "round_trip"]
+    with pytest.raises(AssertionError, match=message):
+        check(part)
+
+
+def test_round_trip_of_an_injected_model_says_it_cannot_be_revived() -> None:
+    from frameselect.errors import PartConfigError
+    from frameselect.parts import part_config, revive
+
+    class Weights:  # stands in for a model object
+        pass
+
+    enc = _InjectedEncoder(model=Weights())
+    config = part_config(enc)
+    assert config["params"]["model"] == {"__object__": f"{__name__}.test_round_trip_of_an_injected_model_says_it_cannot_be_revived.<locals>.Weights"}
+    with pytest.raises(PartConfigError, match=r"encoder 'injected' was given live objects \(params.model"):
+        revive(config)
+    (check,) = [c for c in checks_for(enc) if c.name == "round_trip"]
+    check(enc)  # the check accepts a part that says so
+
+
+@frameselect.encoders.register("injected")
+class _InjectedEncoder(Encoder):
+    def __init__(self, model: Any = None) -> None:
+        self.model = model
+
+    def encode_frames(self, frames: Any) -> Any:
+        return np.ones((len(frames), 2), dtype=np.float32) / math.sqrt(2)
+
+
+# -- deliberately broken evaluators ---------------------------------------------------------------------
+
+
+class _Undeclared(Evaluator):
+    """Writes a key it does not declare."""
+
+    def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
+        return {self.name: 1.0, "bonus": 2.0}
+
+
+class _Infinite(Evaluator):
+    def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
+        return {self.name: math.inf}
+
+
+class _Raises(Evaluator):
+    def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
+        return {self.name: 1.0 / len(sample.metadata["scenes"])}
+
+
+_draws = itertools.count()
+
+
+class _Drifts(Evaluator):
+    def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
+        return {self.name: float(next(_draws))}
+
+
+class _BadAggregate(Evaluator):
+    def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
+        return {self.name: 1.0}
+
+    def aggregate(self, records: Sequence[Any]) -> dict[str, float]:
+        return {"total": float(len(records))}
+
+
+class _EmptyAggregateFails(Evaluator):
+    def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
+        return {self.name: 1.0}
+
+    def aggregate(self, records: Sequence[Any]) -> dict[str, float]:
+        return {self.name: sum(r.metrics[self.name] for r in records) / len(records)}
+
+
+class _NeedsAudio(Evaluator):
+    needs = frozenset({"audio"})
+
+    def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
+        return {self.name: 1.0}
+
+
+@pytest.mark.parametrize(
+    ("evaluator", "message"),
+    [
+        (_Undeclared(), r"\[score\]: sample 0: score wrote \['bonus'\], which score_keys \['_Undeclared'\] does not declare"),
+        (_Infinite(), r"\[score\]: sample 0: _Infinite=inf is not a finite number or NaN"),
+        (_Raises(), r"\[score\]: sample 0: score raised KeyError"),
+        (_Drifts(), r"\[determinism\]: the same inputs scored"),
+        (_BadAggregate(), r"\[aggregate\]: aggregate wrote \['total'\], which metrics \['_BadAggregate'\] does not declare"),
+        (_EmptyAggregateFails(), r"\[aggregate of no records\]: aggregate raised ZeroDivisionError"),
+        (_NeedsAudio(), r"\[declarations\]: needs declares \['audio'\]"),
+    ],
+    ids=["undeclared_key", "infinite", "raises", "drifts", "bad_aggregate", "empty_aggregate", "needs_audio"],
+)
+def test_check_evaluator_catches_broken_evaluators(evaluator: Evaluator, message: str) -> None:
+    with pytest.raises(AssertionError, match=message):
+        check_evaluator(evaluator)
+
+
+# -- deliberately broken encoders -------------------------------------------------------------------------
+
+
+class _Base(Encoder):
+    """A correct tiny encoder: mean colour, normalised; text by letter counts."""
+
+    has_text = True
+
+    def encode_frames(self, frames: Any) -> Any:
+        x = np.asarray(frames, dtype=np.float32).mean(axis=(1, 2)) + 1.0
+        return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+    def encode_text(self, texts: Any) -> Any:
+        x = np.array([[t.count("a") + 1, t.count("e") + 1, t.count("o") + 1] for t in texts], dtype=np.float32)
+        return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+class _WrongRows(_Base):
+    def encode_frames(self, frames: Any) -> Any:
+        return super().encode_frames(frames)[:1]
+
+
+class _Float64(_Base):
+    def encode_frames(self, frames: Any) -> Any:
+        return super().encode_frames(frames).astype(np.float64)
+
+
+class _Unnormalised(_Base):
+    def encode_frames(self, frames: Any) -> Any:
+        return super().encode_frames(frames) * 3.0
+
+
+class _BatchDependent(_Base):
+    def encode_frames(self, frames: Any) -> Any:
+        x = np.asarray(frames, dtype=np.float32).mean(axis=(1, 2)) - np.asarray(frames, dtype=np.float32).mean() + 1000.0
+        return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+class _WritesFrames(_Base):
+    def encode_frames(self, frames: Any) -> Any:
+        frames[0, 0, 0] = 0
+        return super().encode_frames(frames)
+
+
+class _ClaimsText(_Base):
+    def encode_text(self, texts: Any) -> Any:
+        raise NotImplementedError("no text tower")
+
+
+class _HidesText(_Base):
+    has_text = False
+
+
+class _WrongTextSize(_Base):
+    def encode_text(self, texts: Any) -> Any:
+        return np.ones((len(texts), 5), dtype=np.float32)
+
+
+@pytest.mark.parametrize(
+    ("encoder", "message"),
+    [
+        (_WrongRows(), r"\[frames\]: encode_frames of \(5, 36, 48, 3\) returned shape \(1, 3\)"),
+        (_Float64(), r"\[frames\]: embeddings are float64, expected float32"),
+        (_Unnormalised(), r"\[frames\]: normalized=True but the norms are \[3.0"),
+        (_WritesFrames(), r"\[frames\]: encode_frames modified the frames"),
+        (_BatchDependent(), r"\[batches\]: a frame's embedding depends on the other frames of its batch"),
+        (_ClaimsText(), r"\[text\]: has_text=True but encode_text raised NotImplementedError"),
+        (_HidesText(), r"\[text\]: has_text=False but encode_text returned embeddings"),
+        (_WrongTextSize(), r"\[text\]: encode_text of 2 texts returned shape \(2, 5\), expected \(2, 3\)"),
+    ],
+    ids=["wrong_rows", "float64", "unnormalised", "writes_frames", "batch_dependent", "claims_text", "hides_text", "wrong_text_size"],
+)
+def test_check_encoder_catches_broken_encoders(encoder: Encoder, message: str) -> None:
+    for check in checks_for(_Base())[:-1]:  # the unbroken one passes (the round trip needs a registered name)
+        check(_Base())
+    with pytest.raises(AssertionError, match=message):
+        check_encoder(encoder)
+
+
+# -- deliberately broken answerers ------------------------------------------------------------------------
+
+
+class _Echo(Answerer):
+    """A correct backend: answers the letter of the request's first option."""
+
+    needs_frames = False
+
+    def answer(self, requests: Sequence[AnswerRequest]) -> list[Answer]:
+        return [Answer(text="A", model="echo") for _ in requests]
+
+
+class _OneShort(_Echo):
+    def answer(self, requests: Sequence[AnswerRequest]) -> list[Answer]:
+        return super().answer(requests)[1:]
+
+
+class _RaisesInBatch(_Echo):
+    def answer(self, requests: Sequence[AnswerRequest]) -> list[Answer]:
+        raise TimeoutError("the server did not answer")
+
+
+class _BatchSensitive(_Echo):
+    def answer(self, requests: Sequence[AnswerRequest]) -> list[Answer]:
+        return [Answer(text="AB"[len(requests) % 2], model="echo") for _ in requests]
+
+
+class _EmptyError(_Echo):
+    def answer(self, requests: Sequence[AnswerRequest]) -> list[Answer]:
+        return [Answer(text="", model="echo", error="") for _ in requests]
+
+
+class _ZeroConcurrency(_Echo):
+    concurrency = 0
+
+
+@pytest.mark.parametrize(
+    ("answerer", "message"),
+    [
+        (_OneShort(), r"\[batch\]: answer returned 2 items \(\['Answer'\]\) for 3 requests"),
+        (_RaisesInBatch(), r"\[batch\]: answer raised TimeoutError: the server did not answer; a backend returns Answer\(error=...\)"),
+        (_BatchSensitive(), r"\[determinism\]: answers depend on the batch"),
+        (_EmptyError(), r"\[batch\]: sample 'q0': error must be a non-empty message or None"),
+        (_ZeroConcurrency(), r"\[declarations\]: concurrency must be a positive integer, got 0"),
+    ],
+    ids=["one_short", "raises", "batch_sensitive", "empty_error", "zero_concurrency"],
+)
+def test_check_answerer_catches_broken_answerers(answerer: Answerer, message: str) -> None:
+    for check in checks_for(_Echo())[:-1]:  # the unbroken one passes (the round trip needs a registered name)
+        check(_Echo())
+    with pytest.raises(AssertionError, match=message):
+        check_answerer(answerer)
+
+
+# -- deliberately broken routers ------------------------------------------------------------------------------
+
+
+class _Fixed(Router):
+    """A correct router: every sample gets the mean budget and the first selector of the bank."""
+
+    def allocate(self, samples: Sequence[Sample], contexts: Mapping[str, RouteContext], mean_budget: int, bank: Sequence[Selector]) -> RouteSet:
+        return RouteSet({s.id: Route(s.id, mean_budget, bank[0]) for s in samples})
+
+
+class _DropsUnprobed(_Fixed):
+    def allocate(self, samples: Sequence[Sample], contexts: Mapping[str, RouteContext], mean_budget: int, bank: Sequence[Selector]) -> RouteSet:
+        return super().allocate([s for s in samples if s.id in contexts], contexts, mean_budget, bank)
+
+
+class _Overspends(_Fixed):
+    def allocate(self, samples: Sequence[Sample], contexts: Mapping[str, RouteContext], mean_budget: int, bank: Sequence[Selector]) -> RouteSet:
+        return RouteSet({s.id: Route(s.id, mean_budget + (i == 0), bank[0]) for i, s in enumerate(samples)})
+
+
+class _ForeignSelector(_Fixed):
+    def allocate(self, samples: Sequence[Sample], contexts: Mapping[str, RouteContext], mean_budget: int, bank: Sequence[Selector]) -> RouteSet:
+        other = selectors.create("topk")
+        return RouteSet({s.id: Route(s.id, mean_budget, other) for s in samples})
+
+
+_flips = itertools.count()
+
+
+class _Flips(_Fixed):
+    def allocate(self, samples: Sequence[Sample], contexts: Mapping[str, RouteContext], mean_budget: int, bank: Sequence[Selector]) -> RouteSet:
+        pick = bank[next(_flips) % len(bank)]
+        return RouteSet({s.id: Route(s.id, mean_budget, pick) for s in samples})
+
+
+class _NeedsAudioRouter(_Fixed):
+    needs = frozenset({"audio"})
+
+
+@pytest.mark.parametrize(
+    ("router", "message"),
+    [
+        (_DropsUnprobed(), r"\[a sample without context\]: no route for samples \['q3'\]"),
+        (_Overspends(), r"\[allocate at mean budget 4\]: mean budget 4.125 != 4"),
+        (_ForeignSelector(), r"\[allocate at mean budget 4\]: sample 'q0' got selector .*which is not in the bank"),
+        (_Flips(), r"\[determinism\]: the same samples were routed differently"),
+        (_NeedsAudioRouter(), r"\[declarations\]: needs declares \['audio'\]"),
+    ],
+    ids=["drops_unprobed", "overspends", "foreign_selector", "flips", "needs_audio"],
+)
+def test_check_router_catches_broken_routers(router: Router, message: str) -> None:
+    for check in checks_for(_Fixed())[:-1]:
+        check(_Fixed())
+    with pytest.raises(AssertionError, match=message):
+        check_router(router)
+
+
+# -- the README's example selector --------------------------------------------------------------------------
+
+
+def _readme_selector() -> Any:
+    blocks = re.findall(r"```python\n(.*?)```", (Path(__file__).resolve().parent.parent / "README.md").read_text(), flags=re.S)
+    (code,) = [b for b in blocks if "class EveryOther(Selector)" in b]
+    namespace: dict[str, Any] = {}
+    exec(compile(code.replace('@register("every_other")', ""), "README.md", "exec"), namespace)
+    return namespace["EveryOther"]
+
+
+@pytest.mark.parametrize("k", range(2, 12))
+def test_readme_example_selector_passes_the_suite_at_every_k(k: int) -> None:
+    check_selector(_readme_selector(), n=12, k=k)

@@ -22,16 +22,17 @@ from chat_server import ChatServer, image_urls, prompt_text  # noqa: E402
 from frameselect.answerers.base import AnswerRequest  # noqa: E402
 from frameselect.answerers.http import OpenAIHTTPAnswerer, build_messages, encode_image, encode_png  # noqa: E402
 from frameselect.errors import AnswererError  # noqa: E402
+from frameselect.parts import part_config  # noqa: E402
 from frameselect.pipeline import answer_cache_key  # noqa: E402
 from frameselect.store import Store  # noqa: E402
-from frameselect.types import Answer, CandidatePool, FrameSource, Query, Sample, Selection  # noqa: E402
+from frameselect.types import Answer, CandidatePool, InMemoryFrames, Query, Sample, Selection  # noqa: E402
 
 FAST = {"backoff_s": 0.01, "max_backoff_s": 0.05}
 
 
 def _request(sample_id: str = "s", text: str = "What colour?", options: Sequence[str] = ("red", "green", "blue"), n_frames: int = 2) -> AnswerRequest:
     frames = [np.full((6, 8, 3), 40 * (i + 1), dtype=np.uint8) for i in range(n_frames)]
-    pool = CandidatePool(video_id="v", timestamps=np.arange(n_frames) * 6.0, frame_indices=np.arange(n_frames), policy="fps=1", source=FrameSource(frames))
+    pool = CandidatePool(video_id="v", timestamps=np.arange(n_frames) * 6.0, frame_indices=np.arange(n_frames), policy="fps=1", source=InMemoryFrames(frames))
     sample = Sample(sample_id, "/nowhere.mp4", Query(text, tuple(options)), "B")
     return AnswerRequest(sample, pool, Selection(tuple(range(n_frames))))
 
@@ -127,9 +128,9 @@ def test_request_reply_and_key_handling(monkeypatch: pytest.MonkeyPatch) -> None
     assert len(urls) == 2 and all(u.startswith("data:image/png;base64,") for u in urls)
     np.testing.assert_array_equal(_decode_data_url(urls[1]), np.full((6, 8, 3), 80, dtype=np.uint8))
     assert request.headers["Authorization"] == "Bearer sk-secret-123"
-    # the key never reaches the id, the params or the repr
-    assert "sk-secret" not in ans.id + repr(ans) + str(ans.params())
-    assert ans.id == "openai_http(image_format=png,max_tokens=8,model=qwen-vl,temperature=0.0)"
+    # the key never reaches the id, the configuration, the repr or the store
+    assert "sk-secret" not in ans.id + repr(ans) + str(part_config(ans))
+    assert ans.id == "openai_http(image_format=png,jpeg_quality=90,max_tokens=8,model=qwen-vl,temperature=0.0)"
 
 
 def test_key_from_the_named_environment_variable(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from frameselect._version import __version__
 from frameselect.errors import FrameselectError, UnknownNameError
 from frameselect.registry import REGISTRIES, Registry, get_registry
-from frameselect.types import Answer, CandidatePool, Features, FrameSource, Query, Sample, SampleRecord, Selection, Span
+from frameselect.types import Answer, CandidatePool, Features, FrameSource, InMemoryFrames, Query, Sample, SampleRecord, Selection, Span
 
 _PART_PACKAGES = {
     "selectors": "selectors",
@@ -26,7 +26,7 @@ _PART_PACKAGES = {
 }
 
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # static tools and IDEs see the real signature; at run time it loads on first use
     from frameselect.pipeline import evaluate
 
 
@@ -51,6 +51,7 @@ __all__ = [
     "CandidatePool",
     "Features",
     "FrameSource",
+    "InMemoryFrames",
     "FrameselectError",
     "Query",
     "REGISTRIES",

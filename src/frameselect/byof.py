@@ -18,7 +18,6 @@ plain dot product ``embeddings @ text``).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,6 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from frameselect.errors import SelectionError
+from frameselect.parts import parameter_names, part_params
 from frameselect.selectors.base import Selector
 from frameselect.types import CandidatePool, Features
 
@@ -69,15 +69,8 @@ def pool_size(
 
 
 def selector_params(selector: Any) -> dict[str, Any]:
-    """A selector's hyper-parameters as plain JSON-friendly values."""
-    if not (dataclasses.is_dataclass(selector) and not isinstance(selector, type)):
-        return {}
-    out: dict[str, Any] = {}
-    for f in dataclasses.fields(selector):
-        if f.init and not f.name.startswith("_"):
-            value = getattr(selector, f.name)
-            out[f.name] = value.item() if isinstance(value, np.generic) else list(value) if isinstance(value, tuple) else value
-    return out
+    """A selector's hyper-parameters as plain JSON values (see :func:`frameselect.parts.part_params`)."""
+    return part_params(selector)
 
 
 def _create(selector: str | Selector, params: Mapping[str, Any]) -> Any:
@@ -88,8 +81,8 @@ def _create(selector: str | Selector, params: Mapping[str, Any]) -> Any:
     from frameselect.registry import selectors
 
     factory = selectors.get(selector)  # an unknown name raises UnknownNameError listing the known ones
-    if dataclasses.is_dataclass(factory):
-        known = [f.name for f in dataclasses.fields(factory) if f.init and not f.name.startswith("_")]
+    if isinstance(factory, type):
+        known = parameter_names(factory)
         unknown = sorted(set(params) - set(known))
         if unknown:
             have = ", ".join(known) if known else "none"

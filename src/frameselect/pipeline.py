@@ -200,7 +200,7 @@ def _over_frames(pool: CandidatePool, batch_size: int, fn: Callable[[np.ndarray]
     if pool.source is None:
         raise FrameselectError(f"pool of {pool.video_id} has no frames to encode")
     source = pool.source
-    frames = source.iter(range(len(pool))) if hasattr(source, "iter") else enumerate(source.get(range(len(pool))))
+    frames = source.iter(range(len(pool)))
     chunks: list[np.ndarray] = []
     batch: list[np.ndarray] = []
 
@@ -251,9 +251,9 @@ def _pixels(pool: CandidatePool, ctx: RunContext) -> np.ndarray:
 
     def frames() -> Iterator[tuple[int, np.ndarray]]:
         source = pool.source
-        if source is None or not hasattr(source, "iter"):
+        if source is None:
             raise FrameselectError(f"pool of {pool.video_id} has no decodable frames for a pixel-based selector")
-        return source.iter(range(len(pool)), size=(width, height))  # type: ignore[no-any-return]
+        return source.iter(range(len(pool)), size=(width, height))
 
     # written frame by frame into the cache and memory-mapped: never whole in memory
     key = Cache.pixels_key(pool.video_id, pool.policy, width, height)
@@ -273,7 +273,7 @@ def _pairwise_scores(pool: CandidatePool, text: str, encoder: Encoder, ctx: RunC
     key = Cache.text_key(Cache.embedding_key(pool.video_id, pool.policy, encoder.id), text)
 
     def score(batch: np.ndarray) -> np.ndarray:
-        return np.asarray(encoder.score_frames(batch, text), dtype=np.float64)  # type: ignore[attr-defined]
+        return np.asarray(encoder.score_frames(batch, text), dtype=np.float64)
 
     return _cached_per_pool(ctx, "scores", key, len(pool), lambda: _over_frames(pool, encoder.batch_size, score, ctx, count_frames=False))
 
@@ -290,7 +290,7 @@ def featurize(pool: CandidatePool, sample: Sample, needs: Iterable[str], encoder
             if not encoder.has_text:
                 raise SelectionError(f"this selector needs query relevance, but encoder {encoder.id} cannot embed text; use a text-capable encoder")
             text = _encode_text(sample.query.text, encoder, ctx)
-            if getattr(encoder, "pairwise_relevance", False):
+            if encoder.pairwise_relevance:
                 scores = _pairwise_scores(pool, sample.query.text, encoder, ctx)
             else:
                 scores = encoder.relevance(embeddings, text)

@@ -23,7 +23,8 @@ from frameselect.datasets.base import Dataset, InMemoryDataset
 from frameselect.encoders.base import Encoder
 from frameselect.errors import ConfigError, FrameselectError
 from frameselect.evaluators.base import Evaluator
-from frameselect.fingerprint import fingerprint, part_config
+from frameselect.fingerprint import fingerprint
+from frameselect.parts import part_config
 from frameselect.registry import get_registry
 from frameselect.selectors.base import Selector
 from frameselect.types import Sample
@@ -143,14 +144,15 @@ def check_pool(pool: Any) -> str:
 
 
 def _text_encoders() -> list[str]:
-    registry = get_registry("encoders")
-    return [n for n in registry.names() if getattr(registry.get(n), "has_text", False) is True]
+    from frameselect.registry import encoders
+
+    return [n for n in encoders.names() if getattr(encoders.get(n), "has_text", False) is True]  # a factory may be a function
 
 
 def check_needs(kind: str, part: Any, encoder: Encoder | None) -> None:
     """The features ``part`` declares in ``needs`` are ones ``encoder`` can give."""
-    needs = frozenset(getattr(part, "needs", frozenset()))
-    name = f"{_singular(kind)} {getattr(part, 'name', type(part).__name__)!r}"
+    needs = frozenset(part.needs)
+    name = f"{_singular(kind)} {part.name!r}"
     unknown = needs - _FEATURE_KINDS
     if unknown:
         raise ConfigError(f"{name} needs {sorted(unknown)}, which no run provides; known feature kinds: {sorted(_FEATURE_KINDS)}")
@@ -168,13 +170,9 @@ def check_answerer(evaluators: Sequence[Evaluator], answerer: Answerer | None) -
         raise ConfigError(f"evaluator(s) {needy} score answers: pass an answering backend (answerer=, CLI -a), e.g. 'oracle'")
 
 
-def part_identity(kind: str, part: Any) -> Any:
-    """What a run's configuration stores of a part (encoders, answerers and datasets by their ``id``)."""
-    if part is None:
-        return None
-    if hasattr(part, "id") and kind in ("encoders", "answerers", "datasets"):
-        return {"name": getattr(part, "name", getattr(part, "registered_name", type(part).__name__)), "id": part.id}
-    return part_config(kind, part)
+def part_identity(part: Any) -> Any:
+    """What a run's configuration stores of a part (None for an absent one): :func:`frameselect.parts.part_config`."""
+    return None if part is None else part_config(part)
 
 
 def _dataset(dataset: str | Dataset | Iterable[Sample], params: Mapping[str, Any] | None = None) -> Dataset:
@@ -211,7 +209,7 @@ def default_label(sel: Selector, k: int, router: Any, bank: Sequence[Selector] =
     """``uniform@k=8``; routed runs ``text_cue[uniform,topk]@B=8`` (router, bank, mean budget)."""
     if router is not None:
         names = ",".join(b.name for b in (bank or [sel]))
-        return f"{getattr(router, 'name', type(router).__name__)}[{names}]@B={k}"
+        return f"{router.name}[{names}]@B={k}"
     return f"{sel.name}@k={k}"
 
 
@@ -248,23 +246,23 @@ def plan_run(
     ds = _dataset(dataset, dataset_params)
     samples = load_samples(ds, limit)
     config: dict[str, Any] = {
-        "selector": part_config("selectors", sel),
-        "evaluators": [part_config("evaluators", e) for e in evs],
+        "selector": part_config(sel),
+        "evaluators": [part_config(e) for e in evs],
         "dataset": ds.id,
         "k": k,
-        "encoder": part_identity("encoders", enc),
-        "answerer": part_identity("answerers", ans),
+        "encoder": part_identity(enc),
+        "answerer": part_identity(ans),
         "pool": policy,
         "seed": seed,
         "limit": limit,
     }
     if rt is not None:
-        config["router"] = part_config("routers", rt)
-        config["bank"] = [part_config("selectors", b) for b in bank_parts]
+        config["router"] = part_config(rt)
+        config["bank"] = [part_config(b) for b in bank_parts]
     run_id = fingerprint(config)
     config["label"] = label or default_label(sel, k, rt, bank_parts if bank else ())
     # descriptive, outside the fingerprint: what replay needs to re-create the dataset
-    config["dataset_spec"] = {"name": ds.name, "params": json_safe(ds.params())}
+    config["dataset_spec"] = part_config(ds)
     return Plan(
         kind="routed" if rt is not None else "run",
         run_id=run_id,

@@ -1,11 +1,17 @@
 """One registry mechanism for every kind of part.
 
 ``Registry.register(name)`` is a decorator; a duplicate name is an error.
-``get(name)`` raises :class:`UnknownNameError` listing the known names.
+``get(name)`` raises :class:`UnknownNameError` listing the known names;
+``create(name, **params)`` raises :class:`PartConfigError` naming the
+parameters the part has when given one it does not have.
+
 Third-party packages add parts through entry points in the group
-``frameselect.<kind>`` (for example ``frameselect.selectors``); they are
-loaded the first time a registry is asked for its names or for a name it
-does not hold among the built-ins.
+``frameselect.<kind>`` (for example ``frameselect.selectors``). The first
+time a registry is used it reads its group's entry points (metadata only): a
+plug-in name that collides with a built-in, with a part registered in this
+process, or with another plug-in is a :class:`DuplicateNameError` naming
+both. Plug-ins are imported the first time a registry lists its names or is
+asked for a name it does not hold among the built-ins.
 """
 
 from __future__ import annotations
@@ -13,10 +19,19 @@ from __future__ import annotations
 import fnmatch
 import importlib
 from collections.abc import Callable, Iterator
-from importlib.metadata import entry_points
-from typing import Any, Generic, TypeVar
+from importlib.metadata import EntryPoint, entry_points
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from frameselect.errors import DuplicateNameError, UnknownNameError
+from frameselect.errors import DuplicateNameError, PartConfigError, UnknownNameError
+from frameselect.parts import Part, parameter_names
+
+if TYPE_CHECKING:
+    from frameselect.answerers.base import Answerer
+    from frameselect.datasets.base import Dataset
+    from frameselect.encoders.base import Encoder
+    from frameselect.evaluators.base import Evaluator
+    from frameselect.routing.base import Router
+    from frameselect.selectors.base import Selector
 
 __all__ = ["Registry", "REGISTRIES", "get_registry"]
 
@@ -32,8 +47,14 @@ class Registry(Generic[T]):
         self._builtin_modules = builtin_modules
         self._entries: dict[str, Callable[..., T]] = {}
         self._builtins_loaded = False
+        self._plugins: dict[str, EntryPoint] | None = None
         self._plugins_loaded = False
         self.plugin_errors: dict[str, str] = {}
+
+    @property
+    def singular(self) -> str:
+        """``selector`` for the ``selectors`` registry."""
+        return self.kind[:-1] if self.kind.endswith("s") else self.kind
 
     # -- registration -------------------------------------------------
     def register(self, name: str) -> Callable[[Callable[..., T]], Callable[..., T]]:
@@ -45,15 +66,16 @@ class Registry(Generic[T]):
 
     def add(self, name: str, factory: Callable[..., T]) -> None:
         if not name or name != name.strip():
-            raise ValueError(f"invalid {self.kind} name {name!r}")
+            raise ValueError(f"invalid {self.singular} name {name!r}")
         existing = self._entries.get(name)
         if existing is not None and existing is not factory:
-            raise DuplicateNameError(f"{self.kind[:-1] if self.kind.endswith('s') else self.kind} {name!r} is already registered (by {_qualname(existing)})")
+            raise DuplicateNameError(f"{self.singular} {name!r} is already registered (by {_qualname(existing)})")
+        plugin = (self._plugins or {}).get(name)
+        if plugin is not None and not _names(plugin, factory):
+            raise DuplicateNameError(f"{self.singular} {name!r} of {_qualname(factory)} collides with the plug-in {_describe(plugin)}; choose another name")
         self._entries[name] = factory
-        try:
-            factory.registered_name = name  # type: ignore[attr-defined]
-        except (AttributeError, TypeError):
-            pass
+        if isinstance(factory, type) and issubclass(factory, Part):
+            factory.registered_name = name
 
     # -- loading ------------------------------------------------------
     def _load_builtins(self) -> None:
@@ -63,38 +85,79 @@ class Registry(Generic[T]):
         for module in self._builtin_modules:
             importlib.import_module(module)
 
+    def _scan_plugins(self) -> None:
+        """Read this kind's entry points (without importing them) and refuse colliding names."""
+        if self._plugins is not None:
+            return
+        found: dict[str, EntryPoint] = {}
+        for ep in entry_points(group=self.group):
+            first = found.get(ep.name)
+            if first is not None and first.value != ep.value:
+                raise DuplicateNameError(
+                    f"{self.singular} {ep.name!r} is provided by two plug-ins: {_describe(first)} and {_describe(ep)}; uninstall one of them"
+                )
+            found[ep.name] = ep
+        for name, ep in found.items():
+            existing = self._entries.get(name)
+            if existing is not None and not _names(ep, existing):
+                raise DuplicateNameError(
+                    f"the plug-in {_describe(ep)} registers {self.singular} {name!r}, which is already {_qualname(existing)}; rename the plug-in's entry point"
+                )
+        self._plugins = found
+
+    def _load_plugin(self, name: str) -> None:
+        ep = (self._plugins or {}).get(name)
+        if ep is None or name in self._entries:
+            return
+        try:
+            obj = ep.load()
+        except DuplicateNameError:
+            raise
+        except Exception as exc:  # a broken plug-in must not break the library
+            self.plugin_errors[name] = f"{type(exc).__name__}: {exc}"
+            return
+        if name not in self._entries:  # importing it may have registered it already
+            self.add(name, obj)
+        elif self._entries[name] is not obj:
+            raise DuplicateNameError(
+                f"the plug-in {_describe(ep)} names {_qualname(obj)}, but importing it registered {_qualname(self._entries[name])} as {self.singular} {name!r}"
+            )
+
     def _load_plugins(self) -> None:
+        self._load_builtins()
+        self._scan_plugins()
         if self._plugins_loaded:
             return
         self._plugins_loaded = True
-        for ep in entry_points(group=self.group):
-            if ep.name in self._entries:
-                continue
-            try:
-                obj = ep.load()
-            except Exception as exc:  # a broken plug-in must not break the library
-                self.plugin_errors[ep.name] = f"{type(exc).__name__}: {exc}"
-                continue
-            if ep.name not in self._entries:
-                self.add(ep.name, obj)
+        for name in list(self._plugins or {}):
+            self._load_plugin(name)
 
     # -- lookup ---------------------------------------------------------
     def get(self, name: str) -> Callable[..., T]:
         self._load_builtins()
+        self._scan_plugins()  # a collision is an error every time, never a silent choice
         if name not in self._entries:
-            self._load_plugins()
+            self._load_plugin(name)
         try:
             return self._entries[name]
         except KeyError:
             known = ", ".join(self.names()) or "(none)"
             hint = f" (plug-in failed to load: {self.plugin_errors[name]})" if name in self.plugin_errors else ""
-            raise UnknownNameError(f"unknown {self.kind[:-1] if self.kind.endswith('s') else self.kind} {name!r}{hint}; known: {known}") from None
+            raise UnknownNameError(f"unknown {self.singular} {name!r}{hint}; known: {known}") from None
 
     def create(self, name: str, **params: Any) -> T:
-        return self.get(name)(**params)
+        """The part registered as ``name``, configured by ``params``."""
+        factory = self.get(name)
+        if isinstance(factory, type) and params:
+            known = parameter_names(factory)
+            unknown = sorted(set(params) - set(known))
+            if unknown:
+                raise PartConfigError(
+                    f"{self.singular} {name!r} has no parameter {', '.join(map(repr, unknown))}; its parameters: {', '.join(known) or 'none'}"
+                )
+        return factory(**params)
 
     def names(self, pattern: str = "*") -> list[str]:
-        self._load_builtins()
         self._load_plugins()
         return sorted(n for n in self._entries if fnmatch.fnmatchcase(n, pattern))
 
@@ -122,12 +185,33 @@ def _qualname(obj: object) -> str:
     return f"{module}.{getattr(obj, '__qualname__', repr(obj))}"
 
 
-selectors: Registry[Any] = Registry("selectors", ("frameselect.selectors",))
-encoders: Registry[Any] = Registry("encoders", ("frameselect.encoders",))
-evaluators: Registry[Any] = Registry("evaluators", ("frameselect.evaluators",))
-datasets: Registry[Any] = Registry("datasets", ("frameselect.datasets",))
-answerers: Registry[Any] = Registry("answerers", ("frameselect.answerers",))
-routers: Registry[Any] = Registry("routers", ("frameselect.routing",))
+def _target(obj: object) -> str:
+    """``module:qualname``, as an entry point names an object."""
+    return f"{getattr(obj, '__module__', '?')}:{getattr(obj, '__qualname__', '?')}"
+
+
+def _names(ep: EntryPoint, obj: object) -> bool:
+    """Whether the entry point names ``obj`` (by its path, else by importing it: it may be re-exported)."""
+    if ep.value == _target(obj):
+        return True
+    try:
+        return ep.load() is obj
+    except Exception:
+        return False
+
+
+def _describe(ep: EntryPoint) -> str:
+    dist = ep.dist
+    where = f" from {dist.name} {dist.version}" if dist is not None else ""
+    return f"{ep.name} = {ep.value!r}{where}"
+
+
+selectors: Registry[Selector] = Registry("selectors", ("frameselect.selectors",))
+encoders: Registry[Encoder] = Registry("encoders", ("frameselect.encoders",))
+evaluators: Registry[Evaluator] = Registry("evaluators", ("frameselect.evaluators",))
+datasets: Registry[Dataset] = Registry("datasets", ("frameselect.datasets",))
+answerers: Registry[Answerer] = Registry("answerers", ("frameselect.answerers",))
+routers: Registry[Router] = Registry("routers", ("frameselect.routing",))
 
 REGISTRIES: dict[str, Registry[Any]] = {r.kind: r for r in (selectors, encoders, evaluators, datasets, answerers, routers)}
 

@@ -31,9 +31,10 @@ import numpy as np
 
 from frameselect.answerers.base import Answerer, AnswerRequest
 from frameselect.datasets.base import Dataset, InMemoryDataset
-from frameselect.errors import ConfigError, FrameselectError, MissingSelectionError, UnknownNameError
+from frameselect.errors import ConfigError, FrameselectError, MissingSelectionError, PartConfigError, UnknownNameError
 from frameselect.evaluators.base import Evaluator
-from frameselect.fingerprint import fingerprint, part_config
+from frameselect.fingerprint import fingerprint
+from frameselect.parts import part_config, revive
 from frameselect.plan import Plan, load_samples, part_identity, resolve
 from frameselect.registry import get_registry
 from frameselect.run import Prepared, Run, RunContext, RunResult, build_pool, open_store
@@ -96,7 +97,7 @@ def plan_replay(
     evs = _evaluators(evaluators, parent)
     limit = parent.config.get("limit")
     samples = load_samples(_dataset(dataset, parent), None if limit is None else int(limit))
-    identity = {"replay_of": parent.run_id, "answerer": part_identity("answerers", ans), "evaluators": [part_config("evaluators", e) for e in evs]}
+    identity = {"replay_of": parent.run_id, "answerer": part_identity(ans), "evaluators": [part_config(e) for e in evs]}
     config = {k: v for k, v in parent.config.items() if k not in ("label", "answerer", "evaluators")}
     config.update(identity)
     config["label"] = label or f"{parent.label or parent.run_id[:12]} via {ans.name}"
@@ -150,14 +151,16 @@ def _check_fits(sample: Sample, selection: Selection, meta: Mapping[str, Any], v
 def dataset_from_config(config: Mapping[str, Any]) -> Dataset:
     """Re-create the dataset a run used from its stored configuration."""
     spec = config.get("dataset_spec")
-    if isinstance(spec, Mapping):
-        name, params = str(spec.get("name", "")), dict(spec.get("params") or {})
-    else:  # runs stored before dataset_spec existed: "name:hash" ids name the dataset
-        name, params = str(config.get("dataset", "")).split(":", 1)[0], {}
+    if not isinstance(spec, Mapping):  # runs stored before dataset_spec existed: "name:hash" ids name the dataset
+        spec = {"name": str(config.get("dataset", "")).split(":", 1)[0]}
     try:
-        dataset: Dataset = resolve("datasets", name, **params)
+        dataset: Dataset = revive(spec, kind="datasets")
     except UnknownNameError:
-        raise FrameselectError(f"the run's dataset {config.get('dataset')!r} cannot be re-created: no dataset {name!r} is registered; pass dataset=") from None
+        raise FrameselectError(
+            f"the run's dataset {config.get('dataset')!r} cannot be re-created: no dataset {spec.get('name')!r} is registered; pass dataset="
+        ) from None
+    except PartConfigError as exc:
+        raise FrameselectError(f"the run's dataset {config.get('dataset')!r} cannot be re-created ({exc}); pass dataset=") from None
     return dataset
 
 
@@ -191,8 +194,8 @@ def _evaluators(evaluators: Sequence[str | Evaluator] | None, parent: RunInfo) -
     out: list[Evaluator] = []
     for cfg in parent.config.get("evaluators") or []:
         try:
-            ev: Evaluator = resolve("evaluators", str(cfg["name"]), **dict(cfg.get("params") or {}))
-        except (UnknownNameError, ConfigError) as exc:
+            ev: Evaluator = revive(cfg, kind="evaluators")
+        except (UnknownNameError, PartConfigError, ConfigError) as exc:
             raise FrameselectError(
                 f"run {parent.run_id[:12]} used evaluator {cfg.get('name')!r}, which cannot be re-created ({exc}); pass evaluators="
             ) from None

@@ -133,9 +133,9 @@ def check_selection(selector: Any, selection: Selection, k: int, n: int, sample:
     raw output, so only the range is checked. A breach raises :class:`ContractError`.
     """
     idx = list(selection.indices)
-    name = getattr(selector, "name", type(selector).__name__)
+    name = selector.name
     problems = [f"index {i} is outside the pool of {n}" for i in idx if not 0 <= i < n][:1]
-    if not (selection.reference_exact or getattr(selector, "reference_exact", False)):
+    if not (selection.reference_exact or selector.reference_exact):
         if len(set(idx)) != len(idx):
             problems.append("duplicate indices")
         if idx != sorted(idx):
@@ -351,7 +351,7 @@ class Run:
         done = self.store.done_sample_ids(plan.run_id)
         todo = [s for s in plan.samples if s.id not in done]
         self.counters.samples_skipped = len(plan.samples) - len(todo)
-        chunk_size = max(1, int(getattr(plan.answerer, "concurrency", 1) or 1)) if plan.needs_answers else 1
+        chunk_size = max(1, int(plan.answerer.concurrency or 1)) if plan.needs_answers and plan.answerer is not None else 1
         bar = Progress(len(todo), plan.label, self.progress)
         for start in range(0, len(todo), chunk_size):
             prepared = [self._prepare(prepare, sample) for sample in todo[start : start + chunk_size]]

@@ -19,14 +19,13 @@ resample; the others are means of the per-sample values.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from frameselect.errors import FrameselectError, UnknownNameError
+from frameselect.errors import FrameselectError, PartConfigError, UnknownNameError
 from frameselect.evaluators.base import Evaluator, mean_of
-from frameselect.registry import evaluators as evaluator_registry
+from frameselect.parts import revive
 from frameselect.report import FORMATS, Column, Table, render
 from frameselect.stats import (
     DEFAULT_BOOT,
@@ -111,34 +110,21 @@ class StoredRun:
         return str(self.info.config.get("dataset", "?"))
 
 
-_NUMBER = re.compile(r"^[+-]?(\d+\.?\d*(e[+-]?\d+)?|\.\d+|inf|nan)$", re.IGNORECASE)
-
-
-def _uncanonical(value: Any) -> Any:
-    """Undo the fingerprint's canonical form for parameters (floats are stored as their repr)."""
-    if isinstance(value, str) and _NUMBER.match(value):
-        return float(value)
-    if isinstance(value, list):
-        return [_uncanonical(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _uncanonical(v) for k, v in value.items()}
-    return value
-
-
 def revive_evaluator(config: Any) -> Evaluator | None:
-    """The evaluator a run configuration names, with its parameters (None if not registered here)."""
-    if isinstance(config, Mapping):
-        name, params = str(config.get("name", "")), config.get("params") or {}
-    else:
-        name, params = str(config), {}
+    """The evaluator a run configuration names, with its parameters (None if not registered here).
+
+    A stored configuration whose parameters this version no longer accepts
+    gives the evaluator with its defaults.
+    """
+    if not isinstance(config, Mapping):
+        config = {"name": str(config)}
     try:
-        factory = evaluator_registry.get(name)
+        evaluator: Evaluator = revive(config, kind="evaluators")
     except UnknownNameError:
         return None
-    try:
-        return factory(**{str(k): _uncanonical(v) for k, v in dict(params).items()})  # type: ignore[no-any-return]
-    except (TypeError, ValueError):
-        return factory()  # type: ignore[no-any-return]
+    except (PartConfigError, ValueError):
+        evaluator = revive({"name": config.get("name")}, kind="evaluators")
+    return evaluator
 
 
 def _cluster_key(store: Store, run_id: str, record: SampleRecord, cluster: str) -> Hashable:

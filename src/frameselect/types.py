@@ -11,9 +11,9 @@ stage's input.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -25,6 +25,7 @@ __all__ = [
     "Query",
     "Sample",
     "FrameSource",
+    "InMemoryFrames",
     "CandidatePool",
     "Features",
     "Selection",
@@ -107,21 +108,52 @@ class Sample:
         object.__setattr__(self, "metadata", dict(self.metadata))
 
 
-class FrameSource:
-    """Returns decoded RGB frames (H, W, 3 uint8) of a pool, by pool index.
+@runtime_checkable
+class FrameSource(Protocol):
+    """Decoded RGB frames (H, W, 3 uint8) of a pool, by pool index: what a run asks of a video.
 
-    Implementations decode lazily; see :mod:`frameselect.video`. The base
-    class serves frames held in memory (used for tests and for the
-    bring-your-own-features path, where there are no frames at all).
+    ``size=(w, h)`` asks for frames scaled to that size (pixel-based
+    selectors read small frames). :class:`~frameselect.video.decode.VideoFrameSource`
+    decodes lazily from a file; :class:`InMemoryFrames` serves frames held in memory.
     """
+
+    def get(self, indices: Sequence[int], size: tuple[int, int] | None = None) -> list[NDArray[np.uint8]]:
+        """The frames at these pool indices, in the order asked."""
+        ...
+
+    def iter(self, indices: Sequence[int], size: tuple[int, int] | None = None) -> Iterator[tuple[int, NDArray[np.uint8]]]:
+        """``(pool_index, frame)`` for each wanted index, ascending, decoded in one pass."""
+        ...
+
+
+class InMemoryFrames(FrameSource):
+    """Frames held in memory (tests, notebooks); ``None`` for a features-only pool."""
 
     def __init__(self, frames: Sequence[NDArray[np.uint8]] | None = None) -> None:
         self._frames = frames
 
-    def get(self, indices: Sequence[int]) -> list[NDArray[np.uint8]]:
+    def get(self, indices: Sequence[int], size: tuple[int, int] | None = None) -> list[NDArray[np.uint8]]:
+        frames = self._get(indices)
+        return frames if size is None else [_nearest_resize(f, size) for f in frames]
+
+    def _get(self, indices: Sequence[int]) -> list[NDArray[np.uint8]]:
         if self._frames is None:
             raise LookupError("this candidate pool has no frame source (features-only pool)")
-        return [np.asarray(self._frames[i]) for i in indices]
+        return [np.asarray(self._frames[int(i)]) for i in indices]
+
+    def iter(self, indices: Sequence[int], size: tuple[int, int] | None = None) -> Iterator[tuple[int, NDArray[np.uint8]]]:
+        for i in sorted({int(i) for i in indices}):
+            frame = self._get([i])[0]
+            yield i, frame if size is None else _nearest_resize(frame, size)
+
+
+def _nearest_resize(frame: NDArray[np.uint8], size: tuple[int, int]) -> NDArray[np.uint8]:
+    """``frame`` scaled to ``size=(w, h)`` by nearest neighbour (pixel centres)."""
+    h0, w0 = frame.shape[:2]
+    w, h = size
+    rows = np.minimum(((np.arange(h) + 0.5) * h0 / h).astype(np.int64), h0 - 1)
+    cols = np.minimum(((np.arange(w) + 0.5) * w0 / w).astype(np.int64), w0 - 1)
+    return np.ascontiguousarray(frame[rows][:, cols])
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ import pytest
 
 from frameselect.bench.haystack import FOOTAGE, OBJECTS, HaystackConfig, _object_tile, _pad, _tile_size, ensure_suite, plan_video
 from frameselect.bench.questions import KINDS, questions_for
+from frameselect.parts import part_params
 from frameselect.types import Span
 
 SMALL = HaystackConfig(n_videos=1, minutes=0.5, seed=0)
@@ -132,7 +133,7 @@ def test_registered_dataset_uses_its_root(tmp_path: Path) -> None:
     ds = datasets.create("haystack", n_videos=1, minutes=0.5, seed=0, root=tmp_path)
     samples = list(ds)
     assert samples and all(Path(s.video).parent.parent == tmp_path for s in samples)
-    assert ds.id.startswith("haystack:haystack-v1-") and ds.params() == {"n_videos": 1, "minutes": 0.5, "seed": 0, "root": str(tmp_path)}
+    assert ds.id.startswith("haystack:haystack-v1-") and part_params(ds) == {"n_videos": 1, "minutes": 0.5, "seed": 0, "root": str(tmp_path)}
     same = datasets.create("haystack", n_videos=1, minutes=0.5, seed=0, root=tmp_path / "elsewhere")
     assert same.id == ds.id  # the id does not depend on where the files are
 

@@ -19,11 +19,15 @@ import numpy as np
 import pytest
 
 import frameselect.datasets
-from frameselect.datasets._loading import AnnotationWarning, MissingVideoWarning, find_video, split_option_block, strip_option_letters
+import frameselect.testing
+from frameselect.datasets._loading import AnnotationDataset, AnnotationWarning, MissingVideoWarning, find_video, split_option_block, strip_option_letters
 from frameselect.errors import AnnotationError
+from frameselect.parts import part_config, revive
+from frameselect.testing import parametrize_with_checks, register_example, registry_cases
 from frameselect.types import Query, Sample, Span
 
-LOADERS = ("videomme", "videomme_v2", "longvideobench", "mlvu", "egoschema", "nextqa", "nextgqa", "charades_sta", "qvhighlights", "kfsbench", "lvhaystack")
+#: every registered loader of annotation files (read from the registry: a new loader is tested the day it is registered)
+LOADERS = tuple(n for n in frameselect.datasets.names() if issubclass(frameselect.datasets.get(n), AnnotationDataset))  # type: ignore[arg-type]
 
 
 # -- writing fixtures -------------------------------------------------------------
@@ -811,7 +815,19 @@ def test_lvhaystack_malformed(tmp_path: Path) -> None:
 def test_every_loader_is_registered_and_listed(capsys: pytest.CaptureFixture[str]) -> None:
     from frameselect.cli import main
 
-    assert set(LOADERS) <= set(frameselect.datasets.names())
+    assert {
+        "videomme",
+        "videomme_v2",
+        "longvideobench",
+        "mlvu",
+        "egoschema",
+        "nextqa",
+        "nextgqa",
+        "charades_sta",
+        "qvhighlights",
+        "kfsbench",
+        "lvhaystack",
+    } <= set(LOADERS)
     assert main(["list", "datasets"]) == 0
     listed = capsys.readouterr().out.split()
     assert set(LOADERS) <= set(listed)
@@ -831,7 +847,7 @@ def test_id_fingerprints_content_and_params_recreate(tmp_path: Path) -> None:
     ds = frameselect.datasets.create("qvhighlights", root=str(tmp_path))
     first = ds.id
     assert first.startswith("qvhighlights:")
-    again = frameselect.datasets.create("qvhighlights", **ds.params())  # what replay does
+    again = revive(part_config(ds))  # what replay does
     assert again.id == first and list(again) == list(ds)
     write_jsonl(path, [dict(QVH_RECORD, relevant_windows=[[0, 18]])])
     assert frameselect.datasets.create("qvhighlights", root=str(tmp_path)).id != first
@@ -906,3 +922,126 @@ def test_lvhaystack_answer_naming_an_empty_option_is_kept_as_always_wrong(tmp_pa
     write_jsonl(tmp_path / "data" / "test.jsonl", [dict(LVH_RECORD, answer="F")])
     with pytest.raises(AnnotationError, match="outside the 4 options"):
         frameselect.datasets.create("lvhaystack", root=str(tmp_path)).samples()
+# -- the conformance suite, on an example of every registered dataset ----------------------
+# Each builder writes a small copy of the benchmark's layout (the records above) and returns the
+# loader on it. A dataset registered without a builder fails its checks with a message saying so.
+
+
+@register_example("datasets", "videomme")
+def _videomme_example(root: Path) -> Any:
+    write_jsonl(root / "videomme" / "test.jsonl", VMME_ROWS[:2])
+    touch(root / "data" / "fFjv93ACGo8.mp4")
+    return frameselect.datasets.create("videomme", root=str(root))
+
+
+@register_example("datasets", "videomme_v2")
+def _videomme_v2_example(root: Path) -> Any:
+    options = "A. Malaysian.\nB. British.\nC. Singaporean.\nD. German."
+    rows = [
+        {"video_id": 1, "question_id": f"001-{i}", "question": f"Question {i}?", "options": options, "answer": "ABCD"[i - 1], "group_type": "relevance",
+         "group_structure": None, "level": 1 if i == 4 else None, "second_head": None, "third_head": None}
+        for i in range(1, 5)
+    ]  # fmt: skip
+    write_jsonl(root / "test.jsonl", rows)
+    touch(root / "videos" / "001.mp4")
+    return frameselect.datasets.create("videomme_v2", root=str(root))
+
+
+@register_example("datasets", "longvideobench")
+def _longvideobench_example(root: Path) -> Any:
+    write_json(
+        root / "lvb_val.json",
+        [LVB_RECORD, dict(LVB_RECORD, id="86CxyhFV9MI_1", question="What does the man hold?", candidates=["a cup", "a mic"], correct_choice=0)],
+    )
+    touch(root / "videos" / "86CxyhFV9MI.mp4")
+    return frameselect.datasets.create("longvideobench", root=str(root))
+
+
+@register_example("datasets", "mlvu")
+def _mlvu_example(root: Path) -> Any:
+    write_json(root / "MLVU" / "json" / "1_plotQA.json", [
+        {"video": "movie101_66.mp4", "duration": 246, "question": "What color is the main male character in the video?",
+         "candidates": ["Yellow", "Red", "Green", "Blue"], "answer": "Yellow", "question_type": "plotQA"},
+    ])  # fmt: skip
+    touch(root / "MLVU" / "video" / "1_plotQA" / "movie101_66.mp4")
+    return frameselect.datasets.create("mlvu", root=str(root))
+
+
+@register_example("datasets", "egoschema")
+def _egoschema_example(root: Path) -> Any:
+    ego_root(root)
+    return frameselect.datasets.create("egoschema", root=str(root))
+
+
+@register_example("datasets", "nextqa")
+def _nextqa_example(root: Path) -> Any:
+    write_csv(root / "nextqa" / "val.csv", NEXTQA_HEADER, NEXTQA_ROWS)
+    write_json(root / "nextqa" / "map_vid_vidorID.json", {"4010069381": "1025/4010069381", "4882821564": "1025/4882821564", "2435100235": "0101/2435100235"})
+    touch(*(root / "NExTVideo" / f"{v}.mp4" for v in ("1025/4010069381", "1025/4882821564", "0101/2435100235")))
+    return frameselect.datasets.create("nextqa", root=str(root), grounding=False)
+
+
+@register_example("datasets", "nextgqa")
+def _nextgqa_example(root: Path) -> Any:
+    nextgqa_root(root, {"1": [[1.2, 5.8]], "3": [[12.1, 17.1]]})
+    return frameselect.datasets.create("nextgqa", root=str(root))
+
+
+@register_example("datasets", "charades_sta")
+def _charades_example(root: Path) -> Any:
+    (root / "charades_sta_test.txt").write_text(
+        "AO8RW 2.0 4.0##a person is putting a book on a shelf.\nAO8RW 0.0 1.0##a person opens a door.\n", encoding="utf-8"
+    )
+    touch(root / "Charades_v1_480" / "AO8RW.mp4")
+    return frameselect.datasets.create("charades_sta", root=str(root))
+
+
+@register_example("datasets", "qvhighlights")
+def _qvhighlights_example(root: Path) -> Any:
+    write_jsonl(root / "highlight_val_release.jsonl", [QVH_RECORD])
+    touch(root / "videos" / "bP5KfdFJzC4_660.0_810.0.mp4")
+    return frameselect.datasets.create("qvhighlights", root=str(root))
+
+
+@register_example("datasets", "kfsbench")
+def _kfsbench_example(root: Path) -> Any:
+    _longvideobench_example(root / "LongVideoBench")
+    write_csv(root / "lvb_anno.csv", ["id", "segment_id", "scene_id", "start", "end"], [["86CxyhFV9MI_0", 0, 3, "0:02:49", "0:02:56"]])
+    return frameselect.datasets.create("kfsbench", root=str(root))
+
+
+@register_example("datasets", "lvhaystack")
+def _lvhaystack_example(root: Path) -> Any:
+    write_jsonl(root / "data" / "test.jsonl", [LVH_RECORD, dict(LVH_RECORD, question="Where is the hammer?", answer="A")])
+    touch(root / "videos" / f"{LVH_RECORD['video_id']}.mp4")
+    return frameselect.datasets.create("lvhaystack", root=str(root))
+
+
+_GENERATED: dict[str, Path] = {}  # generated datasets are written once per session
+
+
+@register_example("datasets", "tiny")
+def _tiny_example(root: Path) -> Any:
+    return frameselect.datasets.create("tiny", root=str(_GENERATED.setdefault("tiny", root)))
+
+
+@register_example("datasets", "haystack")
+def _haystack_example(root: Path) -> Any:
+    return frameselect.datasets.create("haystack", n_videos=1, minutes=0.25, root=str(_GENERATED.setdefault("haystack", root)))
+
+
+@parametrize_with_checks(registry_cases("datasets"))
+def test_dataset_conforms(part: Any, check: Any) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MissingVideoWarning)
+        check(part)
+
+
+def test_a_dataset_without_an_example_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    from frameselect.datasets.base import InMemoryDataset
+    from frameselect.registry import datasets
+
+    monkeypatch.setitem(datasets._entries, "unexampled", InMemoryDataset)
+    (case,) = registry_cases("datasets", ["unexampled"])
+    with pytest.raises(AssertionError, match=r"dataset 'unexampled' has no example.*register_example\('datasets', 'unexampled'\)"):
+        frameselect.testing.dataset_checks()[0](case)

@@ -27,8 +27,9 @@ from chat_server import ChatServer  # noqa: E402
 from frameselect.answerers.base import AnswerRequest  # noqa: E402
 from frameselect.answerers.http import OpenAIHTTPAnswerer  # noqa: E402
 from frameselect.datasets.tiny import TinyDataset  # noqa: E402
+from frameselect.parts import part_config  # noqa: E402
 from frameselect.pipeline import answer_cache_key  # noqa: E402
-from frameselect.types import CandidatePool, FrameSource, Query, Sample, Selection  # noqa: E402
+from frameselect.types import CandidatePool, InMemoryFrames, Query, Sample, Selection  # noqa: E402
 
 KEY = "sk-test-7f3a9c1d5e"
 FAST = {"backoff_s": 0.01, "max_backoff_s": 0.05}
@@ -36,7 +37,7 @@ FAST = {"backoff_s": 0.01, "max_backoff_s": 0.05}
 
 def _request(sample_id: str = "s") -> AnswerRequest:
     frames = [np.full((6, 8, 3), 60, dtype=np.uint8)]
-    pool = CandidatePool(video_id="v", timestamps=np.array([0.0]), frame_indices=np.array([0]), policy="fps=1", source=FrameSource(frames))
+    pool = CandidatePool(video_id="v", timestamps=np.array([0.0]), frame_indices=np.array([0]), policy="fps=1", source=InMemoryFrames(frames))
     return AnswerRequest(Sample(sample_id, "/nowhere.mp4", Query("What colour?", ("red", "green")), "A"), pool, Selection((0,)))
 
 
@@ -192,7 +193,7 @@ def test_the_key_from_the_environment_never_reaches_the_store_or_the_fingerprint
     assert not result.failed
     keyless = OpenAIHTTPAnswerer(base_url="http://elsewhere:1/v1", model="m", api_key=None, **FAST)
     assert answer_cache_key(ans, _request()) == answer_cache_key(keyless, _request())  # the key is no part of any fingerprint
-    assert KEY not in repr(ans) + ans.id + str(ans.params()) + result.run_id
+    assert KEY not in repr(ans) + ans.id + str(part_config(ans)) + result.run_id
     raw = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("runs.sqlite"))
     assert b"sk-test" not in raw and len(raw) > 0  # no table, journal or free page of the store holds it
 

@@ -20,7 +20,7 @@ transformers = pytest.importorskip("transformers")
 
 from frameselect.encoders.hub import BlipItmEncoder, ClipEncoder, OpenClipEncoder, SiglipEncoder  # noqa: E402
 from frameselect.registry import encoders  # noqa: E402
-from frameselect.types import CandidatePool, FrameSource, Query, Sample  # noqa: E402
+from frameselect.types import CandidatePool, InMemoryFrames, Query, Sample  # noqa: E402
 
 TEXTS = ["a red car on a road", "two dogs", "what is the man holding in his left hand?"]
 
@@ -275,7 +275,7 @@ def test_open_clip_loads_a_registered_architecture_by_name(open_clip_tiny: tuple
     model, preprocess, tokenizer = open_clip_tiny
     enc = OpenClipEncoder("frameselect-test-tiny", pretrained=None, device="cpu")
     assert enc.encode_frames(_frames(2)).shape == (2, 16)
-    assert "model=frameselect-test-tiny" in enc.id and "pretrained=None" in enc.id and "revision=local-" in enc.id
+    assert "model=frameselect-test-tiny" in enc.id and "pretrained=" not in enc.id and "revision=local-" in enc.id  # None values stay out of ids
     assert "preprocess=checkpoint" in enc.id
     # its tokenizer and transform are open_clip's own for this architecture
     np.testing.assert_array_equal(enc._tokenizer(TEXTS).numpy(), tokenizer(TEXTS).numpy())
@@ -308,7 +308,7 @@ def test_pipeline_featurize_uses_itm_scores_for_blip(blip_tiny: tuple[Any, Any],
     from frameselect.pipeline import _Context, featurize
 
     frames = _frames(6)
-    pool = CandidatePool(video_id="v", timestamps=np.arange(6.0), frame_indices=np.arange(6), policy="given", source=FrameSource(list(frames)))
+    pool = CandidatePool(video_id="v", timestamps=np.arange(6.0), frame_indices=np.arange(6), policy="given", source=InMemoryFrames(list(frames)))
     sample = Sample(id="s", video="v.mp4", query=Query(TEXTS[0]))
     ctx = _Context(cache=Cache(None), counters=RunCounters())
     model, tok = blip_tiny

@@ -43,7 +43,7 @@ from frameselect.cache import RunCounters  # noqa: E402
 from frameselect.pipeline import answer_one  # noqa: E402
 from frameselect.registry import answerers  # noqa: E402
 from frameselect.store import Store  # noqa: E402
-from frameselect.types import CandidatePool, FrameSource, Query, Sample, Selection  # noqa: E402
+from frameselect.types import CandidatePool, InMemoryFrames, Query, Sample, Selection  # noqa: E402
 
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"]
 # Qwen2-VL's chat template, reduced to what matters here (the video placeholder and the turn markers)
@@ -128,7 +128,7 @@ def _request(n_frames: int, options: tuple[str, ...] = ("red", "blue", "green", 
         frame_indices=np.arange(10) * 25,
         policy="fps=1.0",
         duration=duration,
-        source=FrameSource(frames),
+        source=InMemoryFrames(frames),
     )
     picked = [1, 4, 6, 9][:n_frames]
     sample = Sample(id=f"s{n_frames}", video="v.mp4", query=Query("What colour is the car?", options), answer="B")

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
+from frameselect.parts import Part, part_id
 from frameselect.types import Answer, CandidatePool, Sample, Selection, option_letters
 
 __all__ = ["Answerer", "AnswerRequest", "option_letters"]
@@ -39,26 +40,27 @@ class AnswerRequest:
         return self._frames
 
 
-class Answerer:
-    """Base class of answering backends."""
+class Answerer(Part):
+    """Base class of answering backends.
 
-    registered_name: ClassVar[str] = ""
+    Capabilities are declared on the class: ``is_oracle``, ``needs_frames``
+    and ``concurrency`` (how many requests of one batch it answers at once;
+    the run hands it batches of that size).
+    """
+
+    kind: ClassVar[str] = "answerers"
     #: True for backends that see the ground truth (upper bounds such as ``oracle``)
     is_oracle: ClassVar[bool] = False
     #: the backend looks at pixels (replay decodes the selected frames for it)
     needs_frames: ClassVar[bool] = True
-
-    @property
-    def name(self) -> str:
-        return type(self).registered_name or type(self).__name__
-
-    def params(self) -> dict[str, Any]:
-        return {}
+    #: requests answered at once; backends that answer concurrently take it as a parameter
+    concurrency: int = 1
+    identity_exclude: ClassVar[frozenset[str]] = frozenset({"concurrency", "device", "cache_dir"})
 
     @property
     def id(self) -> str:
-        params = ",".join(f"{k}={v}" for k, v in sorted(self.params().items()))
-        return f"{self.name}({params})"
+        """Model and decoding settings: what determines an answer (keys the answer cache)."""
+        return part_id(self)
 
     def answer(self, requests: Sequence[AnswerRequest]) -> list[Answer]:
         raise NotImplementedError

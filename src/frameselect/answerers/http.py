@@ -30,9 +30,10 @@ replies) are not retried.
 The API key: from the environment variable ``api_key_env`` names (which must
 then be set), else ``$FRAMESELECT_API_KEY``, else ``$OPENAI_API_KEY``; an
 explicit ``api_key`` works too but puts the key on a command line. It is sent
-as a bearer token and is never part of the answerer's ``id`` or ``params``,
-its ``repr``, a log line or an error message (a server that echoes it back has
-it replaced by ``[redacted]``), so it never reaches the store. The ``id``
+as a bearer token and is never part of the answerer's ``id`` or configuration
+(it is declared in ``secret_params``), its ``repr``, a log line or an error
+message (a server that echoes it back has it replaced by ``[redacted]``), so
+it never reaches the store. The ``id``
 carries what determines an answer (model, decoding parameters, image
 encoding, system prompt); server address, timeouts, retries and concurrency
 are transport settings and stay out of it, so changing them keeps the answer
@@ -51,7 +52,7 @@ import time
 import zlib
 from collections.abc import Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -237,6 +238,14 @@ class OpenAIHTTPAnswerer(Answerer):
     """
 
     needs_frames = True
+    #: the key comes from the environment when not given; it is never configured, fingerprinted or shown
+    secret_params: ClassVar[frozenset[str]] = frozenset({"api_key"})
+    #: where and how requests travel changes no answer
+    identity_exclude: ClassVar[frozenset[str]] = frozenset(
+        {"base_url", "timeout_s", "max_retries", "concurrency", "backoff_s", "max_backoff_s", "api_key_env", "transport"}
+    )
+    #: an injected transport (tests) is a live object, recorded only as such
+    live_params: ClassVar[frozenset[str]] = frozenset({"transport"})
 
     def __init__(
         self,
@@ -287,8 +296,9 @@ class OpenAIHTTPAnswerer(Answerer):
         self.system_prompt = system_prompt
         self.backoff_s = float(backoff_s)
         self.max_backoff_s = float(max_backoff_s)
+        self.api_key_env = api_key_env  # the variable's name, not the key
         self._api_key = _resolve_key(api_key, api_key_env)
-        self._transport = transport
+        self.transport = transport
         self._rng = random.Random()
 
     def __repr__(self) -> str:  # never shows the key
@@ -297,15 +307,6 @@ class OpenAIHTTPAnswerer(Answerer):
     @property
     def url(self) -> str:
         return f"{self.base_url}/chat/completions"
-
-    def params(self) -> dict[str, Any]:
-        """What determines an answer (the ``id``); no key, no transport settings."""
-        out: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens, "temperature": self.temperature, "image_format": self.image_format}
-        if self.image_format == "jpeg":
-            out["jpeg_quality"] = self.jpeg_quality
-        if self.system_prompt:
-            out["system_prompt"] = self.system_prompt
-        return out
 
     # -- answering ---------------------------------------------------------
     def answer(self, requests: Sequence[AnswerRequest]) -> list[Answer]:
@@ -325,7 +326,7 @@ class OpenAIHTTPAnswerer(Answerer):
 
         limit = asyncio.Semaphore(self.concurrency)
         # follow_redirects=False is httpx's default; spelled out because it is a security property
-        async with httpx.AsyncClient(transport=self._transport, follow_redirects=False, timeout=self.timeout_s) as client:
+        async with httpx.AsyncClient(transport=self.transport, follow_redirects=False, timeout=self.timeout_s) as client:
             return list(await asyncio.gather(*(self._answer_one(client, limit, r) for r in requests)))
 
     def _failed(self, start: float, message: str) -> Answer:

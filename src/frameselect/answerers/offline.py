@@ -271,17 +271,6 @@ class _Reader(Answerer):
         self.cache_dir = cache_dir
         self._readings: _FrameReadings | None = None
 
-    def params(self) -> dict[str, Any]:
-        return {
-            "min_score": self.min_score,
-            "temperature": self.temperature,
-            "merge_gap": self.merge_gap,
-            "size": self.size,
-            "crop": self.crop,
-            "ocr_max_side": self.ocr_max_side,
-            "ocr_min_score": self.ocr_min_score,
-        }
-
     @property
     def readings(self) -> _FrameReadings:
         if self._readings is None:

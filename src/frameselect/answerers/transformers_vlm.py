@@ -138,6 +138,8 @@ class TransformersVLM(Answerer):
     gpu_dtype: ClassVar[str] = "bfloat16"
     #: stand-in for the processor when torchvision is missing (see :mod:`frameselect.answerers._vlm_inputs`)
     inputs_class: ClassVar[Any] = None
+    #: the processor is covered by the model's revision (and ``preprocessing``); the device changes no answer
+    identity_exclude: ClassVar[frozenset[str]] = Answerer.identity_exclude | {"processor", "model_id"}
 
     def __init__(
         self,
@@ -165,6 +167,7 @@ class TransformersVLM(Answerer):
         self.dtype = dtype
         self._model: Any = None if isinstance(model, str) else model
         self._processor = processor
+        self._given_processor = processor
         self._ready = False
         self._revision_label: str | None = None
         self._device = ""
@@ -232,21 +235,26 @@ class TransformersVLM(Answerer):
             return dtype_name(module_dtype(self._model))
         return dtype_name(pick_dtype(self.dtype, pick_device(self.device), self.gpu_dtype))
 
-    def params(self) -> dict[str, Any]:
+    @property
+    def model(self) -> Any:
+        """The ``model`` argument: a hub name or path, or the injected model object."""
+        return self._model if self.injected else self.model_id
+
+    @property
+    def processor(self) -> Any:
+        """The ``processor`` argument as given (None: loaded with the model)."""
+        return self._given_processor
+
+    def resolved_identity(self) -> dict[str, Any]:
+        """Model name, the commit its revision resolved to, the dtype, greedy decoding and the preprocessing path."""
         return {
             "model": self.model_id,
             "revision": self.resolved_revision(),
             "dtype": self._dtype_label(),
-            "max_new_tokens": self.max_new_tokens,
             "do_sample": False,
             "num_beams": 1,
-            "time_instruction": self.time_instruction,
             **({"preprocessing": "pil"} if self.uses_stand_in else {}),
-            **self._extra_params(),
         }
-
-    def _extra_params(self) -> dict[str, Any]:
-        return {}
 
     @property
     def model_label(self) -> str:
@@ -311,9 +319,6 @@ class _QwenVL(TransformersVLM):
     def __init__(self, model: Any, *, max_pixels: int | None = None, **kwargs: Any) -> None:
         super().__init__(model, **kwargs)
         self.max_pixels = max_pixels
-
-    def _extra_params(self) -> dict[str, Any]:
-        return {"max_pixels": self.max_pixels} if self.max_pixels is not None else {}
 
     def _inputs(self, prompt: str, frames: list[NDArray[np.uint8]], timestamps: list[float]) -> tuple[str, Any]:
         text = self._chat([{"type": "video"}, {"type": "text", "text": prompt}])

@@ -24,7 +24,6 @@ sample is reported and left out of the rankings.
 from __future__ import annotations
 
 import fnmatch
-import inspect
 import math
 import os
 import sys
@@ -119,14 +118,11 @@ def _answer_evaluator(notes: list[str]) -> Evaluator | str:
 
 
 def _make_answerer(name: str, features_dir: Path) -> Any:
+    from frameselect.parts import parameter_names
     from frameselect.registry import answerers
 
     factory = answerers.get(name)
-    try:
-        accepts_cache = "cache_dir" in inspect.signature(factory).parameters
-    except (TypeError, ValueError):
-        accepts_cache = False
-    return factory(cache_dir=str(features_dir)) if accepts_cache else factory()
+    return factory(cache_dir=str(features_dir)) if "cache_dir" in parameter_names(factory) else factory()
 
 
 def _selectors(patterns: Sequence[str], encoder: Any, notes: list[str]) -> list[tuple[str, Any]]:

@@ -6,7 +6,8 @@ import argparse
 import json
 import os
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from frameselect.commands._common import add_store_arg
 
@@ -39,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
         print("configuration:")
         print(json.dumps(info.config, indent=2, sort_keys=True))
         print("counters of the last invocation:", json.dumps(dict(info.counters), sort_keys=True))
-        print(render(_results_table(info.label, records)))
+        print(render(_results_table(info.label, records, info.config.get("evaluators") or [])))
         if args.samples:
             print()
             print(render(_samples_table(records), "text"))
@@ -57,15 +58,20 @@ def _runs_table(store: Store, infos: list[RunInfo]) -> Table:
     return table
 
 
-def _results_table(label: str, records: list[SampleRecord]) -> Table:
-    """The mean of every metric over the ok records, with the counts of ok and failed samples."""
+def _results_table(label: str, records: list[SampleRecord], evaluators: Sequence[Any] = ()) -> Table:
+    """Every metric over the ok records (as the run's own evaluators, revived from its configuration,
+    aggregate them; else the mean), with the counts of ok and failed samples."""
     from frameselect.evaluators.base import mean_of
     from frameselect.report import Column, Table
+    from frameselect.tables import revive_evaluator
 
     ok = [r for r in records if r.status == "ok"]
-    keys = sorted({k for r in ok for k in r.metrics})
-    table = Table([Column("run"), *(Column(k, "number") for k in keys), Column("n", "int"), Column("failed", "int")])
-    table.add(label, *(mean_of(ok, k) for k in keys), len(ok), len(records) - len(ok))
+    values = {k: mean_of(ok, k) for k in sorted({k for r in ok for k in r.metrics})}
+    for ev in (revive_evaluator(c) for c in evaluators):
+        if ev is not None:
+            values = {k: v for k, v in values.items() if k not in ev.score_keys} | dict(ev.aggregate(ok))
+    table = Table([Column("run"), *(Column(k, "number") for k in values), Column("n", "int"), Column("failed", "int")])
+    table.add(label, *values.values(), len(ok), len(records) - len(ok))
     return table
 
 

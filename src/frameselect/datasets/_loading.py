@@ -42,6 +42,7 @@ from typing import Any, ClassVar
 from frameselect.cache import default_cache_dir
 from frameselect.datasets.base import Dataset
 from frameselect.errors import AnnotationError, DatasetConfigError, DatasetNotFoundError, MissingDependencyError
+from frameselect.parts import part_params
 from frameselect.types import Sample, Span, option_letter
 
 __all__ = [
@@ -576,7 +577,7 @@ def optional_path(value: str | os.PathLike[str] | None) -> Path | None:
 
 
 def path_text(value: Path | None) -> str | None:
-    """A path as ``params()`` reports it (a string, or None)."""
+    """A path as text (a string, or None)."""
     return None if value is None else str(value)
 
 
@@ -628,16 +629,8 @@ class AnnotationDataset(Dataset):
             self._samples = _check_unique(samples, self.name)
         return self._samples
 
-    def params(self) -> dict[str, Any]:
-        return {
-            "root": str(self.root),
-            "annotations": path_text(self.annotations),
-            "split": self.split,
-            "videos": path_text(self.videos),
-        }
-
     def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.params().items() if v is not None)
+        args = ", ".join(f"{k}={v!r}" for k, v in part_params(self).items() if v is not None)
         return f"{type(self).__name__}({args})"
 
     # -- for subclasses -------------------------------------------------

@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from frameselect.fingerprint import fingerprint
+from frameselect.parts import Part
 from frameselect.types import Sample
 
 __all__ = ["Dataset", "InMemoryDataset"]
 
 
-class Dataset:
+class Dataset(Part):
     """Base class. ``id`` identifies the content (part of the run fingerprint)."""
 
-    registered_name: ClassVar[str] = ""
-
-    @property
-    def name(self) -> str:
-        return type(self).registered_name or type(self).__name__
+    kind: ClassVar[str] = "datasets"
 
     def samples(self) -> Sequence[Sample]:
         raise NotImplementedError
@@ -29,9 +26,6 @@ class Dataset:
     def __len__(self) -> int:
         return len(self.samples())
 
-    def params(self) -> dict[str, Any]:
-        return {}
-
     @property
     def id(self) -> str:
         """A fingerprint of the samples (ids, videos, queries, answers, evidence)."""
@@ -40,6 +34,8 @@ class Dataset:
 
 class InMemoryDataset(Dataset):
     """A dataset from a list of samples (tests, notebooks)."""
+
+    live_params: ClassVar[frozenset[str]] = frozenset({"samples"})
 
     def __init__(self, samples: Sequence[Sample], name: str = "in_memory") -> None:
         self._samples = list(samples)

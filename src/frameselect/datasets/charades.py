@@ -34,7 +34,6 @@ from frameselect.datasets._loading import (
     duration,
     number,
     optional_path,
-    path_text,
     read_csv,
     read_text_lines,
 )
@@ -84,9 +83,6 @@ class CharadesSTA(AnnotationDataset):
     ) -> None:
         super().__init__(root, annotations, split, videos)
         self.metadata = optional_path(metadata)
-
-    def params(self) -> dict[str, Any]:
-        return {**super().params(), "metadata": path_text(self.metadata)}
 
     def _durations(self) -> dict[str, float]:
         """Video lengths from ``Charades_v1_<split>.csv`` when it is there."""

@@ -39,7 +39,6 @@ from frameselect.datasets._loading import (
     load_json,
     option_texts,
     optional_path,
-    path_text,
     read_records,
     require,
     strip_option_letters,
@@ -100,9 +99,6 @@ class EgoSchema(AnnotationDataset):
     ) -> None:
         super().__init__(root, annotations, split, videos)
         self.answers = optional_path(answers)
-
-    def params(self) -> dict[str, Any]:
-        return {**super().params(), "answers": path_text(self.answers)}
 
     def _answer_table(self) -> dict[str, tuple[int, Where]] | None:
         if self.answers is not None:

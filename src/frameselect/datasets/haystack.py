@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
 
 from frameselect.bench.haystack import HaystackConfig, ensure_suite
 from frameselect.bench.questions import questions_for
@@ -33,15 +32,9 @@ class HaystackDataset(Dataset):
 
     def __init__(self, n_videos: int = 9, minutes: float = 3.0, seed: int = 0, root: str | os.PathLike[str] | None = None) -> None:
         self.config = HaystackConfig(n_videos=int(n_videos), minutes=float(minutes), seed=int(seed))
+        self.n_videos, self.minutes, self.seed = self.config.n_videos, self.config.minutes, self.config.seed
         self.root = root
         self._samples: list[Sample] | None = None
-
-    def params(self) -> dict[str, Any]:
-        """The constructor's arguments (``root`` only when given), so replay can re-create the dataset."""
-        out: dict[str, Any] = {"n_videos": self.config.n_videos, "minutes": self.config.minutes, "seed": self.config.seed}
-        if self.root is not None:
-            out["root"] = str(self.root)
-        return out
 
     def samples(self) -> Sequence[Sample]:
         if self._samples is None:

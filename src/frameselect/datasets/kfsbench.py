@@ -31,7 +31,6 @@ import os
 import re
 import warnings
 from pathlib import Path
-from typing import Any
 
 from frameselect.datasets._loading import (
     AnnotationDataset,
@@ -41,7 +40,6 @@ from frameselect.datasets._loading import (
     annotation_error,
     checked_span,
     optional_path,
-    path_text,
     read_csv,
     text,
     within,
@@ -99,13 +97,6 @@ class KFSBench(AnnotationDataset):
             folder = self.root / _BASE_FOLDERS[self.split]
             self.base_root = folder if folder.is_dir() else self.root
         self.base_annotations = optional_path(base_annotations)
-
-    def params(self) -> dict[str, Any]:
-        return {
-            **super().params(),
-            "base_root": str(self.base_root),
-            "base_annotations": path_text(self.base_annotations),
-        }
 
     def base(self) -> AnnotationDataset:
         """The loader of the underlying benchmark."""

@@ -94,9 +94,6 @@ class LongVideoBench(AnnotationDataset):
             raise DatasetConfigError(f"longvideobench: duration_group must be one of {DURATION_GROUPS}, got {duration_group!r}")
         self.duration_group = duration_group
 
-    def params(self) -> dict[str, Any]:
-        return {**super().params(), "duration_group": self.duration_group}
-
     def _load(self, missing: MissingVideos) -> list[Sample]:
         path = self.annotation_file()
         out = []

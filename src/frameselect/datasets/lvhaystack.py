@@ -124,9 +124,6 @@ class LVHaystack(AnnotationDataset):
         self.level = level
         self.keyframe_window = keyframe_window
 
-    def params(self) -> dict[str, Any]:
-        return {**super().params(), "level": self.level, "keyframe_window": self.keyframe_window}
-
     def video_folders(self) -> list[Path]:
         if self.level == "vclip" and self.videos is None:
             return [self.root / c if c != "." else self.root for c in self.clip_candidates]

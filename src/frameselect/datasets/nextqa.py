@@ -51,7 +51,6 @@ from frameselect.datasets._loading import (
     load_json,
     nonempty_text,
     optional_path,
-    path_text,
     read_csv,
     spans,
     text,
@@ -129,9 +128,6 @@ class _NExTBase(AnnotationDataset):
         super().__init__(root, annotations, split, videos)
         self.video_map = optional_path(video_map)
 
-    def params(self) -> dict[str, Any]:
-        return {**super().params(), "video_map": path_text(self.video_map)}
-
     def _csv(self) -> Path:
         return self.annotation_file(candidates=[f"{folder}/{self.split}.csv" if folder else f"{self.split}.csv" for folder in self.csv_folders])
 
@@ -200,9 +196,6 @@ class NExTQA(_NExTBase):
         super().__init__(root, annotations, split, videos, video_map)
         self.grounding = grounding if isinstance(grounding, bool) or grounding is None else Path(grounding).expanduser()
 
-    def params(self) -> dict[str, Any]:
-        return {**super().params(), "grounding": self.grounding if not isinstance(self.grounding, Path) else str(self.grounding)}
-
     def _grounding(self, csv_path: Path) -> _Grounding | None:
         if self.grounding is False:
             return None
@@ -257,9 +250,6 @@ class NExTGQA(_NExTBase):
     ) -> None:
         super().__init__(root, annotations, split, videos, video_map)
         self.grounding = optional_path(grounding)
-
-    def params(self) -> dict[str, Any]:
-        return {**super().params(), "grounding": path_text(self.grounding)}
 
     def _load(self, missing: MissingVideos) -> list[Sample]:
         path, rows = self._rows()

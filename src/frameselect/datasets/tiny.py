@@ -158,9 +158,6 @@ class TinyDataset(Dataset):
             self._samples = _samples(ensure_videos(self.root))
         return self._samples
 
-    def params(self) -> dict[str, str]:
-        return {"root": str(self.root)}
-
     @property
     def id(self) -> str:
         return "tiny-v2"

@@ -141,9 +141,6 @@ class VideoMME(AnnotationDataset):
             raise DatasetConfigError(f"videomme: duration must be one of {DURATION_GROUPS}, got {duration!r}")
         self.duration = duration
 
-    def params(self) -> dict[str, Any]:
-        return {**super().params(), "duration": self.duration}
-
     def _load(self, missing: MissingVideos) -> list[Sample]:
         path = self.annotation_file()
         out = []

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from numpy.typing import NDArray
 
@@ -69,9 +67,6 @@ class ColorHistogram(Encoder):
             raise ValueError(f"bins must be in [2, 32], got {bins}")
         self.bins = bins
 
-    def params(self) -> dict[str, Any]:
-        return {"bins": self.bins}
-
     def encode_frames(self, frames: NDArray[np.uint8]) -> NDArray[np.float32]:
         return color_histogram(frames, self.bins)
 
@@ -84,9 +79,6 @@ class Thumbnail(Encoder):
         if not 2 <= size <= 128:
             raise ValueError(f"size must be in [2, 128], got {size}")
         self.size = size
-
-    def params(self) -> dict[str, Any]:
-        return {"size": self.size}
 
     def encode_frames(self, frames: NDArray[np.uint8]) -> NDArray[np.float32]:
         return thumbnail(frames, self.size)

@@ -77,6 +77,8 @@ class HubEncoder(Encoder):
     """
 
     has_text = True
+    #: settings that do not change the vectors, and live objects the preprocessing label covers
+    identity_exclude: ClassVar[frozenset[str]] = frozenset({"batch_size", "device", "model_id", "tokenizer", "image_processor", "preprocess"})
     #: precision used on a GPU when ``dtype`` is not given
     gpu_dtype: ClassVar[str] = "float16"
 
@@ -161,7 +163,13 @@ class HubEncoder(Encoder):
     def _preprocess_label(self) -> str:
         return "checkpoint"
 
-    def params(self) -> dict[str, Any]:
+    @property
+    def model(self) -> Any:
+        """The ``model`` argument: a hub name or path, or the injected model object."""
+        return self._model if self.injected else self.model_id
+
+    def resolved_identity(self) -> dict[str, Any]:
+        """Model name, the commit its revision resolved to, the dtype and the preprocessing."""
         return {"model": self.model_id, "revision": self.resolved_revision(), "dtype": self._dtype_label(), "preprocess": self._preprocess_label()}
 
     # -- encoding -----------------------------------------------------------
@@ -228,6 +236,7 @@ class OpenClipEncoder(HubEncoder):
         self._preprocess = preprocess
         self._custom_preprocess = preprocess is not None
         self._tokenizer = tokenizer
+        self.preprocess, self.tokenizer = preprocess, tokenizer  # as given (the configuration)
 
     def _hub_file(self) -> tuple[str, str] | None:
         """(repo id, file name) of the pretrained tag's weights on the hub, if they live there."""
@@ -301,9 +310,6 @@ class OpenClipEncoder(HubEncoder):
             return f"custom-{short_hash(repr(self._preprocess))}"
         return "checkpoint"
 
-    def params(self) -> dict[str, Any]:
-        return {**super().params(), "pretrained": self.pretrained}
-
     def _embed_images(self, frames: NDArray[np.uint8]) -> Any:
         import torch
         from PIL import Image
@@ -340,6 +346,7 @@ class _TransformersEncoder(HubEncoder):
         super().__init__(model, revision=revision, model_id=model_id, batch_size=batch_size, device=device, dtype=dtype)
         self._tokenizer = tokenizer
         self._image_processor = image_processor
+        self.tokenizer, self.image_processor = tokenizer, image_processor  # as given (the configuration)
         self._custom_preprocess = image_processor is not None
         self.max_text_length = max_text_length
 
@@ -380,12 +387,6 @@ class _TransformersEncoder(HubEncoder):
             settings.pop("processor_class", None)
             return f"{type(self._image_processor).__name__}-{short_hash(json.dumps(settings, sort_keys=True, default=str))}"
         return "checkpoint"
-
-    def params(self) -> dict[str, Any]:
-        out = super().params()
-        if self.max_text_length is not None:
-            out["max_text_length"] = self.max_text_length
-        return out
 
     def _pixel_inputs(self, frames: NDArray[np.uint8]) -> dict[str, Any]:
         processed = self._image_processor(images=list(frames), return_tensors="pt", input_data_format="channels_last")
@@ -487,8 +488,8 @@ class BlipItmEncoder(_TransformersEncoder):
     def __init__(self, model: Any = "Salesforce/blip-itm-large-coco", *, max_text_length: int | None = 35, **kwargs: Any) -> None:
         super().__init__(model, max_text_length=max_text_length, **kwargs)
 
-    def params(self) -> dict[str, Any]:
-        return {**super().params(), "relevance": "itm"}
+    def resolved_identity(self) -> dict[str, Any]:
+        return {**super().resolved_identity(), "relevance": "itm"}
 
     def _default_image_processor(self) -> Any:
         from transformers import BlipImageProcessor

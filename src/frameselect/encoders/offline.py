@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -102,12 +102,12 @@ class ImagenetLabel(Encoder):
             raise ValueError(f"temperature must be positive, got {temperature}")
         self.size, self.crop, self.temperature = int(size), crop, float(temperature)
 
-    def params(self) -> dict[str, Any]:
+    def resolved_identity(self) -> dict[str, Any]:
+        """The classifier's weights file and the text model."""
         from frameselect.encoders._minilm import MODEL_ID
         from frameselect.encoders._mobilenet_v2 import WEIGHTS_FILE
 
-        extra = {} if self.runtime == "torch" else {"runtime": self.runtime}
-        return {"size": self.size, "crop": self.crop, "temperature": self.temperature, "weights": WEIGHTS_FILE, "text": MODEL_ID, **extra}
+        return {"weights": WEIGHTS_FILE, "text": MODEL_ID}
 
     def class_probabilities(self, frames: NDArray[np.uint8]) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
         from frameselect.encoders._mobilenet_v2 import classify
@@ -149,7 +149,11 @@ class OcrText(Encoder):
         self.max_side, self.min_score = int(max_side), float(min_score)
         self.runtime = check_runtime(runtime)
 
-    def params(self) -> dict[str, Any]:
+    #: both settings enter the id through the OCR engine's id
+    identity_exclude: ClassVar[frozenset[str]] = frozenset({"max_side", "min_score"})
+
+    def resolved_identity(self) -> dict[str, Any]:
+        """The OCR engine (version and settings) and the text model."""
         from frameselect.encoders._minilm import MODEL_ID
         from frameselect.encoders._ocr import ocr_id
 

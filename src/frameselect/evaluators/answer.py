@@ -32,7 +32,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from frameselect.evaluators.base import Evaluator, mean_of
 from frameselect.registry import evaluators
@@ -327,9 +326,6 @@ class MCAccuracy(Evaluator):
     def __init__(self, extraction: str = "lmms_eval") -> None:
         self.extraction = check_extraction(extraction)
 
-    def params(self) -> dict[str, Any]:
-        return {"extraction": self.extraction}
-
     def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
         text = "" if answer is None else answer.text
         return {self.name: mc_accuracy(text, sample.answer, len(sample.query.options), self.extraction)}
@@ -354,9 +350,6 @@ class MLVUMAvg(Evaluator):
 
     def __init__(self, extraction: str = "lmms_eval") -> None:
         self.extraction = check_extraction(extraction)
-
-    def params(self) -> dict[str, Any]:
-        return {"extraction": self.extraction}
 
     @property
     def metrics(self) -> tuple[str, ...]:

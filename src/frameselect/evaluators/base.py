@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from frameselect.parts import Part
 from frameselect.types import Answer, CandidatePool, Features, Sample, SampleRecord, Selection
 
 __all__ = ["Evaluator", "mean_of"]
@@ -21,31 +22,29 @@ def mean_of(records: Sequence[SampleRecord], key: str) -> float:
     return sum(values) / len(values) if values else math.nan
 
 
-class Evaluator:
+class Evaluator(Part):
     """Base class. ``metrics`` lists the benchmark-level keys ``aggregate`` returns;
-    ``score_keys`` the per-sample keys ``score`` returns (the same by default)."""
+    ``score_keys`` the per-sample keys ``score`` returns (the same by default).
 
-    registered_name: ClassVar[str] = ""
+    Capabilities are declared on the class: ``needs_answer``, ``needs``
+    (features besides the selection) and ``higher_is_better``.
+    """
+
+    kind: ClassVar[str] = "evaluators"
     needs_answer: ClassVar[bool] = False
     #: features this evaluator needs besides the selection ("embeddings", "relevance")
     needs: ClassVar[frozenset[str]] = frozenset()
     higher_is_better: ClassVar[bool] = True
 
     @property
-    def name(self) -> str:
-        return type(self).registered_name or type(self).__name__
-
-    @property
     def metrics(self) -> tuple[str, ...]:
+        """The keys :meth:`aggregate` writes into a table row."""
         return (self.name,)
 
     @property
     def score_keys(self) -> tuple[str, ...]:
-        """The keys ``score`` writes into a record; ``metrics`` unless the aggregate differs."""
+        """The keys :meth:`score` may write into a record (the ``metrics`` unless the aggregate differs)."""
         return self.metrics
-
-    def params(self) -> dict[str, Any]:
-        return {}
 
     def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
         """Metric values for one sample. ``features`` holds what the run computed

@@ -118,9 +118,6 @@ class _EmbeddingEvaluator(Evaluator):
         _pairwise(np.zeros((1, 1)), np.zeros((1, 1)), metric)
         self.metric = metric
 
-    def params(self) -> dict[str, Any]:
-        return {"metric": self.metric}
-
 
 @evaluators.register("redundancy")
 class Redundancy(Evaluator):

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import numpy as np
 
@@ -174,9 +173,6 @@ class RecallAtIoU(_GroundingEvaluator):
     def __init__(self, thresholds: Sequence[float] = (0.3, 0.5, 0.7)) -> None:
         self.thresholds = tuple(float(t) for t in thresholds)
 
-    def params(self) -> dict[str, Any]:
-        return {"thresholds": list(self.thresholds)}
-
     @property
     def metrics(self) -> tuple[str, ...]:
         return tuple(f"recall_at_iou@{t:g}" for t in self.thresholds)
@@ -244,9 +240,6 @@ class NExTGQAGrounding(Evaluator):
     def __init__(self, units: str = "seconds") -> None:
         self.units = _check_units(units)
 
-    def params(self) -> dict[str, Any]:
-        return {"units": self.units}
-
     @property
     def metrics(self) -> tuple[str, ...]:
         return ("nextgqa_miop", "nextgqa_iop@0.3", "nextgqa_iop@0.5", "nextgqa_miou", "nextgqa_iou@0.3", "nextgqa_iou@0.5")
@@ -287,9 +280,6 @@ class NExTGQAAccGQA(Evaluator):
         self.threshold = float(threshold)
         self.units = _check_units(units)
         self.extraction = check_extraction(extraction)
-
-    def params(self) -> dict[str, Any]:
-        return {"threshold": self.threshold, "units": self.units, "extraction": self.extraction}
 
     def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
         if sample.answer is None:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
@@ -98,9 +98,6 @@ class _HaystackEvaluator(Evaluator):
         self.threshold = float(threshold)
         self.fallback = fallback
 
-    def params(self) -> dict[str, Any]:
-        return {"threshold": self.threshold, "fallback": self.fallback}
-
     def _prf(self, sample: Sample, pool: CandidatePool, selection: Selection) -> tuple[float, float, float]:
         return temporal_prf(selection.timestamps(pool), keyframe_times(sample, self.fallback), self.threshold)
 
@@ -160,9 +157,6 @@ class ANND(Evaluator):
         if fallback not in ("evidence_midpoints", None):
             raise ValueError(f"unknown keyframe fallback {fallback!r}; use 'evidence_midpoints' or None")
         self.fallback = fallback
-
-    def params(self) -> dict[str, Any]:
-        return {"fallback": self.fallback}
 
     @property
     def metrics(self) -> tuple[str, ...]:

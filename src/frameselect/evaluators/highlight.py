@@ -153,9 +153,6 @@ class _HighlightEvaluator(Evaluator):
         self.min_score = float(min_score)
         self.clip_length = None if clip_length is None else float(clip_length)
 
-    def params(self) -> dict[str, Any]:
-        return {"min_score": self.min_score, "clip_length": self.clip_length}
-
     def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
         clip_length = self.clip_length or float(sample.metadata.get("clip_length", 2.0))
         gt = gt_saliency(sample, pool, clip_length)

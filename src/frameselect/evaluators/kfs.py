@@ -123,9 +123,6 @@ class _KFSEvaluator(Evaluator):
     def __init__(self, end_pad: float = 0.0) -> None:
         self.end_pad = float(end_pad)
 
-    def params(self) -> dict[str, Any]:
-        return {"end_pad": self.end_pad}
-
     def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
         return {self.name: kfs_scores(selection.timestamps(pool), sample_scenes(sample, self.end_pad))[self.key]}
 

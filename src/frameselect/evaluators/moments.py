@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -189,9 +188,6 @@ class MomentRetrievalMAP(Evaluator):
             raise ValueError(f"max_windows must be at least 1, got {max_windows!r}")
         self.clip_length = None if clip_length is None else float(clip_length)
         self.max_windows = int(max_windows)
-
-    def params(self) -> dict[str, Any]:
-        return {"clip_length": self.clip_length, "max_windows": self.max_windows}
 
     @property
     def metrics(self) -> tuple[str, ...]:

@@ -268,9 +268,6 @@ class VideoMMEv2Group(Evaluator):
             raise ValueError(f"unparsed must be 'wrong' or 'reference', got {unparsed!r}")
         self.unparsed = unparsed
 
-    def params(self) -> dict[str, Any]:
-        return {"unparsed": self.unparsed}
-
     @property
     def metrics(self) -> tuple[str, ...]:
         return (

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from frameselect.parts import Part
 from frameselect.selectors.base import Selector
 from frameselect.types import Features, Sample
 
@@ -62,18 +63,11 @@ class RouteSet:
         return sum(ks) / len(ks) if ks else 0.0
 
 
-class Router:
-    """Base class of budget routers."""
+class Router(Part):
+    """Base class of budget routers. ``needs``: the features it reads from each sample's context."""
 
-    registered_name: ClassVar[str] = ""
+    kind: ClassVar[str] = "routers"
     needs: ClassVar[frozenset[str]] = frozenset()
-
-    @property
-    def name(self) -> str:
-        return type(self).registered_name or type(self).__name__
-
-    def params(self) -> dict[str, Any]:
-        return {}
 
     def allocate(self, samples: Sequence[Sample], contexts: Mapping[str, RouteContext], mean_budget: int, bank: Sequence[Selector]) -> RouteSet:
         raise NotImplementedError

@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import numpy as np
 
@@ -43,9 +42,6 @@ class DemandRouter(Router):
         self.budgets = tuple(sorted({int(b) for b in budgets}))
         self.split = float(split)
         self.floor = float(floor)
-
-    def params(self) -> dict[str, Any]:
-        return {"budgets": list(self.budgets), "split": self.split, "floor": self.floor}
 
     def demand(self, samples: Sequence[Sample], contexts: Mapping[str, RouteContext]) -> list[float]:
         raise NotImplementedError
@@ -180,9 +176,6 @@ class HybridRouter(DemandRouter):
     def __init__(self, budgets: Sequence[int] = DEFAULT_BUDGETS, split: float = 0.5, floor: float = 0.1, weights: Sequence[float] = (1.0, 1.0, 0.5)) -> None:
         super().__init__(budgets, split, floor)
         self.weights = tuple(float(w) for w in weights)
-
-    def params(self) -> dict[str, Any]:
-        return {**super().params(), "weights": list(self.weights)}
 
     def demand(self, samples: Sequence[Sample], contexts: Mapping[str, RouteContext]) -> list[float]:
         text = TextCueRouter().demand(samples, contexts)

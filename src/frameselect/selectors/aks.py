@@ -8,6 +8,7 @@ CVPR 2025. Reference code: github.com/ncTimTang/AKS (commit 4667501),
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -129,6 +130,7 @@ class AKS(Selector):
     all_depth: int = 5
     ratio: int = 1
     reference_exact: bool = False
+    supports_reference_exact: ClassVar[bool] = True
 
     def _select(self, pool: CandidatePool, query: Query | None, k: int, features: Features, rng: np.random.Generator) -> list[int]:
         if self.ratio < 1 or self.all_depth < 0:

@@ -30,6 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from frameselect.errors import ContractError, SelectionError
+from frameselect.parts import Part
 from frameselect.types import CandidatePool, Features, Query, Selection
 
 __all__ = ["Selector", "check_budget", "check_finite", "fill_to_k", "normalize_minmax"]
@@ -114,13 +115,18 @@ def fill_to_k(chosen: Sequence[int], k: int, n: int, priority: NDArray[Any] | No
 
 
 @dataclass(frozen=True)
-class Selector:
+class Selector(Part):
     """Base class of all selectors. Fields are hyper-parameters."""
 
+    kind: ClassVar[str] = "selectors"
     #: feature kinds this selector needs: "embeddings", "text", "relevance", "pixels"
     needs: ClassVar[frozenset[str]] = frozenset()
-    #: the name it is registered under (set by the registry)
-    registered_name: ClassVar[str] = ""
+    #: the selector has a mode that returns what its reference code returns
+    #: (it then has a ``reference_exact`` field, which overrides the default below)
+    supports_reference_exact: ClassVar[bool] = False
+    #: reference-exact mode is on (a plain class attribute, not a field: only
+    #: selectors that support the mode take it as a parameter)
+    reference_exact = False
 
     def select(
         self,
@@ -139,7 +145,7 @@ class Selector:
             raise SelectionError(f"candidate pool of {pool.video_id!r} is empty")
         self._check_features(features, n)
         generator = rng if rng is not None else np.random.default_rng(seed)
-        exact = bool(getattr(self, "reference_exact", False))
+        exact = bool(self.reference_exact)
         start = time.perf_counter()
         # reference-exact mode sees the budget as given: the reference decides what k > N means
         out = self._select(pool, query, k if exact else min(k, n), features, generator)
@@ -157,10 +163,6 @@ class Selector:
             latency_s=latency,
             reference_exact=exact,
         )
-
-    @property
-    def name(self) -> str:
-        return type(self).registered_name or type(self).__name__
 
     def _check_features(self, features: Features, n: int) -> None:
         needs = self.needs
@@ -181,11 +183,11 @@ class Selector:
                 if features.scores.shape != (n,):
                     raise SelectionError(f"per-frame scores have shape {features.scores.shape}, expected ({n},)")
                 check_finite("per-frame scores", features.scores)
-            else:
-                check_finite("frame embeddings", features.embeddings)  # type: ignore[arg-type]
-                check_finite("text embedding", features.text)  # type: ignore[arg-type]
-                if features.embeddings.shape[0] != n:  # type: ignore[union-attr]
-                    raise SelectionError(f"{features.embeddings.shape[0]} frame embeddings for a pool of {n} frames")  # type: ignore[union-attr]
+            elif features.embeddings is not None and features.text is not None:
+                check_finite("frame embeddings", features.embeddings)
+                check_finite("text embedding", features.text)
+                if features.embeddings.shape[0] != n:
+                    raise SelectionError(f"{features.embeddings.shape[0]} frame embeddings for a pool of {n} frames")
         if "pixels" in needs:
             if features.pixels is None:
                 raise SelectionError(f"selector {self.name!r} needs decoded frames (pixels)")

@@ -8,6 +8,7 @@ Understanding", CVPR 2025. Reference code: github.com/sming256/BOLT (commit
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -85,6 +86,7 @@ class BOLT(Selector):
     needs = frozenset({"relevance"})
     power: float = 1.0
     reference_exact: bool = False
+    supports_reference_exact: ClassVar[bool] = True
 
     def _select(self, pool: CandidatePool, query: Query | None, k: int, features: Features, rng: np.random.Generator) -> list[int]:
         scores = features.relevance()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -401,6 +402,7 @@ class FOCUS(Selector):
     final_rank: str = "ucb"
     normalize: bool = True
     reference_exact: bool = False
+    supports_reference_exact: ClassVar[bool] = True
 
     def _select(self, pool: CandidatePool, query: Query | None, k: int, features: Features, rng: np.random.Generator) -> list[int]:
         if self.interpolation_method not in ("nearest", "linear", "rbf", "uniform"):

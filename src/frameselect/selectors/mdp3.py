@@ -10,7 +10,7 @@ with github.com/AIDC-AI/Ovis (``plugin/mdp3.py``: class ``MDP3``, methods
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -288,6 +288,7 @@ class MDP3(Selector):
     condition_size: int = 1
     alphas: tuple[float, ...] = DEFAULT_ALPHAS
     reference_exact: bool = False
+    supports_reference_exact: ClassVar[bool] = True
 
     def _select(self, pool: CandidatePool, query: Query | None, k: int, features: Features, rng: np.random.Generator) -> list[int]:
         if self.lam <= 0 or self.condition_size < 1 or not self.alphas or min(self.alphas) <= 0:

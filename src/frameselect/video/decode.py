@@ -586,7 +586,6 @@ class VideoFrameSource(FrameSource):
         counter: DecodeCounter | None = None,
         memo: FrameMemo | None = None,
     ) -> None:
-        super().__init__(None)
         self.path = path
         self.pool_pts = np.asarray(pool_pts, dtype=np.int64)
         self.time_base = time_base

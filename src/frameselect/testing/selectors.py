@@ -36,10 +36,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from frameselect.errors import SelectionError
+from frameselect.parts import parameter_names, registered_name_of
 from frameselect.selectors.base import FEATURE_KINDS, Selector
+from frameselect.testing._core import Check, check_config_round_trip, label_of
 from frameselect.types import CandidatePool, Features, Query, Selection
 
-__all__ = ["check_selector", "contract_problem", "synthetic_pool", "synthetic_features", "SyntheticVideo"]
+__all__ = ["check_selector", "selector_checks", "contract_problem", "synthetic_pool", "synthetic_features", "SyntheticVideo"]
 
 _QUERY = Query("What does the person put on the table?", ("a cup", "a book", "a phone", "a key"))
 
@@ -316,15 +318,15 @@ def _check_bad_budget(c: _Checker, n: int, k: int) -> None:
         c.expect_error(f"k={kk}", video, kk, f"budget k={kk}")
 
 
-CHECKS: tuple[Callable[[_Checker, int, int], None], ...] = (
-    _check_basic,
-    _check_determinism,
-    _check_budget_edges,
-    _check_identical_frames,
-    _check_constant_relevance,
-    _check_non_finite,
-    _check_bad_budget,
-)
+CHECKS: dict[str, Callable[[_Checker, int, int], None]] = {
+    "basic": _check_basic,
+    "determinism": _check_determinism,
+    "budget_edges": _check_budget_edges,
+    "identical_frames": _check_identical_frames,
+    "constant_relevance": _check_constant_relevance,
+    "non_finite": _check_non_finite,
+    "bad_budget": _check_bad_budget,
+}
 
 
 def _resolve(selector_or_name: Any, params: Mapping[str, Any] | None) -> tuple[Any, str]:
@@ -337,7 +339,42 @@ def _resolve(selector_or_name: Any, params: Mapping[str, Any] | None) -> tuple[A
         return selector_or_name(**params), selector_or_name.__name__
     if params:
         raise TypeError(f"params {sorted(params)} given with a selector instance; pass them to its constructor")
-    return selector_or_name, getattr(selector_or_name, "name", None) or type(selector_or_name).__name__
+    return selector_or_name, label_of(selector_or_name)
+
+
+def _checker(selector: Any, label: str, dim: int, pixel_shape: tuple[int, int]) -> _Checker:
+    """The checker for one selector, after checking what it declares."""
+    if isinstance(selector, Selector):
+        needs, exact = selector.needs, selector.reference_exact
+        if selector.supports_reference_exact != ("reference_exact" in parameter_names(selector)):
+            raise AssertionError(
+                f"check_selector({label}) [declarations]: supports_reference_exact={selector.supports_reference_exact} "
+                "but the selector does not have exactly that: declare it with a reference_exact field, or neither"
+            )
+    else:  # a third-party selector that keeps the protocol without subclassing Selector
+        needs, exact = frozenset(getattr(selector, "needs", frozenset())), bool(getattr(selector, "reference_exact", False))
+    unknown = set(needs) - FEATURE_KINDS
+    if unknown:
+        raise AssertionError(f"check_selector({label}) [declarations]: needs declares unknown feature kinds {sorted(unknown)}; known: {sorted(FEATURE_KINDS)}")
+    if not callable(getattr(selector, "select", None)):
+        raise AssertionError(f"check_selector({label}) [declarations]: {type(selector).__name__} has no select(pool, query, k, features, *, seed) method")
+    return _Checker(selector, label, exact, frozenset(needs), dim, pixel_shape)
+
+
+def selector_checks(*, n: int = 10, k: int = 4, dim: int = 16, pixel_shape: tuple[int, int] = (9, 16)) -> list[Check]:
+    """The selector suite, one :class:`Check` per property; ``n`` and ``k`` size the base case."""
+    if n < 4 or not 2 <= k < n:
+        raise ValueError(f"the selector checks need n >= 4 and 2 <= k < n, got n={n}, k={k}")
+
+    def make(fn: Callable[[_Checker, int, int], None]) -> Callable[[Any], None]:
+        return lambda selector: fn(_checker(selector, label_of(selector), dim, pixel_shape), n, k)
+
+    def declarations(selector: Any) -> None:
+        _checker(selector, label_of(selector), dim, pixel_shape)
+
+    checks = [Check("selectors", "declarations", declarations)]
+    checks += [Check("selectors", name, make(fn)) for name, fn in CHECKS.items()]
+    return [*checks, check_config_round_trip("check_selector")]
 
 
 def check_selector(
@@ -355,19 +392,16 @@ def check_selector(
     selector class (likewise) or an instance. ``n`` and ``k`` size the base
     case (the suite also tries other sizes); ``dim`` is the embedding size,
     ``pixel_shape`` the (h, w) of synthetic frames for pixel-based selectors.
+    A registered selector must also survive the round trip through its
+    stored configuration.
 
     >>> check_selector("uniform")
     """
     if n < 4 or not 2 <= k < n:
         raise ValueError(f"check_selector needs n >= 4 and 2 <= k < n, got n={n}, k={k}")
     selector, label = _resolve(selector_or_name, params)
-    needs = frozenset(getattr(selector, "needs", frozenset()))
-    unknown = needs - FEATURE_KINDS
-    if unknown:
-        raise AssertionError(f"check_selector({label}): needs declares unknown feature kinds {sorted(unknown)}; known: {sorted(FEATURE_KINDS)}")
-    if not callable(getattr(selector, "select", None)):
-        raise AssertionError(f"check_selector({label}): {type(selector).__name__} has no select(pool, query, k, features, *, seed) method")
-    exact = bool(getattr(selector, "reference_exact", False))
-    checker = _Checker(selector, label, exact, needs, dim, pixel_shape)
-    for check in CHECKS:
-        check(checker, n, k)
+    checker = _checker(selector, label, dim, pixel_shape)
+    for fn in CHECKS.values():
+        fn(checker, n, k)
+    if isinstance(selector, Selector) and registered_name_of(type(selector)):
+        check_config_round_trip("check_selector")(selector)

@@ -1,0 +1,291 @@
+"""What a part is: its kind, its registered name and its configuration.
+
+Every part (selector, encoder, evaluator, dataset, answerer, router) is
+configured by explicit keyword arguments, as scikit-learn estimators are.
+Its configuration is read mechanically, never written by hand: the fields of
+a dataclass, or the constructor's parameters (following ``**kwargs`` up the
+class hierarchy) read back from the attributes of the same names.
+
+One shape describes a part everywhere (stored runs, fingerprints, replay,
+tables)::
+
+    {"kind": "selectors", "name": "mmr", "params": {"lam": 0.7, ...}}
+
+with real JSON values: numbers stay numbers, paths become strings, tuples
+lists. Parts whose outputs also depend on something fixed only when they load
+(a hub revision's commit, the dtype, a weights file) add ``"resolved"``.
+:func:`revive` re-creates a part from that shape; the canonical string form
+of values exists only inside :func:`frameselect.fingerprint.fingerprint`.
+
+A part declares, on its class:
+
+- ``secret_params``: constructor arguments that never enter the configuration,
+  the ``id`` or a log (credentials; they come from the environment on revival);
+- ``identity_exclude``: configuration that does not change outputs (batch
+  size, device, concurrency, timeouts), left out of the ``id`` that keys
+  feature and answer caches;
+- ``live_params``: constructor arguments that are live data (a sample list),
+  recorded only as such;
+- :meth:`Part.resolved_identity`: the values fixed at load time.
+
+A constructor argument that is a live object (an injected model, tokenizer or
+sample list) is recorded as ``{"__object__": "module.Class"}``; such a part
+is reproducible by its ``id`` but cannot be revived, and :func:`revive` says so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import inspect
+import os
+from collections.abc import Mapping
+from typing import Any, ClassVar, TypedDict, TypeVar
+
+import numpy as np
+
+from frameselect.errors import PartConfigError
+
+__all__ = [
+    "Part",
+    "PartConfig",
+    "part_params",
+    "part_config",
+    "part_id",
+    "part_fingerprint",
+    "parameter_names",
+    "registered_name_of",
+    "revive",
+    "is_revivable",
+    "to_json",
+]
+
+P = TypeVar("P", bound="Part")
+
+
+class _PartConfigBase(TypedDict):
+    kind: str
+    name: str
+    params: dict[str, Any]
+
+
+class PartConfig(_PartConfigBase, total=False):
+    """A part's stored configuration (see the module docstring)."""
+
+    resolved: dict[str, Any]
+
+
+class Part:
+    """Base of every kind of part: kind, name and declared configuration rules."""
+
+    #: the registry this kind of part lives in ("selectors", "encoders", ...)
+    kind: ClassVar[str] = ""
+    #: the name it is registered under (set by the registry)
+    registered_name: ClassVar[str] = ""
+    #: constructor arguments that are credentials: never configured, fingerprinted or shown
+    secret_params: ClassVar[frozenset[str]] = frozenset()
+    #: configuration that does not change outputs, left out of the ``id``
+    identity_exclude: ClassVar[frozenset[str]] = frozenset()
+    #: constructor arguments that are live data, recorded only as such (the part cannot be revived)
+    live_params: ClassVar[frozenset[str]] = frozenset()
+
+    @property
+    def name(self) -> str:
+        """The name this class is registered under (not a parent's), else the class name."""
+        return registered_name_of(type(self)) or type(self).__name__
+
+    def resolved_identity(self) -> dict[str, Any]:
+        """Values fixed when the part loads that determine its outputs (none by default)."""
+        return {}
+
+
+def registered_name_of(cls: type) -> str:
+    """The name ``cls`` itself is registered under; "" for a class that is not (even if a parent is)."""
+    name = vars(cls).get("registered_name", "")
+    return name if isinstance(name, str) else ""
+
+
+# -- reading a configuration ----------------------------------------------------------
+
+
+def _constructor_parameters(cls: type) -> list[str]:
+    """Names of the constructor's parameters, following ``**kwargs`` to the base classes."""
+    names: dict[str, None] = {}
+    for klass in cls.__mro__:
+        if klass is object:
+            break
+        init = klass.__dict__.get("__init__")
+        if init is None:
+            continue
+        forwards = False
+        for p in list(inspect.signature(init).parameters.values())[1:]:
+            if p.kind is inspect.Parameter.VAR_KEYWORD:
+                forwards = True
+            elif p.kind is not inspect.Parameter.VAR_POSITIONAL and not p.name.startswith("_"):
+                names.setdefault(p.name, None)
+        if not forwards:
+            break
+    return list(names)
+
+
+def parameter_names(factory: type | object) -> list[str]:
+    """The parameters a part class (or a part) is configured by: dataclass fields or constructor arguments.
+
+    >>> from frameselect.registry import selectors
+    >>> parameter_names(selectors.get("mmr"))
+    ['lam', 'normalize']
+    """
+    cls = factory if isinstance(factory, type) else type(factory)
+    if dataclasses.is_dataclass(cls):
+        return [f.name for f in dataclasses.fields(cls) if f.init and not f.name.startswith("_")]
+    return _constructor_parameters(cls)
+
+
+def to_json(value: Any) -> Any:
+    """``value`` as a plain JSON value; live objects become ``{"__object__": "module.Class"}``."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, (np.bool_,)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value)
+    if isinstance(value, enum.Enum):
+        return to_json(value.value)
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, Mapping):
+        return {str(k): to_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_json(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((to_json(v) for v in value), key=repr)
+    if isinstance(value, np.ndarray) and value.ndim <= 1 and value.size <= 64:
+        return [to_json(v) for v in value.tolist()]
+    return {"__object__": f"{type(value).__module__}.{type(value).__qualname__}"}
+
+
+def part_params(part: object) -> dict[str, Any]:
+    """The part's configuration: every constructor argument (secrets excluded) as JSON values.
+
+    >>> from frameselect.registry import selectors
+    >>> part_params(selectors.create("mmr", lam=0.7))["lam"]
+    0.7
+    """
+    secrets = _secrets(part)
+    live = part.live_params if isinstance(part, Part) else frozenset()
+    out: dict[str, Any] = {}
+    for name in parameter_names(part):
+        if name in secrets:
+            continue
+        if name in live:  # live data is recorded only as such (an absent one as None)
+            out[name] = None if getattr(part, name, None) is None else {"__object__": f"{type(part).__qualname__}.{name}"}
+            continue
+        try:
+            value = getattr(part, name)
+        except AttributeError:
+            raise PartConfigError(
+                f"{type(part).__qualname__}: constructor argument {name!r} is not kept as an attribute of the same name; "
+                f"store it as self.{name}, or declare it in secret_params if it is a credential"
+            ) from None
+        out[name] = to_json(value)
+    return out
+
+
+def _secrets(part: object) -> frozenset[str]:
+    return part.secret_params if isinstance(part, Part) else frozenset()
+
+
+def _kind(part: object) -> str:
+    if isinstance(part, Part) and part.kind:
+        return part.kind
+    raise PartConfigError(f"{type(part).__qualname__} is not a frameselect part: subclass Selector, Encoder, Evaluator, Dataset, Answerer or Router")
+
+
+def _name(part: object) -> str:
+    return part.name if isinstance(part, Part) else type(part).__name__
+
+
+def part_config(part: object) -> PartConfig:
+    """``{"kind", "name", "params"}`` (and ``"resolved"`` where the part has load-time identity)."""
+    config: PartConfig = {"kind": _kind(part), "name": _name(part), "params": part_params(part)}
+    resolved = part.resolved_identity() if isinstance(part, Part) else {}
+    if resolved:
+        config["resolved"] = {str(k): to_json(v) for k, v in resolved.items()}
+    return config
+
+
+def part_id(part: object) -> str:
+    """``name(key=value,...)``: what determines the part's outputs; keys feature and answer caches.
+
+    The configuration minus ``identity_exclude``, with ``None`` values left
+    out, updated by the resolved identity.
+    """
+    exclude = part.identity_exclude if isinstance(part, Part) else frozenset()
+    values = {k: v for k, v in part_params(part).items() if k not in exclude and v is not None}
+    if isinstance(part, Part):
+        values.update({str(k): to_json(v) for k, v in part.resolved_identity().items()})
+    inner = ",".join(f"{k}={_id_text(v)}" for k, v in sorted(values.items()))
+    return f"{_name(part)}({inner})"
+
+
+def _id_text(value: Any) -> str:
+    if isinstance(value, list):
+        return "[" + ",".join(_id_text(v) for v in value) + "]"
+    if isinstance(value, dict):
+        if set(value) == {"__object__"}:
+            return f"<{value['__object__']}>"
+        return "{" + ",".join(f"{k}:{_id_text(v)}" for k, v in sorted(value.items())) + "}"
+    return str(value)
+
+
+def part_fingerprint(part: object) -> str:
+    """The fingerprint of the part's configuration (kind, name, parameters, resolved identity, version)."""
+    from frameselect.fingerprint import fingerprint
+
+    return fingerprint(part_config(part))
+
+
+# -- reviving ---------------------------------------------------------------------
+
+
+def _objects(value: Any, path: str) -> list[str]:
+    if isinstance(value, dict):
+        if "__object__" in value and len(value) == 1:
+            return [f"{path} ({value['__object__']})"]
+        return [p for k, v in value.items() for p in _objects(v, f"{path}.{k}")]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _objects(v, f"{path}[{i}]")]
+    return []
+
+
+def is_revivable(config: Mapping[str, Any]) -> bool:
+    """Whether ``config`` holds only plain values (no injected live objects)."""
+    return not _objects(dict(config.get("params") or {}), "params")
+
+
+def revive(config: Mapping[str, Any], *, kind: str | None = None) -> Any:
+    """The part a stored configuration describes, created through its registry.
+
+    ``kind`` is needed only for configurations that do not carry one. A
+    configuration holding injected objects, a name no registry holds, or
+    parameters the part does not take raise :class:`PartConfigError` (an
+    unknown name: :class:`~frameselect.errors.UnknownNameError`).
+    """
+    from frameselect.registry import get_registry
+
+    kind = str(config.get("kind") or kind or "")
+    name = str(config.get("name") or "")
+    params = dict(config.get("params") or {})
+    objects = _objects(params, "params")
+    if objects:
+        raise PartConfigError(
+            f"{kind[:-1] if kind.endswith('s') else kind} {name!r} was given live objects ({', '.join(objects)}); it cannot be re-created from its configuration"
+        )
+    try:
+        return get_registry(kind).create(name, **params)
+    except PartConfigError:
+        raise
+    except TypeError as exc:
+        raise PartConfigError(f"{kind[:-1]} {name!r} cannot be re-created from {params}: {exc}") from exc
