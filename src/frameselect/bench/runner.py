@@ -143,6 +143,9 @@ def _selectors(patterns: Sequence[str], encoder: Any, notes: list[str]) -> list[
         except Exception as exc:  # a selector that needs arguments or a missing package
             notes.append(f"skipped {name}: cannot be created with default parameters ({type(exc).__name__}: {exc})")
             continue
+        if getattr(sel, "requires_weights", False):
+            notes.append(f"skipped {name}: a trained selector without its weights (pass weights=... to run it)")
+            continue
         needs = set(getattr(sel, "needs", ()))
         if needs & {"embeddings", "text", "relevance"} and encoder is None:
             notes.append(f"skipped {name}: needs {sorted(needs)} but no encoder was given")
