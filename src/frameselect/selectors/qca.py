@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import softmax
 
 from frameselect.errors import SelectionError
 from frameselect.registry import selectors
@@ -43,6 +42,8 @@ def qca_dispersion_weights(feats: NDArray[np.float32], segments: int, temperatur
     squared distance of the segment mean from the video mean, the trace sums
     the per-dimension sample variances (``ddof=1``; 0 for a one-frame segment).
     """
+    from scipy.special import softmax
+
     global_mean = feats.mean(axis=0)
     shifts, traces = [], []
     start = 0
@@ -167,6 +168,8 @@ def qca_select(
     reference), ``relevance`` (N,) the image-text matching scores of the same
     frames. Needs ``N >= segments``.
     """
+    from scipy.special import softmax
+
     n = len(feats)
     if n < segments:
         raise SelectionError(f"qca needs at least segments={segments} frames, got {n}; lower segments or use a larger pool")
