@@ -54,7 +54,7 @@ def test_export_lists_frames_and_times(exported: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("pool", ["all", "fps=1.0"])
-def test_round_trip_replays_identically(exported: dict[str, Any], pool: str) -> None:
+def test_round_trip_replays_identically(exported: dict[str, Any], pool: str, capsys: pytest.CaptureFixture[str]) -> None:
     kw = {"store": exported["store"], "cache_dir": exported["cache"]}
     imported = import_selections("plain", exported["path"], exported["tiny"], name="uniform-again", pool=pool, **kw)
     assert imported.run_id != exported["run"].run_id and imported.config["selector"]["name"] == "uniform-again"
@@ -75,6 +75,10 @@ def test_round_trip_replays_identically(exported: dict[str, Any], pool: str) -> 
         assert a.table[key] == pytest.approx(b.table[key])
     if pool == "fps=1.0":
         assert all(ra[s].selection == rb[s].selection for s in ra)
+        # the imported run and its replay sit beside the original in tables
+        assert main(["table", "--store", str(exported["store"]), "--boot", "50"]) == 0
+        out = capsys.readouterr().out
+        assert "uniform-again" in out and "uniform@k=3" in out
     again = export_selections(imported.run_id, **kw, dataset=exported["tiny"])
     assert [(r["id"], r["frame_indices"]) for r in again["samples"]] == [(r["id"], r["frame_indices"]) for r in exported["doc"]["samples"]]
 
