@@ -208,7 +208,7 @@ class QCA(Selector):
     farthest-point sampling (:func:`qca_farthest_points`) among candidates
     above a halving threshold starting at ``gamma`` × the best score. Defaults
     are the reference's: ``segments=16``, ``gamma=0.5``, ``beta=0.5``,
-    ``tau=1``; its features are BLIP image features with BLIP ITM scores
+    ``tau=1`` (the reference's ``gemma``, ``beta`` and ``softmax_tau``); its features are BLIP image features with BLIP ITM scores
     (``blip_feature_ITM_score.py``), here the encoder's embeddings and relevance.
 
     Deviations: the reference runs the distance step in fp16 on CUDA only (it

@@ -177,7 +177,8 @@ class TSPO(Selector):
     and text features (768-d, not normalised; the reference samples 1 fps):
     give ``weights`` = the released ``.safetensors`` (tensors named
     ``multiModal_align.temporal.Self_q.weight`` ... or ``selector.…`` in the
-    merged model; :func:`load_agent_weights`) and an encoder with those
+    merged model; read with the ``safetensors`` package that ``transformers``
+    installs; :func:`load_agent_weights`) and an encoder with those
     features. Without ``weights`` the agent is randomly initialised (torch's
     ``nn.Linear`` init under ``init_seed``, sized to the features): an
     untrained policy for tests, not a published result; the default

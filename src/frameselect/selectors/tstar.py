@@ -368,8 +368,8 @@ class TStar(Selector):
     stops when every target is found or ``min(1000, N × budget)`` frames are
     spent; the k frames are then drawn in proportion to the score (not the
     top k) and sorted. Defaults are ``run_TStar_onDataset.py``'s: 4×4 grid,
-    ``threshold=0.7``, ``budget=1.0`` (``TStarFramework`` itself says 0.6 and
-    0.5). Detections, targets and cues: :func:`detections_for` (the reference
+    ``threshold=0.7``, ``budget=1.0`` (``TStarFramework.py``'s ``run_tstar``
+    uses 0.6 and 0.5). Detections, targets and cues: :func:`detections_for` (the reference
     asks GPT-4o for target and cue objects and runs OWL-ViT or YOLO-World).
 
     Deviations: the reference's grid detections see each frame as a 200×95
