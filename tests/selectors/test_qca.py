@@ -113,3 +113,16 @@ def test_short_pools() -> None:
 def test_conformance() -> None:
     check_selector("qca")
     check_selector("qca", params={"reference_exact": True}, n=20, k=6)
+
+
+def test_select_command_prints_the_reference_output(tmp_path: Any, capsys: Any) -> None:
+    import json
+
+    from frameselect.cli import main
+
+    feats, rel = inputs(9, 48, 6, shift=0.6)
+    np.save(tmp_path / "e.npy", feats)
+    np.save(tmp_path / "s.npy", rel)
+    args = ["select", "-s", "qca", "-k", "24", "--embeddings", str(tmp_path / "e.npy"), "--scores", str(tmp_path / "s.npy"), "-p", "reference_exact=true"]
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out)["indices"] == [2, 4, 7, 8, 10, 12, 14, 16, 18, 19, 22, 24, 27, 30, 34, 35, 38, 41, 43, 44, 45, 46]
