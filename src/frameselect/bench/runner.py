@@ -143,6 +143,9 @@ def _selectors(patterns: Sequence[str], encoder: Any, notes: list[str]) -> list[
         except Exception as exc:  # a selector that needs arguments or a missing package
             notes.append(f"skipped {name}: cannot be created with default parameters ({type(exc).__name__}: {exc})")
             continue
+        if sel.requires_weights:
+            notes.append(f"skipped {name}: a trained selector without its weights (pass weights=... to run it)")
+            continue
         try:
             check_needs("selectors", sel, encoder)
         except ConfigError as exc:

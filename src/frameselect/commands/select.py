@@ -41,6 +41,14 @@ def run(args: argparse.Namespace) -> int:
     if clash:
         raise FrameselectError(f"--param {clash[0]}=... names an input, not a selector parameter; use --{clash[0]} instead")
     arrays = {name: _load(name, getattr(args, name)) for name in ARRAYS if getattr(args, name) is not None}
+    if getattr(args, "detections", None):
+        if "embeddings" in arrays:
+            raise FrameselectError("--detections and --embeddings both give the per-frame matrix; pass one")
+        from frameselect.selectors.tstar import load_detections
+
+        arrays["embeddings"], names = load_detections(args.detections)
+        params.setdefault("detector", "matrix")
+        params.setdefault("objects", list(names))
     result = select_from_arrays(args.selector, args.k, seed=args.seed, **arrays, **params)
     text = json.dumps(result, indent=2)
     if args.output:
@@ -61,6 +69,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--text", metavar="F.npy", help="query embedding, shape (D,) or (1, D)")
     p.add_argument("--scores", metavar="F.npy", help="per-frame query relevance, shape (N,)")
     p.add_argument("--timestamps", metavar="F.npy", help="frame times in seconds, shape (N,), ascending (default: 0, 1, ..., N-1)")
+    p.add_argument(
+        "--detections",
+        metavar="F.json|F.npy",
+        help="per-frame object confidences for detection-driven selectors (tstar, vsls): JSON [{object: confidence}, ...] or .npy (N, objects)",
+    )
     p.add_argument("--pixels", metavar="F.npy", help="downscaled RGB frames, shape (N, h, w, 3) uint8, for pixel-based selectors")
     p.add_argument(
         "--param", "-p", action="append", metavar="NAME=VALUE", help="selector hyper-parameter (repeatable); values parse as JSON: 0.7, true, [1, 2]"

@@ -128,6 +128,11 @@ class Selector(Part):
     #: selectors that support the mode take it as a parameter)
     reference_exact = False
 
+    @property
+    def requires_weights(self) -> bool:
+        """True for a trained selector that has no weights to run with (benchmarks skip it)."""
+        return False
+
     def select(
         self,
         pool: CandidatePool,
