@@ -4,14 +4,21 @@
 >>> "uniform" in frameselect.selectors.names()
 True
 
-Importing the package imports no torch; heavy parts load their frameworks
-only when they are created.
+Importing the package imports no torch, nor numpy: heavy parts load their
+frameworks only when they are created, and the core types (which hold numpy
+arrays) on first use.
 """
+
+from typing import TYPE_CHECKING
 
 from frameselect._version import __version__
 from frameselect.errors import FrameselectError, UnknownNameError
 from frameselect.registry import REGISTRIES, Registry, get_registry
-from frameselect.types import Answer, CandidatePool, Features, FrameSource, Query, Sample, SampleRecord, Selection, Span
+
+if TYPE_CHECKING:
+    from frameselect.types import Answer, CandidatePool, Features, FrameSource, Query, Sample, SampleRecord, Selection, Span
+
+_TYPES = frozenset({"Answer", "CandidatePool", "Features", "FrameSource", "Query", "Sample", "SampleRecord", "Selection", "Span"})
 
 _PART_PACKAGES = {
     "selectors": "selectors",
@@ -25,11 +32,13 @@ _PART_PACKAGES = {
 
 
 def __getattr__(name: str) -> object:
-    """Part packages load on first use: ``frameselect.selectors.names()``."""
-    if name in _PART_PACKAGES:
-        import importlib
+    """Part packages and core types load on first use: ``frameselect.selectors.names()``, ``frameselect.Query``."""
+    import importlib
 
+    if name in _PART_PACKAGES:
         return importlib.import_module(f"frameselect.{_PART_PACKAGES[name]}")
+    if name in _TYPES:
+        return getattr(importlib.import_module("frameselect.types"), name)
     raise AttributeError(f"module 'frameselect' has no attribute {name!r}")
 
 

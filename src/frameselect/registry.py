@@ -6,16 +6,22 @@ Third-party packages add parts through entry points in the group
 ``frameselect.<kind>`` (for example ``frameselect.selectors``); they are
 loaded the first time a registry is asked for its names or for a name it
 does not hold among the built-ins.
+
+Listing names is cheap: a registry that knows its built-in names (the
+static index in :mod:`frameselect._builtin_names`) lists them without
+importing the built-in modules; those load on the first ``get``, and
+before any plug-in loads, so plug-ins always see (and collide with) the
+built-ins exactly as when everything is imported up front.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import importlib
-from collections.abc import Callable, Iterator
-from importlib.metadata import entry_points
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Generic, TypeVar
 
+from frameselect._builtin_names import BUILTIN_NAMES
 from frameselect.errors import DuplicateNameError, UnknownNameError
 
 __all__ = ["Registry", "REGISTRIES", "get_registry"]
@@ -26,10 +32,12 @@ T = TypeVar("T")
 class Registry(Generic[T]):
     """Names → factories (classes or functions) for one kind of part."""
 
-    def __init__(self, kind: str, builtin_modules: tuple[str, ...] = ()) -> None:
+    def __init__(self, kind: str, builtin_modules: tuple[str, ...] = (), builtin_names: Iterable[str] | None = None) -> None:
         self.kind = kind
         self.group = f"frameselect.{kind}"
         self._builtin_modules = builtin_modules
+        #: names the built-in modules register, so listing need not import them (None: import to list)
+        self._builtin_names = None if builtin_names is None else frozenset(builtin_names)
         self._entries: dict[str, Callable[..., T]] = {}
         self._builtins_loaded = False
         self._plugins_loaded = False
@@ -67,7 +75,12 @@ class Registry(Generic[T]):
         if self._plugins_loaded:
             return
         self._plugins_loaded = True
-        for ep in entry_points(group=self.group):
+        from importlib.metadata import entry_points  # ~20 ms: only when plug-ins are looked for
+
+        found = list(entry_points(group=self.group))
+        if found:  # plug-ins load after the built-ins, whose names win
+            self._load_builtins()
+        for ep in found:
             if ep.name in self._entries:
                 continue
             try:
@@ -94,9 +107,13 @@ class Registry(Generic[T]):
         return self.get(name)(**params)
 
     def names(self, pattern: str = "*") -> list[str]:
-        self._load_builtins()
+        if self._builtin_names is None:
+            self._load_builtins()
         self._load_plugins()
-        return sorted(n for n in self._entries if fnmatch.fnmatchcase(n, pattern))
+        known = set(self._entries)
+        if not self._builtins_loaded and self._builtin_names is not None:
+            known |= self._builtin_names
+        return sorted(n for n in known if fnmatch.fnmatchcase(n, pattern))
 
     def __contains__(self, name: object) -> bool:
         if not isinstance(name, str):
@@ -122,12 +139,12 @@ def _qualname(obj: object) -> str:
     return f"{module}.{getattr(obj, '__qualname__', repr(obj))}"
 
 
-selectors: Registry[Any] = Registry("selectors", ("frameselect.selectors",))
-encoders: Registry[Any] = Registry("encoders", ("frameselect.encoders",))
-evaluators: Registry[Any] = Registry("evaluators", ("frameselect.evaluators",))
-datasets: Registry[Any] = Registry("datasets", ("frameselect.datasets",))
-answerers: Registry[Any] = Registry("answerers", ("frameselect.answerers",))
-routers: Registry[Any] = Registry("routers", ("frameselect.routing",))
+selectors: Registry[Any] = Registry("selectors", ("frameselect.selectors",), BUILTIN_NAMES["selectors"])
+encoders: Registry[Any] = Registry("encoders", ("frameselect.encoders",), BUILTIN_NAMES["encoders"])
+evaluators: Registry[Any] = Registry("evaluators", ("frameselect.evaluators",), BUILTIN_NAMES["evaluators"])
+datasets: Registry[Any] = Registry("datasets", ("frameselect.datasets",), BUILTIN_NAMES["datasets"])
+answerers: Registry[Any] = Registry("answerers", ("frameselect.answerers",), BUILTIN_NAMES["answerers"])
+routers: Registry[Any] = Registry("routers", ("frameselect.routing",), BUILTIN_NAMES["routers"])
 
 REGISTRIES: dict[str, Registry[Any]] = {r.kind: r for r in (selectors, encoders, evaluators, datasets, answerers, routers)}
 

@@ -6,11 +6,11 @@ import argparse
 import os
 
 from frameselect.commands._common import add_store_arg, parse_params
-from frameselect.report import markdown_table
 
 
 def run(args: argparse.Namespace) -> int:
     from frameselect.replay import replay
+    from frameselect.report import markdown_table
 
     if not os.path.exists(args.store):
         print(f"frameselect: error: no store at {args.store}")

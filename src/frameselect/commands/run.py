@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 
 from frameselect.commands._common import add_store_arg, parse_params
-from frameselect.report import markdown_table
 
 
 def run(args: argparse.Namespace) -> int:
     from frameselect.pipeline import evaluate
+    from frameselect.report import markdown_table
 
     params = parse_params(args.param)
     dataset = args.dataset
