@@ -123,8 +123,23 @@ def _update_arm_stats(arm: _Arm, known: dict[int, float]) -> None:
     if arm.scores:
         values = [s for _, s in arm.scores]
         arm.samples = len(values)
-        arm.mean = float(np.mean(values))
-        arm.variance = float(np.var(values)) if len(values) > 1 else 0.0
+        arm.mean, variance = _mean_var_as_numpy(values)
+        arm.variance = variance if len(values) > 1 else 0.0
+
+
+def _mean_var_as_numpy(values: list[float]) -> tuple[float, float]:
+    """``(float(np.mean(values)), float(np.var(values)))``, bit for bit, in plain Python for short lists.
+
+    An arm holds a handful of probes (3 by default) and there are hundreds of
+    arms: two numpy reductions per arm cost more than the rest of the stage.
+    Below 8 elements numpy's pairwise summation is the plain left-to-right
+    sum, which ``sum`` repeats; longer lists go to numpy.
+    """
+    n = len(values)
+    if n >= 8:
+        return float(np.mean(values)), float(np.var(values))
+    mean = sum(values) / n
+    return mean, sum([(v - mean) * (v - mean) for v in values]) / n
 
 
 def _update_ucb(arms: Sequence[_Arm], min_variance: float) -> None:
