@@ -165,10 +165,10 @@ def _coarse_sampling(arms: Sequence[_Arm], extra: int, rng: np.random.Generator)
     for arm in arms:
         centre = (arm.start + arm.end) // 2
         picked = [centre]
-        available = [i for i in range(arm.start, arm.end + 1) if i != centre]
-        if available:
-            draw = rng.choice(len(available), size=min(extra, len(available)), replace=False)
-            picked += [available[int(j)] for j in draw]
+        others = arm.end - arm.start  # the arm's frames but its centre, in order: position j is start + j, one further from the centre on
+        if others:
+            draw = rng.choice(others, size=min(extra, others), replace=False)
+            picked += [arm.start + j + (arm.start + j >= centre) for j in draw.tolist()]
         arm.sampled = picked
         out += picked
     return out
@@ -233,7 +233,12 @@ def _final_allocation(arms: Sequence[_Arm], remaining: int, selected: list[int],
     current = set(selected)
 
     def respects_gap(c: int) -> bool:
-        return gap <= 0 or all(abs(c - f) >= gap for f in current)
+        # no chosen frame f with |c - f| < gap: look up the 2 gap - 1 frames around c, or scan the chosen, whichever is fewer
+        if gap <= 0:
+            return True
+        if 2 * gap - 1 < len(current):
+            return not any(f in current for f in range(c - gap + 1, c + gap))
+        return all(abs(c - f) >= gap for f in current)
 
     def draw_uniform(available: list[int], need: int) -> list[int]:
         spaced = [c for c in available if respects_gap(c)] if gap > 0 else available
@@ -243,8 +248,9 @@ def _final_allocation(arms: Sequence[_Arm], remaining: int, selected: list[int],
 
     def draw_softmax(scored: list[tuple[int, float]], need: int) -> list[int]:
         values = np.array([v for _, v in scored], dtype=np.float64)
-        if values.max() > values.min():
-            values = (values - values.min()) / (values.max() - values.min())
+        lo, hi = values.min(), values.max()
+        if hi > lo:
+            values = (values - lo) / (hi - lo)
         else:
             values = np.ones_like(values)
         logits = values / max(1e-12, p.temperature)
