@@ -14,8 +14,9 @@ A second table times AKS, BOLT, MDP3 and FOCUS against re-statements of their
 reference code (``_reference_impls.py``: the reference's own libraries, numpy
 or float32 torch on one thread) on the same inputs: our selector in
 ``reference_exact`` mode, the reference, their ratio, and whether both return
-the same frames. References slower than 5 s run once (MDP3's takes minutes at
-N = 3,600). ``--no-reference`` skips the table.
+the same frames; the two alternate, and the ratio is the median of the
+per-pair ratios. References slower than 5 s run once (MDP3's takes one to
+three minutes at N = 3,600). ``--no-reference`` skips the table.
 """
 
 from __future__ import annotations
@@ -95,23 +96,38 @@ def time_selector(name: str, pool: CandidatePool, query: Query, k: int, features
     return statistics.median(times)
 
 
-def _time_call(call: Any, repeats: int) -> tuple[float, Any]:
-    """Median seconds of ``call()`` (one warm-up unless the first call took over 5 s) and its last result."""
-    start = time.perf_counter()
-    result = call()
-    first = time.perf_counter() - start
-    if first > 5.0:
-        return first, result
-    times = []
-    for _ in range(1 if first > 1.0 else repeats):
+def _time_pair(ours: Any, theirs: Any, repeats: int) -> tuple[float, float, float, Any, Any]:
+    """Our and the reference's median seconds, the median of their per-pair ratios, and both results.
+
+    The two calls alternate (one warm-up each), so a change in the machine's
+    load hits both alike; a reference slower than 5 s runs once, after ours.
+    """
+
+    def timed(call: Any) -> tuple[float, Any]:
         start = time.perf_counter()
         result = call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
+        return time.perf_counter() - start, result
+
+    our_s, our_out = timed(ours)
+    ref_s, ref_out = timed(theirs)
+    if ref_s > 5.0:
+        return our_s, ref_s, ref_s / our_s, our_out, ref_out
+    pairs = []
+    for _ in range(1 if ref_s > 1.0 else max(repeats, 11)):
+        our_s, our_out = timed(ours)
+        ref_s, ref_out = timed(theirs)
+        pairs.append((our_s, ref_s))
+    return (
+        statistics.median(o for o, _ in pairs),
+        statistics.median(r for _, r in pairs),
+        statistics.median(r / o for o, r in pairs),
+        our_out,
+        ref_out,
+    )
 
 
-def reference_rows(names: list[str], pool: CandidatePool, k: int, arrays: dict[str, Any], repeats: int) -> list[tuple[str, float, float, bool]]:
-    """(name, our seconds, reference seconds, same frames) for each selector with a re-stated reference."""
+def reference_rows(names: list[str], pool: CandidatePool, k: int, arrays: dict[str, Any], repeats: int) -> list[tuple[str, float, float, float, bool]]:
+    """(name, our seconds, reference seconds, ratio, same frames) for each selector with a re-stated reference."""
     import _reference_impls as ref
 
     scores = arrays["scores"]
@@ -137,18 +153,17 @@ def reference_rows(names: list[str], pool: CandidatePool, k: int, arrays: dict[s
         cases["mdp3"] = (ours("mdp3", embedded), lambda: ref.mdp3_reference(emb, text, k))
     rows = []
     for name in sorted(set(cases) & set(names)):
-        our_call, ref_call = cases[name]
-        our_s, our_out = _time_call(our_call, repeats)
-        ref_s, ref_out = _time_call(ref_call, repeats)
-        rows.append((name, our_s, ref_s, [int(i) for i in our_out] == [int(i) for i in ref_out]))
+        our_s, ref_s, ratio, our_out, ref_out = _time_pair(*cases[name], repeats)
+        rows.append((name, our_s, ref_s, ratio, [int(i) for i in our_out] == [int(i) for i in ref_out]))
     return rows
 
 
-def print_reference_rows(rows: list[tuple[str, float, float, bool]]) -> None:
-    print("# against the reference code (ours in reference_exact mode; same inputs; FOCUS with default_rng(42))")
+def print_reference_rows(rows: list[tuple[str, float, float, float, bool]]) -> None:
+    print("# against the reference code: ours in reference_exact mode, same inputs (FOCUS: default_rng(42)), calls alternating;")
+    print("# medians of the times and of the per-pair ratios")
     print(f"{'selector':<10}  {'ours ms':>10}  {'reference ms':>13}  {'x faster':>9}  same frames")
-    for name, our_s, ref_s, same in rows:
-        print(f"{name:<10}  {our_s * 1000:>10.3f}  {ref_s * 1000:>13.3f}  {ref_s / our_s:>9.1f}  {'yes' if same else 'NO'}")
+    for name, our_s, ref_s, ratio, same in rows:
+        print(f"{name:<10}  {our_s * 1000:>10.3f}  {ref_s * 1000:>13.3f}  {ratio:>9.1f}  {'yes' if same else 'NO'}")
 
 
 def _pin_one_core() -> str:
