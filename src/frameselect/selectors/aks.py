@@ -26,14 +26,23 @@ def _top_order(scores: NDArray[np.float64]) -> NDArray[np.intp]:
     return np.argsort(-scores, kind="stable")
 
 
-def _segment_order(order: NDArray[np.intp], start: int, stop: int) -> NDArray[np.intp]:
-    """``start + _top_order(scores[start:stop])``, read off the whole pool's order.
+def _ranks(scores: NDArray[np.float64]) -> NDArray[np.intp]:
+    """Each position's place in :func:`_top_order` (0 for the highest score)."""
+    order = _top_order(scores)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.shape[0])
+    return rank
+
+
+def _segment_order(rank: NDArray[np.intp], start: int, stop: int) -> NDArray[np.intp]:
+    """``start + _top_order(scores[start:stop])``, from the whole pool's ranks.
 
     Ordering by (descending score, position) restricted to a segment is the
-    segment's own order, so one sort of the pool serves every segment (the
-    recursion visits about 3 k of them; sorting each was most of the cost).
+    segment's own order, so sorting the segment's (distinct) ranks gives it
+    without comparing scores again; one sort of the pool serves every
+    segment the recursion visits.
     """
-    return order[(order >= start) & (order < stop)]
+    return start + np.argsort(rank[start:stop])
 
 
 def _mean(values: NDArray[np.float64]) -> float:
@@ -65,7 +74,7 @@ def aks_leaves(scores: NDArray[np.float64], m: int, t1: float = 0.8, t2: float =
     [(0, 1, 2), (1, 2, 2), (2, 3, 2), (3, 5, 2)]
     """
     scores = np.asarray(scores, dtype=np.float64)
-    order = _top_order(scores)
+    rank = _ranks(scores)
     leaves: list[tuple[int, int, int]] = []
     level = [(0, len(scores))]
     depth = 0
@@ -75,7 +84,7 @@ def aks_leaves(scores: NDArray[np.float64], m: int, t1: float = 0.8, t2: float =
             if stop <= start:
                 continue
             seg = scores[start:stop]
-            top = scores[_segment_order(order, start, stop)[:m]]
+            top = scores[_segment_order(rank, start, stop)[:m]]
             # the same reductions, on the same values in the same order, as the reference
             mean_diff = _mean(top) - _mean(seg)
             if (mean_diff > t1 and _std(seg) > t2) or depth >= all_depth:
@@ -106,11 +115,11 @@ def aks_select(scores: NDArray[np.float64], m: int, ratio: int = 1, t1: float = 
     if count < m:
         return [int(i) for i in frames]
     norm = normalize_minmax(scores[frames])
-    order = _top_order(norm)
+    rank = _ranks(norm)
     out: list[int] = []
     for start, stop, depth in aks_leaves(norm, m, t1, t2, all_depth):
         take = int(m / 2**depth)
-        out += [int(frames[j]) for j in _segment_order(order, start, stop)[:take]]
+        out += [int(frames[j]) for j in _segment_order(rank, start, stop)[:take]]
     return sorted(out)
 
 
