@@ -3,8 +3,8 @@
     .venv/bin/python benchmarks/startup.py [--runs 7] [--importtime]
 
 Each command runs ``--runs`` times in a fresh interpreter, interleaved; the
-table gives the median wall time and the median CPU time (user + system) of
-the child, beside two baselines measured in the same run: an empty
+table gives the median wall time and the median user, system and total CPU
+time of the child, beside two baselines measured in the same run: an empty
 interpreter and ``import numpy``. CPU time is the figure to compare on a
 loaded machine, where wall time includes waiting for a core. The console
 script ``frameselect`` is ``frameselect.cli:main``, run here as
@@ -49,20 +49,19 @@ def _use_source(path: str) -> None:
     SRC = os.path.abspath(path)
 
 
-def run_once(code: str, extra: tuple[str, ...] = ()) -> tuple[float, float, str]:
-    """Wall seconds, child CPU seconds (user + system) and stderr of one fresh interpreter running ``code``."""
+def run_once(code: str, extra: tuple[str, ...] = ()) -> tuple[float, float, float, str]:
+    """Wall seconds, the child's user and system CPU seconds, and its stderr, for one fresh interpreter running ``code``."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run([sys.executable, *extra, "-c", code], capture_output=True, text=True, env=_env(), check=True)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu, done.stderr
+    return wall, after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime, done.stderr
 
 
 def slowest_imports(code: str, top: int) -> list[tuple[int, str]]:
     """(cumulative microseconds, module) of the ``top`` slowest top-level imports, from ``-X importtime``."""
-    _, _, err = run_once(code, ("-X", "importtime"))
+    *_, err = run_once(code, ("-X", "importtime"))
     rows = []
     for line in err.splitlines():
         if not line.startswith("import time:") or "cumulative" in line:
@@ -79,20 +78,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--src", default=SRC, help="the package's source folder to time, e.g. another checkout's (default: this one's)")
     args = parser.parse_args(argv)
     _use_source(args.src)
-    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in COMMANDS}
+    samples: dict[str, list[tuple[float, float, float]]] = {name: [] for name in COMMANDS}
     for code in COMMANDS.values():  # warm the file cache and bytecode once
         run_once(code)
     for _ in range(args.runs):
         for name, code in COMMANDS.items():
-            wall, cpu, _ = run_once(code)
-            samples[name].append((wall, cpu))
+            wall, user, system, _ = run_once(code)
+            samples[name].append((wall, user, system))
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(
         f"# start-up of {SRC}: median of {args.runs} fresh interpreters each, interleaved; python {sys.version.split()[0]}; load average {load:.1f} on {os.cpu_count()} CPUs"
     )
-    print(f"{'command':<28}  {'wall ms':>8}  {'cpu ms':>8}")
+    print(f"{'command':<28}  {'wall ms':>8}  {'user ms':>8}  {'sys ms':>8}  {'cpu ms':>8}")
     for name, runs in samples.items():
-        print(f"{name:<28}  {statistics.median(w for w, _ in runs) * 1000:>8.0f}  {statistics.median(c for _, c in runs) * 1000:>8.0f}")
+        wall, user, system, cpu = (statistics.median(v) * 1000 for v in zip(*((w, u, s, u + s) for w, u, s in runs)))
+        print(f"{name:<28}  {wall:>8.0f}  {user:>8.0f}  {system:>8.0f}  {cpu:>8.0f}")
     if args.importtime:
         print("# slowest imports of 'frameselect list selectors' (cumulative ms, -X importtime)")
         for micros, module in slowest_imports(COMMANDS["frameselect list selectors"], 12):
