@@ -224,7 +224,7 @@ def _estimate(arm: _Arm, method: str) -> dict[int, float]:
         est = np.clip(est, 0.0, 1.0)
     except Exception:  # as the reference: any failure falls back to the arm's mean score
         est = np.full_like(cands, float(np.mean(ys)))
-    return {int(c): float(v) for c, v in zip(cands, est, strict=True)}
+    return dict(zip(range(arm.start, arm.end + 1), est.tolist(), strict=True))
 
 
 def _final_allocation(arms: Sequence[_Arm], remaining: int, selected: list[int], plan: FocusPlan, p: FOCUS, rng: np.random.Generator) -> list[int]:
@@ -299,7 +299,7 @@ def focus_select(scores: NDArray[np.float64], timestamps: NDArray[np.float64], d
     arms = [_Arm(a, b) for a, b in focus_arms(timestamps, plan.coarse_stride, plan.fps)]
     # stage 1: coarse probes; each arm keeps its probes' scores
     coarse = _coarse_sampling(arms, p.extra_samples_per_region, rng)
-    known = {i: float(scores[i]) for i in coarse}
+    known = dict(zip(coarse, scores[coarse].tolist(), strict=True))
     for arm in arms:
         _update_arm_stats(arm, known)
     _update_ucb(arms, p.min_variance_threshold)
@@ -309,7 +309,7 @@ def focus_select(scores: NDArray[np.float64], timestamps: NDArray[np.float64], d
     zoom = min(max(p.min_zoom_segments, int(np.ceil(len(arms) * p.zoom_ratio))), len(arms))
     promising = [arms[i] for i in _by_ucb(arms)[:zoom]]
     fine = _fine_sampling(promising, n, plan, set(coarse), p.fine_uniform_ratio, rng)
-    known.update((i, float(scores[i])) for i in fine)
+    known.update(zip(fine, scores[fine].tolist(), strict=True))
     # stage 4: the top ``top_ratio`` probed frames, then the rest spread over the best arms by UCB
     selected: list[int] = []
     if known and k > 0:
