@@ -4,8 +4,9 @@
 >>> "uniform" in frameselect.selectors.names()
 True
 
-Importing the package imports no torch; heavy parts load their frameworks
-only when they are created.
+Importing the package imports no torch, nor numpy: heavy parts load their
+frameworks only when they are created, and the core types (which hold numpy
+arrays) and ``evaluate`` on first use.
 """
 
 from typing import TYPE_CHECKING
@@ -13,7 +14,12 @@ from typing import TYPE_CHECKING
 from frameselect._version import __version__
 from frameselect.errors import FrameselectError, UnknownNameError
 from frameselect.registry import REGISTRIES, Registry, get_registry
-from frameselect.types import Answer, CandidatePool, Features, FrameSource, InMemoryFrames, Query, Sample, SampleRecord, Selection, Span
+
+if TYPE_CHECKING:  # static tools and IDEs see the real names and signatures; at run time they load on first use
+    from frameselect.pipeline import evaluate
+    from frameselect.types import Answer, CandidatePool, Features, FrameSource, InMemoryFrames, Query, Sample, SampleRecord, Selection, Span
+
+_TYPES = frozenset({"Answer", "CandidatePool", "Features", "FrameSource", "InMemoryFrames", "Query", "Sample", "SampleRecord", "Selection", "Span"})
 
 _PART_PACKAGES = {
     "selectors": "selectors",
@@ -26,12 +32,8 @@ _PART_PACKAGES = {
 }
 
 
-if TYPE_CHECKING:  # static tools and IDEs see the real signature; at run time it loads on first use
-    from frameselect.pipeline import evaluate
-
-
 def __getattr__(name: str) -> object:
-    """Part packages and ``evaluate`` load on first use: ``frameselect.selectors.names()``.
+    """Part packages, core types and ``evaluate`` load on first use: ``frameselect.selectors.names()``, ``frameselect.Query``.
 
     ``frameselect.evaluate`` is :func:`frameselect.pipeline.evaluate` itself,
     with its real signature and docstring.
@@ -40,6 +42,8 @@ def __getattr__(name: str) -> object:
 
     if name in _PART_PACKAGES:
         return importlib.import_module(f"frameselect.{_PART_PACKAGES[name]}")
+    if name in _TYPES:
+        return getattr(importlib.import_module("frameselect.types"), name)
     if name == "evaluate":
         return importlib.import_module("frameselect.pipeline").evaluate
     raise AttributeError(f"module 'frameselect' has no attribute {name!r}")

@@ -12,20 +12,27 @@ plug-in name that collides with a built-in, with a part registered in this
 process, or with another plug-in is a :class:`DuplicateNameError` naming
 both. Plug-ins are imported the first time a registry lists its names or is
 asked for a name it does not hold among the built-ins.
+
+Listing names is cheap: a registry that knows its built-in names (the
+static index in :mod:`frameselect._builtin_names`) lists them without
+importing the built-in modules, unless plug-ins are installed; the modules
+load on the first ``get``, and always before any plug-in loads.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import importlib
-from collections.abc import Callable, Iterator
-from importlib.metadata import EntryPoint, entry_points
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from frameselect._builtin_names import BUILTIN_NAMES
 from frameselect.errors import DuplicateNameError, PartConfigError, UnknownNameError
 from frameselect.parts import Part, parameter_names
 
 if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
     from frameselect.answerers.base import Answerer
     from frameselect.datasets.base import Dataset
     from frameselect.encoders.base import Encoder
@@ -41,10 +48,12 @@ T = TypeVar("T")
 class Registry(Generic[T]):
     """Names → factories (classes or functions) for one kind of part."""
 
-    def __init__(self, kind: str, builtin_modules: tuple[str, ...] = ()) -> None:
+    def __init__(self, kind: str, builtin_modules: tuple[str, ...] = (), builtin_names: Iterable[str] | None = None) -> None:
         self.kind = kind
         self.group = f"frameselect.{kind}"
         self._builtin_modules = builtin_modules
+        #: names the built-in modules register, so listing need not import them (None: import to list)
+        self._builtin_names = None if builtin_names is None else frozenset(builtin_names)
         self._entries: dict[str, Callable[..., T]] = {}
         self._builtins_loaded = False
         self._plugins: dict[str, EntryPoint] | None = None
@@ -124,11 +133,12 @@ class Registry(Generic[T]):
             )
 
     def _load_plugins(self) -> None:
-        self._load_builtins()
         self._scan_plugins()
         if self._plugins_loaded:
             return
         self._plugins_loaded = True
+        if self._plugins or self._builtin_names is None:
+            self._load_builtins()  # plug-ins load after the built-ins, so a clash is always seen
         for name in list(self._plugins or {}):
             self._load_plugin(name)
 
@@ -159,7 +169,10 @@ class Registry(Generic[T]):
 
     def names(self, pattern: str = "*") -> list[str]:
         self._load_plugins()
-        return sorted(n for n in self._entries if fnmatch.fnmatchcase(n, pattern))
+        known = set(self._entries)
+        if not self._builtins_loaded and self._builtin_names is not None:
+            known |= self._builtin_names
+        return sorted(n for n in known if fnmatch.fnmatchcase(n, pattern))
 
     def __contains__(self, name: object) -> bool:
         if not isinstance(name, str):
@@ -185,6 +198,13 @@ def _qualname(obj: object) -> str:
     return f"{module}.{getattr(obj, '__qualname__', repr(obj))}"
 
 
+def entry_points(group: str) -> list[EntryPoint]:
+    """The installed entry points of ``group`` (importlib.metadata, ~20 ms, imported once a registry is used)."""
+    from importlib.metadata import entry_points as installed
+
+    return list(installed(group=group))
+
+
 def _target(obj: object) -> str:
     """``module:qualname``, as an entry point names an object."""
     return f"{getattr(obj, '__module__', '?')}:{getattr(obj, '__qualname__', '?')}"
@@ -206,12 +226,12 @@ def _describe(ep: EntryPoint) -> str:
     return f"{ep.name} = {ep.value!r}{where}"
 
 
-selectors: Registry[Selector] = Registry("selectors", ("frameselect.selectors",))
-encoders: Registry[Encoder] = Registry("encoders", ("frameselect.encoders",))
-evaluators: Registry[Evaluator] = Registry("evaluators", ("frameselect.evaluators",))
-datasets: Registry[Dataset] = Registry("datasets", ("frameselect.datasets",))
-answerers: Registry[Answerer] = Registry("answerers", ("frameselect.answerers",))
-routers: Registry[Router] = Registry("routers", ("frameselect.routing",))
+selectors: Registry[Selector] = Registry("selectors", ("frameselect.selectors",), BUILTIN_NAMES["selectors"])
+encoders: Registry[Encoder] = Registry("encoders", ("frameselect.encoders",), BUILTIN_NAMES["encoders"])
+evaluators: Registry[Evaluator] = Registry("evaluators", ("frameselect.evaluators",), BUILTIN_NAMES["evaluators"])
+datasets: Registry[Dataset] = Registry("datasets", ("frameselect.datasets",), BUILTIN_NAMES["datasets"])
+answerers: Registry[Answerer] = Registry("answerers", ("frameselect.answerers",), BUILTIN_NAMES["answerers"])
+routers: Registry[Router] = Registry("routers", ("frameselect.routing",), BUILTIN_NAMES["routers"])
 
 REGISTRIES: dict[str, Registry[Any]] = {r.kind: r for r in (selectors, encoders, evaluators, datasets, answerers, routers)}
 

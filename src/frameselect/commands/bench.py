@@ -10,8 +10,18 @@ only that selector. See :mod:`frameselect.bench.runner`.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
+
+#: :class:`frameselect.bench.runner.BenchConfig`'s defaults and ``default_store()``, spelled out so that
+#: building the parser imports no evaluator (a test keeps them equal)
+N_VIDEOS = 9
+MINUTES = 3.0
+
+
+def default_store() -> str:
+    return os.environ.get("FRAMESELECT_BENCH_STORE", "frameselect-bench.sqlite")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,8 +77,6 @@ def _write_report(args: argparse.Namespace) -> None:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    from frameselect.bench.runner import BenchConfig, default_store
-
     p = sub.add_parser("bench", help="the default benchmark: every selector on the offline haystack suite, real models")
     p.add_argument("--k", "-k", type=int, action="append", help="frame budget (repeatable; default: 8 and 16)")
     p.add_argument("--selector", "-s", action="append", help="only selectors matching this name or pattern (repeatable, comma-separated, wildcards)")
@@ -88,8 +96,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument(
         "--cache-dir", default=None, help="cache folder: suite in <dir>/bench, features in <dir>/features (default: ~/.cache/frameselect or $FRAMESELECT_CACHE)"
     )
-    p.add_argument("--n-videos", type=int, default=BenchConfig.n_videos, help="videos in the suite (default: %(default)s)")
-    p.add_argument("--minutes", type=float, default=BenchConfig.minutes, help="minutes per video (default: %(default)s)")
+    p.add_argument("--n-videos", type=int, default=N_VIDEOS, help="videos in the suite (default: %(default)s)")
+    p.add_argument("--minutes", type=float, default=MINUTES, help="minutes per video (default: %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="suite and selection seed (default: %(default)s)")
     p.add_argument("--pool", default="fps=1.0", help="candidate pool policy (default: %(default)s)")
     p.add_argument("--query-aware", default="topk", help="query-aware selector followed in the rank summary (default: %(default)s)")

@@ -7,11 +7,11 @@ import os
 
 from frameselect.commands._common import add_store_arg, parse_params, report_failures
 from frameselect.errors import ConfigError
-from frameselect.report import markdown_table
 
 
 def run(args: argparse.Namespace) -> int:
     from frameselect.replay import replay
+    from frameselect.report import markdown_table
 
     if not os.path.exists(args.store):
         raise ConfigError(f"no store at {args.store} (--store, or $FRAMESELECT_STORE)")

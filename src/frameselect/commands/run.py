@@ -12,7 +12,6 @@ from typing import Any
 
 from frameselect.commands._common import add_store_arg, parse_params, report_failures
 from frameselect.errors import ConfigError
-from frameselect.report import markdown_table
 
 
 def selector_params_for(names: Sequence[str], params: dict[str, Any]) -> dict[str, Any]:
@@ -67,6 +66,7 @@ def _plans(args: argparse.Namespace) -> list[Any]:
 
 def run(args: argparse.Namespace) -> int:
     from frameselect.pipeline import run_plan
+    from frameselect.report import markdown_table
 
     plans = _plans(args)  # every run validated before the first starts
     results, rows, counter_rows, breakdown_rows = [], [], [], []

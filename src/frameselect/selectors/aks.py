@@ -7,6 +7,7 @@ CVPR 2025. Reference code: github.com/ncTimTang/AKS (commit 4667501),
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -26,6 +27,37 @@ def _top_order(scores: NDArray[np.float64]) -> NDArray[np.intp]:
     return np.argsort(-scores, kind="stable")
 
 
+def _ranks(scores: NDArray[np.float64]) -> NDArray[np.intp]:
+    """Each position's place in :func:`_top_order` (0 for the highest score)."""
+    order = _top_order(scores)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.shape[0])
+    return rank
+
+
+def _segment_order(rank: NDArray[np.intp], start: int, stop: int) -> NDArray[np.intp]:
+    """``start + _top_order(scores[start:stop])``, from the whole pool's ranks.
+
+    Ordering by (descending score, position) restricted to a segment is the
+    segment's own order, so sorting the segment's (distinct) ranks gives it
+    without comparing scores again; one sort of the pool serves every
+    segment the recursion visits.
+    """
+    return start + np.argsort(rank[start:stop])
+
+
+def _mean(values: NDArray[np.float64]) -> float:
+    """``float(np.mean(values))`` without its dispatch: the same reduction and division (NaN when empty)."""
+    n = values.shape[0]
+    return float(values.sum()) / n if n else math.nan
+
+
+def _std(values: NDArray[np.float64]) -> float:
+    """``float(np.std(values))`` without its dispatch: deviations from the same mean, squared, summed, divided, rooted."""
+    dev = values - _mean(values)
+    return math.sqrt(float((dev * dev).sum()) / values.shape[0])
+
+
 def aks_leaves(scores: NDArray[np.float64], m: int, t1: float = 0.8, t2: float = -100.0, all_depth: int = 5) -> list[tuple[int, int, int]]:
     """The leaf segments ``(start, stop, depth)`` of AKS's recursive halving.
 
@@ -42,6 +74,8 @@ def aks_leaves(scores: NDArray[np.float64], m: int, t1: float = 0.8, t2: float =
     >>> aks_leaves(np.array([0.0, 0.0, 0.0, 0.0, 1.0]), 1, all_depth=2)  # 1 - 1/5 is not > 0.8
     [(0, 1, 2), (1, 2, 2), (2, 3, 2), (3, 5, 2)]
     """
+    scores = np.asarray(scores, dtype=np.float64)
+    rank = _ranks(scores)
     leaves: list[tuple[int, int, int]] = []
     level = [(0, len(scores))]
     depth = 0
@@ -51,10 +85,10 @@ def aks_leaves(scores: NDArray[np.float64], m: int, t1: float = 0.8, t2: float =
             if stop <= start:
                 continue
             seg = scores[start:stop]
-            top = seg[_top_order(seg)[:m]]
+            top = scores[_segment_order(rank, start, stop)[:m]]
             # the same reductions, on the same values in the same order, as the reference
-            mean_diff = float(np.mean(top) - np.mean(seg))
-            if (mean_diff > t1 and float(np.std(seg)) > t2) or depth >= all_depth:
+            mean_diff = _mean(top) - _mean(seg)
+            if (mean_diff > t1 and _std(seg) > t2) or depth >= all_depth:
                 leaves.append((start, stop, depth))
             else:
                 mid = start + (stop - start) // 2
@@ -82,11 +116,11 @@ def aks_select(scores: NDArray[np.float64], m: int, ratio: int = 1, t1: float = 
     if count < m:
         return [int(i) for i in frames]
     norm = normalize_minmax(scores[frames])
+    rank = _ranks(norm)
     out: list[int] = []
     for start, stop, depth in aks_leaves(norm, m, t1, t2, all_depth):
         take = int(m / 2**depth)
-        seg = norm[start:stop]
-        out += [int(frames[start + j]) for j in _top_order(seg)[:take]]
+        out += [int(frames[j]) for j in _segment_order(rank, start, stop)[:take]]
     return sorted(out)
 
 

@@ -124,8 +124,23 @@ def _update_arm_stats(arm: _Arm, known: dict[int, float]) -> None:
     if arm.scores:
         values = [s for _, s in arm.scores]
         arm.samples = len(values)
-        arm.mean = float(np.mean(values))
-        arm.variance = float(np.var(values)) if len(values) > 1 else 0.0
+        arm.mean, variance = _mean_var_as_numpy(values)
+        arm.variance = variance if len(values) > 1 else 0.0
+
+
+def _mean_var_as_numpy(values: list[float]) -> tuple[float, float]:
+    """``(float(np.mean(values)), float(np.var(values)))``, bit for bit, in plain Python for short lists.
+
+    An arm holds a handful of probes (3 by default) and there are hundreds of
+    arms: two numpy reductions per arm cost more than the rest of the stage.
+    Below 8 elements numpy's pairwise summation is the plain left-to-right
+    sum, which ``sum`` repeats; longer lists go to numpy.
+    """
+    n = len(values)
+    if n >= 8:
+        return float(np.mean(values)), float(np.var(values))
+    mean = sum(values) / n
+    return mean, sum([(v - mean) * (v - mean) for v in values]) / n
 
 
 def _update_ucb(arms: Sequence[_Arm], min_variance: float) -> None:
@@ -151,10 +166,10 @@ def _coarse_sampling(arms: Sequence[_Arm], extra: int, rng: np.random.Generator)
     for arm in arms:
         centre = (arm.start + arm.end) // 2
         picked = [centre]
-        available = [i for i in range(arm.start, arm.end + 1) if i != centre]
-        if available:
-            draw = rng.choice(len(available), size=min(extra, len(available)), replace=False)
-            picked += [available[int(j)] for j in draw]
+        others = arm.end - arm.start  # the arm's frames but its centre, in order: position j is start + j, one further from the centre on
+        if others:
+            draw = rng.choice(others, size=min(extra, others), replace=False)
+            picked += [arm.start + j + (arm.start + j >= centre) for j in draw.tolist()]
         arm.sampled = picked
         out += picked
     return out
@@ -210,7 +225,7 @@ def _estimate(arm: _Arm, method: str) -> dict[int, float]:
         est = np.clip(est, 0.0, 1.0)
     except Exception:  # as the reference: any failure falls back to the arm's mean score
         est = np.full_like(cands, float(np.mean(ys)))
-    return {int(c): float(v) for c, v in zip(cands, est, strict=True)}
+    return dict(zip(range(arm.start, arm.end + 1), est.tolist(), strict=True))
 
 
 def _final_allocation(arms: Sequence[_Arm], remaining: int, selected: list[int], plan: FocusPlan, p: FOCUS, rng: np.random.Generator) -> list[int]:
@@ -219,7 +234,12 @@ def _final_allocation(arms: Sequence[_Arm], remaining: int, selected: list[int],
     current = set(selected)
 
     def respects_gap(c: int) -> bool:
-        return gap <= 0 or all(abs(c - f) >= gap for f in current)
+        # no chosen frame f with |c - f| < gap: look up the 2 gap - 1 frames around c, or scan the chosen, whichever is fewer
+        if gap <= 0:
+            return True
+        if 2 * gap - 1 < len(current):
+            return not any(f in current for f in range(c - gap + 1, c + gap))
+        return all(abs(c - f) >= gap for f in current)
 
     def draw_uniform(available: list[int], need: int) -> list[int]:
         spaced = [c for c in available if respects_gap(c)] if gap > 0 else available
@@ -229,8 +249,9 @@ def _final_allocation(arms: Sequence[_Arm], remaining: int, selected: list[int],
 
     def draw_softmax(scored: list[tuple[int, float]], need: int) -> list[int]:
         values = np.array([v for _, v in scored], dtype=np.float64)
-        if values.max() > values.min():
-            values = (values - values.min()) / (values.max() - values.min())
+        lo, hi = values.min(), values.max()
+        if hi > lo:
+            values = (values - lo) / (hi - lo)
         else:
             values = np.ones_like(values)
         logits = values / max(1e-12, p.temperature)
@@ -279,7 +300,7 @@ def focus_select(scores: NDArray[np.float64], timestamps: NDArray[np.float64], d
     arms = [_Arm(a, b) for a, b in focus_arms(timestamps, plan.coarse_stride, plan.fps)]
     # stage 1: coarse probes; each arm keeps its probes' scores
     coarse = _coarse_sampling(arms, p.extra_samples_per_region, rng)
-    known = {i: float(scores[i]) for i in coarse}
+    known = dict(zip(coarse, scores[coarse].tolist(), strict=True))
     for arm in arms:
         _update_arm_stats(arm, known)
     _update_ucb(arms, p.min_variance_threshold)
@@ -289,7 +310,7 @@ def focus_select(scores: NDArray[np.float64], timestamps: NDArray[np.float64], d
     zoom = min(max(p.min_zoom_segments, int(np.ceil(len(arms) * p.zoom_ratio))), len(arms))
     promising = [arms[i] for i in _by_ucb(arms)[:zoom]]
     fine = _fine_sampling(promising, n, plan, set(coarse), p.fine_uniform_ratio, rng)
-    known.update((i, float(scores[i])) for i in fine)
+    known.update(zip(fine, scores[fine].tolist(), strict=True))
     # stage 4: the top ``top_ratio`` probed frames, then the rest spread over the best arms by UCB
     selected: list[int] = []
     if known and k > 0:
