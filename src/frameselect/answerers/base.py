@@ -51,6 +51,8 @@ class Answerer:
     is_oracle: ClassVar[bool] = False
     #: the backend looks at pixels (replay decodes the selected frames for it)
     needs_frames: ClassVar[bool] = True
+    #: the backend gives log-probabilities of the options (:meth:`option_logprobs`)
+    has_option_logprobs: ClassVar[bool] = False
 
     @property
     def name(self) -> str:
@@ -66,3 +68,11 @@ class Answerer:
 
     def answer(self, requests: Sequence[AnswerRequest]) -> list[Answer]:
         raise NotImplementedError
+
+    def option_logprobs(self, requests: Sequence[AnswerRequest]) -> list[NDArray[np.float64]]:
+        """Log-probabilities of each request's options (one array of length ``len(options)``, log-sum-exp 0).
+
+        The negative log-likelihood of the right option is ``-lp[answer index]``.
+        Only backends with ``has_option_logprobs`` implement it.
+        """
+        raise NotImplementedError(f"answerer {self.name!r} gives no option log-probabilities; use one with has_option_logprobs (e.g. label_ocr_reader, qwen2_vl)")

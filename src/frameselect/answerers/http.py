@@ -180,6 +180,8 @@ class OpenAIHTTPAnswerer(Answerer):
     """
 
     needs_frames = True
+    #: from the first token's ``top_logprobs`` (vLLM, SGLang, OpenAI); a server without them fails the first request
+    has_option_logprobs = True
 
     def __init__(
         self,
@@ -255,6 +257,33 @@ class OpenAIHTTPAnswerer(Answerer):
         urls = [encode_image(frame, self.image_format, self.jpeg_quality) for frame in request.frames()]
         messages = build_messages(request.sample.query, request.timestamps, urls, self.system_prompt)
         return {"model": self.model, "messages": messages, "max_tokens": self.max_tokens, "temperature": self.temperature, "stream": False}
+
+    def option_logprobs(self, requests: Sequence[AnswerRequest]) -> list[NDArray[np.float64]]:
+        """Option log-probabilities from the first generated token's ``top_logprobs``
+        (see :func:`frameselect.answerers._logprobs.openai_option_logprobs`); one token generated."""
+        from frameselect.answerers._logprobs import openai_option_logprobs
+
+        out = []
+        for r in requests:
+            n = len(r.sample.query.options)
+            body = {**self.request_body(r), "max_tokens": 1, "logprobs": True, "top_logprobs": min(20, max(5, n))}
+            out.append(openai_option_logprobs(self._post_retrying(json.dumps(body).encode("utf-8")), n))
+        return out
+
+    def _post_retrying(self, body: bytes) -> dict[str, Any]:
+        """``_post`` with the answer path's retries; the last failure raises :class:`AnswererError`."""
+        from frameselect.errors import AnswererError
+
+        for attempt in range(self.max_retries + 1):
+            try:
+                return self._post(body)
+            except _Fatal as exc:
+                raise AnswererError(f"{exc} (not retried)") from None
+            except _Retryable as exc:
+                if attempt == self.max_retries:
+                    raise AnswererError(f"failed after {self.max_retries + 1} tries: {exc}") from None
+                time.sleep(self._backoff(attempt, exc.retry_after))
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _answer_one(self, request: AnswerRequest) -> Answer:
         start = time.monotonic()
