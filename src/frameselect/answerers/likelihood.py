@@ -47,17 +47,22 @@ def option_logprobs_batch(answerer: Answerer, requests: Sequence[AnswerRequest],
     for key in keys:
         cached = store.cached_answer(key)
         out.append(None if cached is None else np.asarray(cached["logprobs"], dtype=np.float64))
-    todo = [i for i, v in enumerate(out) if v is None]
-    if todo:
+    first: dict[str, int] = {}  # key -> the first request asking for it: repeats are asked once
+    for i, (key, value) in enumerate(zip(keys, out)):
+        if value is None:
+            first.setdefault(key, i)
+    fresh: dict[str, NDArray[np.float64]] = {}
+    if first:
+        todo = list(first.values())
         counters.answerer_calls += len(todo)
-        fresh = list(answerer.option_logprobs([requests[i] for i in todo]))
-        if len(fresh) != len(todo):
-            raise AnswererError(f"answerer {answerer.id} returned {len(fresh)} log-probability vectors for {len(todo)} requests")
-        for i, lp in zip(todo, fresh):
+        got = list(answerer.option_logprobs([requests[i] for i in todo]))
+        if len(got) != len(todo):
+            raise AnswererError(f"answerer {answerer.id} returned {len(got)} log-probability vectors for {len(todo)} requests")
+        for i, lp in zip(todo, got):
             arr = np.asarray(lp, dtype=np.float64)
             n = len(requests[i].sample.query.options)
             if arr.shape != (n,) or not np.all(np.isfinite(arr)):
                 raise AnswererError(f"answerer {answerer.id} returned option log-probabilities {arr.tolist()} for {n} options")
-            out[i] = arr
+            fresh[keys[i]] = arr
             store.cache_answer(keys[i], answerer.id, {"logprobs": [float(x) for x in arr]})
-    return [v for v in out if v is not None]
+    return [value if value is not None else fresh[key] for key, value in zip(keys, out)]

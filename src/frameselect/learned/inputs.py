@@ -13,8 +13,8 @@ given) and budget ``k``, row ``i`` holds (in this order, :data:`INPUT_NAMES`):
 ``rel_rank``
     rank percentile of ``r_i`` (1 = the most relevant frame).
 ``rel_peak``
-    1 when ``r_i`` is the largest within ±2 frames, else 0: a frame that
-    starts a new relevant moment rather than repeating its neighbour.
+    1 when ``r_i`` is above the pool's mean and the largest within ±2
+    frames, else 0: the top of a relevant moment rather than its neighbour.
 ``rel_neighbours``
     mean ``rel_z`` of frames ``i - 1`` and ``i + 1``.
 ``rel_contrast``
@@ -93,7 +93,7 @@ def frame_inputs(
     rank = order / max(n - 1, 1)
     padded = np.concatenate([np.full(2, -np.inf), r, np.full(2, -np.inf)])
     windows = np.lib.stride_tricks.sliding_window_view(padded, 5)
-    peak = (r >= windows.max(axis=1)) & (std > 1e-12)
+    peak = (r >= windows.max(axis=1)) & (z > 0)
     zp = np.concatenate([[0.0], z, [0.0]])
     count = np.full(n, 2.0)
     if n:

@@ -152,7 +152,7 @@ def grpo_loss(
     objective = torch.stack(surrogate).mean()
     kl = torch.stack(kls).mean()
     loss = -objective + beta * kl
-    return loss, {"surrogate": float(objective), "kl": float(kl), "clipped": clipped / max(len(draws), 1)}
+    return loss, {"surrogate": float(objective.detach()), "kl": float(kl.detach()), "clipped": clipped / max(len(draws), 1)}
 
 
 def as_tensor(x: Any) -> torch.Tensor:

@@ -245,7 +245,7 @@ def _stage_prior(config: TrainConfig, train: Sequence[Question], policy: Any, st
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
-                losses.append(float(loss))
+                losses.append(float(loss.detach()))
             row = {"epoch": float(epoch), "loss": float(np.mean(losses)) if losses else float("nan")}
             state.curves["prior"].append(row)
             state.prior_epoch = epoch + 1
