@@ -113,3 +113,56 @@ def test_a_killed_run_resumes_to_the_same_weights(run, tmp_path: Path) -> None: 
     wb, _ = load_tensors(resumed.checkpoint)
     assert wa.keys() == wb.keys() and all(np.array_equal(wa[k], wb[k]) for k in wa)
     assert resumed.curves == whole.curves
+
+
+def test_cli_trains_reports_and_rejects_bad_input(tiny_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("matplotlib")
+    from frameselect.cli import main
+    from frameselect.registry import encoders
+
+    monkeypatch.setitem(encoders._entries, "test_colour_text", ColourText)
+    common = [
+        "train",
+        "-d",
+        "tiny",
+        "-D",
+        f"root={tiny_root}",
+        "-e",
+        "test_colour_text",
+        "--cache-dir",
+        str(tmp_path / "f"),
+        "--store",
+        str(tmp_path / "s.sqlite"),
+    ]
+    out = tmp_path / "cli.safetensors"
+    args = [
+        *common,
+        "-a",
+        "ocr_reader",
+        "-k",
+        "4",
+        "--prior-epochs",
+        "1",
+        "--grpo-epochs",
+        "1",
+        "-G",
+        "2",
+        "--test-fraction",
+        "0.5",
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
+    report, figure = tmp_path / "report.md", tmp_path / "curves.svg"
+    assert main([*args, "--report", str(report), "--report-k", "4", "--figure", str(figure)]) == 0
+    text = capsys.readouterr().out
+    assert "4 training and 2 held-out questions (1 / 1 videos)" in text and "training time" in text
+    assert read_header(out)["fingerprint"][:16] in text
+    table = report.read_text()
+    for row in ("bayes_grpo (stage 1, prior)", "bayes_grpo (stage 2, GRPO)", "| topk |", "| aks |", "| bolt |", "| uniform |", "### k = 4"):
+        assert row in table, row
+    assert figure.read_text().lstrip().startswith("<?xml")
+    assert main([*common, "--stages", "prior,finetune", "--out", str(tmp_path / "x.safetensors")]) == 2
+    assert "unknown training stages ['finetune']" in capsys.readouterr().err
+    assert main([*common, "-a", "oracle", "--out", str(tmp_path / "y.safetensors"), "--no-progress"]) == 2
+    assert "has_option_logprobs" in capsys.readouterr().err

@@ -117,6 +117,7 @@ def train(
     stop_after: int | None = None,
 ) -> tuple[TrainResult, dict[str, float]]:
     """Encode the training pools and train; returns the result and the seconds spent per phase."""
+    from frameselect.answerers.likelihood import check_option_logprobs
     from frameselect.fingerprint import fingerprint
     from frameselect.learned.checkpoint import CheckpointError, read_header
     from frameselect.learned.data import load_questions
@@ -136,8 +137,10 @@ def train(
 
         if meta and fingerprint(json.loads(meta["config"])) == wanted:
             return TrainResult(out_path, meta["fingerprint"], json.loads(meta["curves"]), 0.0, resumed=True), {}
-    if "grpo" in config.stages and run.answerer is None:
-        raise FrameselectError("stage 'grpo' needs an answerer: pass --answerer (e.g. label_ocr_reader)")
+    if "grpo" in config.stages:  # before any encoding: a wrong answerer fails first
+        if run.answerer is None:
+            raise FrameselectError("stage 'grpo' needs an answerer: pass --answerer (e.g. label_ocr_reader)")
+        check_option_logprobs(run.answerer)
     t0 = time.perf_counter()
     questions = load_questions(run.train_samples, run.encoder, run.pool, run.features_dir)
     t1 = time.perf_counter()

@@ -144,7 +144,7 @@ class _State:
 
         if not self.path.exists():
             return False
-        payload = torch.load(self.path, weights_only=True)
+        payload = torch.load(self.path, weights_only=True, map_location="cpu")
         if payload.get("config_id") != self.config_id:
             raise FrameselectError(f"{self.path} holds the state of another training configuration; remove it or choose another output path")
         self.prior_epoch, self.grpo_step = int(payload["prior_epoch"]), int(payload["grpo_step"])
