@@ -51,7 +51,7 @@ __all__ = [
 ]
 
 
-class FramePolicy(nn.Module):  # type: ignore[misc]
+class FramePolicy(nn.Module):
     """Per-frame inputs ``(N, F)`` → logits ``(N,)``."""
 
     def __init__(self, n_inputs: int, hidden: int = 32, kernel: int = 5) -> None:
