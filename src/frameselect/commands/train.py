@@ -11,6 +11,7 @@ on the held-out videos against the baselines.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 
@@ -102,7 +103,10 @@ def _report(args: argparse.Namespace, run_setup: object, checkpoint: object) -> 
 
     samples = list(run_setup.test_samples)  # type: ignore[attr-defined]
     if args.eval_dataset:
-        samples += list(resolve("datasets", args.eval_dataset, **parse_params(args.eval_dataset_param)))
+        extra = resolve("datasets", args.eval_dataset, **parse_params(args.eval_dataset_param))
+        seen = {s.video for s in samples}
+        # ids may repeat across datasets (haystack_00/... in every suite): prefixed; shared videos are left out
+        samples += [dataclasses.replace(s, id=f"{args.eval_dataset}:{s.id}") for s in extra if s.video not in seen]
     answerer = make_answerer(args.report_answerer or args.answerer, parse_params(args.answerer_param), run_setup.features_dir, args.device)  # type: ignore[attr-defined]
     text = held_out_report(
         str(checkpoint),

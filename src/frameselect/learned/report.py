@@ -29,10 +29,6 @@ DEFAULT_BASELINES = ("topk", "aks", "bolt", "uniform")
 KINDS = ("needle", "ordering", "counting", "global")
 
 
-def _video(record_meta: dict[str, Any], sample_id: str) -> str:
-    return str(record_meta.get("video") or sample_id.split("/")[0])
-
-
 def held_out_report(
     checkpoint: str | os.PathLike[str],
     samples: Sequence[Sample],
@@ -78,7 +74,7 @@ def held_out_report(
             for r in result.records:
                 meta_of[r.sample_id] = dict(r.metadata)
         ids = [s.id for s in samples]
-        clusters = [_video(meta_of.get(i, {}), i) for i in ids]
+        clusters = [s.video for s in samples]  # the video file: questions about one video are one cluster
         ref = "bayes_grpo (stage 2, GRPO)"
         lines += [
             f"### k = {k}",
