@@ -60,8 +60,9 @@ def test_gumbel_topk_draws_follow_plackett_luce() -> None:
     gen = torch.Generator().manual_seed(0)
     counts: dict[frozenset[int], int] = {}
     orders: dict[tuple[int, ...], int] = {}
-    for _ in range(draws):
-        d = tuple(int(i) for i in gumbel_topk(logits, k, gen))
+    assert gumbel_topk(logits, k, gen).shape == (k,)
+    for row in gumbel_topk(logits.expand(draws, n), k, gen).tolist():  # one draw per row
+        d = tuple(row)
         counts[frozenset(d)] = counts.get(frozenset(d), 0) + 1
         orders[d] = orders.get(d, 0) + 1
     for seq in itertools.permutations(range(n), k):

@@ -72,19 +72,29 @@ class FramePolicy(nn.Module):
 
 
 def gumbel_topk(logits: torch.Tensor, k: int, generator: torch.Generator | None = None) -> torch.Tensor:
-    """An ordered draw of ``min(k, N)`` frames without replacement (Gumbel-top-k)."""
+    """An ordered draw of ``min(k, N)`` frames without replacement (Gumbel-top-k) over the last axis.
+
+    ``logits`` of shape ``(N,)`` give one draw; ``(B, N)`` give ``B`` independent draws.
+    """
     u = torch.rand(logits.shape, generator=generator, dtype=torch.float64).clamp_(1e-12, 1.0 - 1e-12)
-    perturbed = logits.detach().double() - torch.log(-torch.log(u))
-    return torch.topk(perturbed, min(k, logits.shape[0])).indices
+    perturbed = logits.detach().double().cpu() - torch.log(-torch.log(u))
+    return torch.topk(perturbed, min(k, logits.shape[-1]), dim=-1).indices
+
+
+def _taken(draw: torch.Tensor, n: int, device: torch.device) -> torch.Tensor:
+    """``(k, n)`` mask: row ``j`` marks the frames drawn before step ``j``."""
+    k = draw.shape[0]
+    before = torch.zeros((k, n), dtype=torch.bool, device=device)
+    if k > 1:
+        steps = torch.arange(k, device=device)
+        rows = steps.unsqueeze(1) > steps.unsqueeze(0)  # (k, k): step j comes after step i
+        before.scatter_(1, draw.to(device).unsqueeze(0).expand(k, k), rows)
+    return before
 
 
 def step_logprobs(logits: torch.Tensor, draw: torch.Tensor) -> torch.Tensor:
     """Log-probability of each step of an ordered draw: ``l_{s_j} - logsumexp`` of the frames left."""
-    k = draw.shape[0]
-    taken = torch.zeros((k, logits.shape[0]), dtype=torch.bool, device=logits.device)
-    for j in range(1, k):
-        taken[j] = taken[j - 1]
-        taken[j, draw[j - 1]] = True
+    taken = _taken(draw, logits.shape[0], logits.device)
     masked = logits.unsqueeze(0).masked_fill(taken, -math.inf)
     return logits[draw] - torch.logsumexp(masked, dim=1)
 
@@ -111,11 +121,7 @@ def group_advantages(rewards: Sequence[float] | torch.Tensor, eps: float = 1e-6)
 
 def stepwise_kl(logits: torch.Tensor, prior_logits: torch.Tensor, draw: torch.Tensor) -> torch.Tensor:
     """Sum over the draw's steps of KL(policy ‖ prior) between the softmaxes over the frames left."""
-    k = draw.shape[0]
-    taken = torch.zeros((k, logits.shape[0]), dtype=torch.bool, device=logits.device)
-    for j in range(1, k):
-        taken[j] = taken[j - 1]
-        taken[j, draw[j - 1]] = True
+    taken = _taken(draw, logits.shape[0], logits.device)
     # a finite mask: -inf would make 0 * (-inf + inf) and its gradient NaN
     lp = torch.log_softmax(logits.unsqueeze(0).masked_fill(taken, -1e9), dim=1)
     lq = torch.log_softmax(prior_logits.unsqueeze(0).masked_fill(taken, -1e9), dim=1)
