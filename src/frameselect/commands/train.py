@@ -14,6 +14,11 @@ import argparse
 import dataclasses
 import sys
 import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from frameselect.learned.api import TrainSetup
 
 
 def _csv(items: list[str] | None) -> list[str]:
@@ -93,21 +98,19 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _report(args: argparse.Namespace, run_setup: object, checkpoint: object) -> None:
-    from pathlib import Path
-
+def _report(args: argparse.Namespace, run_setup: TrainSetup, checkpoint: Path) -> None:
     from frameselect.commands._common import parse_params
     from frameselect.learned.api import make_answerer
     from frameselect.learned.report import held_out_report
     from frameselect.pipeline import resolve
 
-    samples = list(run_setup.test_samples)  # type: ignore[attr-defined]
+    samples = list(run_setup.test_samples)
     if args.eval_dataset:
         extra = resolve("datasets", args.eval_dataset, **parse_params(args.eval_dataset_param))
         seen = {s.video for s in samples}
         # ids may repeat across datasets (haystack_00/... in every suite): prefixed; shared videos are left out
         samples += [dataclasses.replace(s, id=f"{args.eval_dataset}:{s.id}") for s in extra if s.video not in seen]
-    answerer = make_answerer(args.report_answerer or args.answerer, parse_params(args.answerer_param), run_setup.features_dir, args.device)  # type: ignore[attr-defined]
+    answerer = make_answerer(args.report_answerer or args.answerer, parse_params(args.answerer_param), run_setup.features_dir, args.device)
     text = held_out_report(
         str(checkpoint),
         samples,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -158,9 +158,3 @@ def _asdict(config: TrainConfig) -> dict[str, Any]:
 
     return dataclasses.asdict(config)
 
-
-def held_out(samples: Sequence[Sample], test_fraction: float, seed: int) -> list[Sample]:
-    """The test side of a split (the same videos ``setup`` held out)."""
-    from frameselect.learned.data import split_by_video
-
-    return split_by_video(samples, test_fraction, seed)[1]
