@@ -13,10 +13,17 @@ with the ratio to ``topk``. The feature cache is the default one (set
 
 from __future__ import annotations
 
-import argparse
-import tempfile
-import time
-from pathlib import Path
+import os
+import sys
+
+# benchmarks/selectors.py is named like the standard library's ``selectors`` module: keep this folder off the path
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+
+import argparse  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 
 def main() -> None:
