@@ -166,3 +166,18 @@ def test_cli_trains_reports_and_rejects_bad_input(tiny_root: Path, tmp_path: Pat
     assert "unknown training stages ['finetune']" in capsys.readouterr().err
     assert main([*common, "-a", "oracle", "--out", str(tmp_path / "y.safetensors"), "--no-progress"]) == 2
     assert "has_option_logprobs" in capsys.readouterr().err
+
+
+def test_without_torch_the_selector_is_listed_and_asks_for_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    from frameselect.registry import selectors
+    from frameselect.selectors import learned
+    from frameselect.testing import synthetic_features, synthetic_pool
+
+    assert "bayes_grpo" in selectors.names()
+    learned._policy.cache_clear()
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch now fails
+    sel = BayesGRPO()  # the built-in checkpoint's header is read without torch
+    assert sel.checkpoint == "haystack" and len(sel.weights) == 32
+    with pytest.raises(SelectionError, match=r"frameselect\[learned\]"):
+        sel.select(synthetic_pool(12), None, 4, synthetic_features(BayesGRPO.needs, 12))
+    learned._policy.cache_clear()

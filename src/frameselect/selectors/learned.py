@@ -39,13 +39,18 @@ __all__ = ["BayesGRPO"]
 STAGES = ("posterior", "prior")
 
 
+def _torch() -> Any:
+    """torch, or a :class:`SelectionError` naming the extra to install."""
+    try:
+        import torch
+    except ImportError:
+        raise SelectionError("selector 'bayes_grpo' needs torch: pip install 'frameselect[learned]'") from None
+    return torch
+
+
 @functools.lru_cache(maxsize=8)
 def _policy(path: str, fingerprint: str, stage: str) -> Any:
     """The policy of a checkpoint (loaded once per process; keyed by its fingerprint)."""
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        raise SelectionError("selector 'bayes_grpo' needs torch: pip install 'frameselect[learned]'") from None
     from frameselect.learned.checkpoint import load_tensors
     from frameselect.learned.policy import policy_from_arrays
 
@@ -81,8 +86,7 @@ class BayesGRPO(Selector):
     def _select(
         self, pool: CandidatePool, query: Query | None, k: int, features: Features, rng: np.random.Generator
     ) -> Sequence[int] | tuple[Sequence[int], Sequence[float]]:
-        import torch
-
+        torch = _torch()
         from frameselect.learned.checkpoint import resolve_checkpoint
         from frameselect.learned.inputs import frame_inputs
 
