@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("safetensors")
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _helpers import ColourText  # noqa: E402
+from learned_helpers import ColourText  # noqa: E402
 
 from frameselect.answerers.offline import OcrReader  # noqa: E402
 from frameselect.errors import SelectionError  # noqa: E402

@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _helpers import tiny_qwen2_vl  # noqa: E402
+from learned_helpers import tiny_qwen2_vl  # noqa: E402
 
 from frameselect.answerers.base import AnswerRequest  # noqa: E402
 from frameselect.types import CandidatePool, FrameSource, Query, Sample, Selection  # noqa: E402

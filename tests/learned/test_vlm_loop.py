@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _helpers import ColourText, tiny_qwen2_vl  # noqa: E402
+from learned_helpers import ColourText, tiny_qwen2_vl  # noqa: E402
 
 from frameselect.learned.api import setup, train  # noqa: E402
 from frameselect.learned.checkpoint import load_tensors  # noqa: E402
