@@ -75,4 +75,6 @@ class Answerer:
         The negative log-likelihood of the right option is ``-lp[answer index]``.
         Only backends with ``has_option_logprobs`` implement it.
         """
-        raise NotImplementedError(f"answerer {self.name!r} gives no option log-probabilities; use one with has_option_logprobs (e.g. label_ocr_reader, qwen2_vl)")
+        raise NotImplementedError(
+            f"answerer {self.name!r} gives no option log-probabilities; use one with has_option_logprobs (e.g. label_ocr_reader, qwen2_vl)"
+        )
