@@ -157,4 +157,3 @@ def _asdict(config: TrainConfig) -> dict[str, Any]:
     import dataclasses
 
     return dataclasses.asdict(config)
-
