@@ -162,6 +162,8 @@ def test_cli_trains_reports_and_rejects_bad_input(tiny_root: Path, tmp_path: Pat
     for row in ("bayes_grpo (stage 1, prior)", "bayes_grpo (stage 2, GRPO)", "| topk |", "| aks |", "| bolt |", "| uniform |", "### k = 4"):
         assert row in table, row
     assert figure.read_text().lstrip().startswith("<?xml")
+    assert main([*args[:-1], "--seed", "1", "--no-progress"]) == 2  # another configuration never overwrites a checkpoint
+    assert "trained with another configuration" in capsys.readouterr().err
     assert main([*common, "--stages", "prior,finetune", "--out", str(tmp_path / "x.safetensors")]) == 2
     assert "unknown training stages ['finetune']" in capsys.readouterr().err
     assert main([*common, "-a", "oracle", "--out", str(tmp_path / "y.safetensors"), "--no-progress"]) == 2

@@ -11,6 +11,7 @@ description is returned as it is, and an interrupted run resumes.
 from __future__ import annotations
 
 import inspect
+import json
 import os
 import time
 from collections.abc import Mapping
@@ -132,11 +133,10 @@ def train(
         try:
             meta = read_header(out_path)
         except CheckpointError:
-            meta = {}
-        import json
-
-        if meta and fingerprint(json.loads(meta["config"])) == wanted:
-            return TrainResult(out_path, meta["fingerprint"], json.loads(meta["curves"]), 0.0, resumed=True), {}
+            raise FrameselectError(f"{out_path} exists and is not a checkpoint of the learned selector; choose another output path") from None
+        if fingerprint(json.loads(meta["config"])) != wanted:
+            raise FrameselectError(f"{out_path} holds a checkpoint trained with another configuration; remove it or choose another output path")
+        return TrainResult(out_path, meta["fingerprint"], json.loads(meta["curves"]), 0.0, resumed=True), {}
     if "grpo" in config.stages:  # before any encoding: a wrong answerer fails first
         if run.answerer is None:
             raise FrameselectError("stage 'grpo' needs an answerer: pass --answerer (e.g. label_ocr_reader)")
