@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -16,6 +18,8 @@ from frameselect.answerers.base import AnswerRequest
 from frameselect.answerers.http import OpenAIHTTPAnswerer
 from frameselect.errors import AnswererError
 from frameselect.types import CandidatePool, FrameSource, Query, Sample, Selection
+
+sys.path.insert(0, str(Path(__file__).parent))
 
 TOP = [("B", 0.6), ("A", 0.25), (" C", 0.1), ("Sure", 0.05)]
 
@@ -79,3 +83,25 @@ def test_a_server_without_logprobs_is_a_clear_error(server: tuple[str, list[dict
     with pytest.raises(AnswererError, match="returned no logprobs"):
         answerer.option_logprobs([_request(("red", "green"))])
     assert len(bodies) == 1 and bodies[0]["logprobs"] is True
+
+
+def test_training_with_such_a_server_fails_before_the_first_epoch(server: tuple[str, list[dict[str, Any]], dict[str, bool]], tiny, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    pytest.importorskip("torch")
+    from learned_helpers import ColourText
+
+    from frameselect.errors import FrameselectError
+    from frameselect.learned.api import setup, train
+    from frameselect.learned.train import TrainConfig
+
+    url, bodies, settings = server
+    settings["logprobs"] = False
+    run = setup(
+        tiny,
+        encoder=ColourText(),
+        answerer=OpenAIHTTPAnswerer(base_url=url, model="m", image_format="png", max_retries=0),
+        cache_dir=tmp_path / "f",
+        test_fraction=0.5,
+    )
+    with pytest.raises(FrameselectError, match="could not give option log-probabilities"):
+        train(run, tmp_path / "x.safetensors", TrainConfig(prior_epochs=3))
+    assert len(bodies) == 1 and not (tmp_path / "x.safetensors.state").exists()  # stopped before stage 1 began

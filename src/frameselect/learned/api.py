@@ -144,13 +144,31 @@ def train(
     t0 = time.perf_counter()
     questions = load_questions(run.train_samples, run.encoder, run.pool, run.features_dir)
     t1 = time.perf_counter()
-    st = Store(store) if store is not None else None
+    st = Store(store) if store is not None else Store(":memory:")
     try:
+        if "grpo" in config.stages and run.answerer is not None and questions:
+            _probe(run.answerer, questions[0], min(config.budgets), st)
         result = train_policy(config, questions, run.answerer, out_path, store=st, description=description, progress=progress, stop_after=stop_after)
     finally:
-        if st is not None:
-            st.close()
+        st.close()
     return result, {"features": t1 - t0, "train": time.perf_counter() - t1}
+
+
+def _probe(answerer: Answerer, question: Any, k: int, store: Any) -> None:
+    """One likelihood request before training, so a backend that cannot give them (a server
+    without logprobs) fails before the first epoch; its answer is cached for training."""
+    from frameselect.answerers.base import AnswerRequest
+    from frameselect.answerers.likelihood import option_logprobs_batch
+    from frameselect.cache import RunCounters
+    from frameselect.types import Selection
+
+    picked = tuple(range(min(k, len(question.pool))))
+    try:
+        option_logprobs_batch(answerer, [AnswerRequest(question.sample, question.pool, Selection(picked))], store, RunCounters())
+    except Exception as exc:
+        raise FrameselectError(
+            f"answerer {answerer.name!r} could not give option log-probabilities for {question.sample.id!r}: {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def _asdict(config: TrainConfig) -> dict[str, Any]:
