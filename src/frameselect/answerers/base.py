@@ -56,6 +56,8 @@ class Answerer(Part):
     #: requests answered at once; backends that answer concurrently take it as a parameter
     concurrency: int = 1
     identity_exclude: ClassVar[frozenset[str]] = frozenset({"concurrency", "device", "cache_dir"})
+    #: the backend gives log-probabilities of the options (:meth:`option_logprobs`)
+    has_option_logprobs: ClassVar[bool] = False
 
     @property
     def id(self) -> str:
@@ -64,3 +66,13 @@ class Answerer(Part):
 
     def answer(self, requests: Sequence[AnswerRequest]) -> list[Answer]:
         raise NotImplementedError
+
+    def option_logprobs(self, requests: Sequence[AnswerRequest]) -> list[NDArray[np.float64]]:
+        """Log-probabilities of each request's options (one array of length ``len(options)``, log-sum-exp 0).
+
+        The negative log-likelihood of the right option is ``-lp[answer index]``.
+        Only backends with ``has_option_logprobs`` implement it.
+        """
+        raise NotImplementedError(
+            f"answerer {self.name!r} gives no option log-probabilities; use one with has_option_logprobs (e.g. label_ocr_reader, qwen2_vl)"
+        )

@@ -246,6 +246,8 @@ class OpenAIHTTPAnswerer(Answerer):
     )
     #: an injected transport (tests) is a live object, recorded only as such
     live_params: ClassVar[frozenset[str]] = frozenset({"transport"})
+    #: from the first token's ``top_logprobs`` (vLLM, SGLang, OpenAI); a server without them fails the first request
+    has_option_logprobs = True
 
     def __init__(
         self,
@@ -328,6 +330,48 @@ class OpenAIHTTPAnswerer(Answerer):
         # follow_redirects=False is httpx's default; spelled out because it is a security property
         async with httpx.AsyncClient(transport=self.transport, follow_redirects=False, timeout=self.timeout_s) as client:
             return list(await asyncio.gather(*(self._answer_one(client, limit, r) for r in requests)))
+
+    def option_logprobs(self, requests: Sequence[AnswerRequest]) -> list[NDArray[np.float64]]:
+        """Option log-probabilities from the first generated token's ``top_logprobs``
+        (see :func:`frameselect.answerers._logprobs.openai_option_logprobs`); one token generated.
+
+        A failure (after the answer path's retries) raises :class:`AnswererError`.
+        """
+        if not requests:
+            return []
+        return _run_sync(self._logprobs_all(list(requests)))
+
+    async def _logprobs_all(self, requests: list[AnswerRequest]) -> list[NDArray[np.float64]]:
+        import httpx
+
+        from frameselect.answerers._logprobs import openai_option_logprobs
+
+        limit = asyncio.Semaphore(self.concurrency)
+
+        async def one(client: httpx.AsyncClient, request: AnswerRequest) -> NDArray[np.float64]:
+            async with limit:
+                n = len(request.sample.query.options)
+                body = {**(await asyncio.to_thread(self.request_body, request)), "max_tokens": 1, "logprobs": True, "top_logprobs": min(20, max(5, n))}
+                raw = await self._post_retrying(client, json.dumps(body).encode("utf-8"))
+                return openai_option_logprobs(_json(raw, self.url), n)
+
+        async with httpx.AsyncClient(transport=self.transport, follow_redirects=False, timeout=self.timeout_s) as client:
+            return list(await asyncio.gather(*(one(client, r) for r in requests)))
+
+    async def _post_retrying(self, client: httpx.AsyncClient, body: bytes) -> bytes:
+        """``_post`` with the answer path's retries and deadline; the last failure raises :class:`AnswererError`."""
+        tries = self.max_retries + 1
+        for attempt in range(tries):
+            try:
+                return await asyncio.wait_for(self._post(client, body), self.timeout_s)
+            except _Fatal as exc:
+                raise AnswererError(self._redact(f"{exc} (not retried)")) from None
+            except (_Retryable, asyncio.TimeoutError) as exc:
+                retry = exc if isinstance(exc, _Retryable) else _Retryable(f"no reply from {self.url} within {self.timeout_s:g}s", timeout=True)
+                if attempt + 1 == tries:
+                    raise AnswererError(self._redact(f"failed after {tries} tries: {retry}")) from None
+                await asyncio.sleep(self._backoff(attempt, retry.retry_after))
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _failed(self, start: float, message: str) -> Answer:
         return Answer(text="", model=self.model, latency_s=time.monotonic() - start, error=self._redact(message))

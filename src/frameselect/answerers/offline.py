@@ -33,6 +33,20 @@ When a reader finds nothing to go on it guesses the first option (``"A"``):
 on the haystack suite, whose right answers are spread evenly over the
 option positions, that is exactly chance level, and runs stay deterministic.
 
+Option log-probabilities (``option_logprobs``, used as the reward of the
+learned selector): every rule above first computes one evidence score per
+option in [0, 1] and answers the best (first on ties); the distribution is
+``softmax(LIKELIHOOD_SHARPNESS * scores)`` (sharpness 8), and uniform when
+the rule has nothing to go on (the reader then guesses). The scores:
+*needle*, labels: the best Bhattacharyya coefficient of the option on any
+frame; *needle*, OCR: the best fuzzy match ratio of the option where it is
+read (≥ 0.8, else 0) plus 0.001 per frame it is read on; *ordering*: 1 for
+the option(s) detected first, 0.5 for options detected later, 0 for the
+others; *counting*: ``1 / (1 + |value - appearances|)`` (0 for an option
+without a number); *global*: each option's share of the frames' votes.
+The grounded questions of ``label_ocr_reader`` use the fuzzy match ratios of
+the options on the frame that best shows the named object.
+
 Where the frames' class probabilities come from: the feature cache of the
 ``imagenet_label`` encoder when the run encoded the same pool with it
 (``cache_dir``: the run's feature cache, default
@@ -63,9 +77,11 @@ from frameselect.fingerprint import hash_bytes
 from frameselect.registry import answerers
 from frameselect.types import Answer, CandidatePool, Sample
 
-__all__ = ["LabelReader", "OcrReader", "LabelOcrReader", "guess_letter", "quoted", "word_match"]
+__all__ = ["LabelReader", "OcrReader", "LabelOcrReader", "guess_letter", "quoted", "word_match", "LIKELIHOOD_SHARPNESS"]
 
 _MEMORY_LIMIT = 256
+#: inverse temperature of the readers' option distributions (see the module docstring)
+LIKELIHOOD_SHARPNESS = 8.0
 
 
 def guess_letter(sample: Sample) -> str:
@@ -230,10 +246,24 @@ def _option_value(option: str) -> int | None:
     return int(m.group()) if m else None
 
 
-def _choose_count(options: Sequence[str], count: int) -> int | None:
+def _count_scores(options: Sequence[str], count: int) -> NDArray[np.float64] | None:
+    """``1 / (1 + |value - count|)`` per option (0 without a number); None when no option has one."""
     values = [_option_value(o) for o in options]
-    known = [(abs(v - count), i) for i, v in enumerate(values) if v is not None]
-    return min(known)[1] if known else None
+    if all(v is None for v in values):
+        return None
+    return np.array([0.0 if v is None else 1.0 / (1.0 + abs(v - count)) for v in values])
+
+
+def _first_scores(first: dict[int, float], n_options: int) -> NDArray[np.float64] | None:
+    """1 for the option(s) detected first, 0.5 for those detected later, 0 for the rest."""
+    if not first:
+        return None
+    earliest = min(first.values())
+    return np.array([1.0 if first.get(j) == earliest else (0.5 if j in first else 0.0) for j in range(n_options)])
+
+
+def _best(scores: NDArray[np.float64] | None) -> int | None:
+    return None if scores is None else int(np.argmax(scores))
 
 
 def _appearances(times: NDArray[np.float64], detected: NDArray[np.bool_], merge_gap: float) -> int:
@@ -253,6 +283,7 @@ class _Reader(Answerer):
     """Shared parameters and the per-request loop."""
 
     needs_frames: ClassVar[bool] = True
+    has_option_logprobs: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -290,7 +321,24 @@ class _Reader(Answerer):
             out.append(Answer(text=letter, latency_s=time.perf_counter() - start, model=self.id))
         return out
 
+    def option_logprobs(self, requests: Sequence[AnswerRequest]) -> list[NDArray[np.float64]]:
+        """``softmax(LIKELIHOOD_SHARPNESS * evidence scores)`` per request; uniform without evidence."""
+        from frameselect.answerers._logprobs import scores_to_logprobs
+
+        out = []
+        for r in requests:
+            n = len(r.sample.query.options)
+            if n == 0:
+                raise ValueError(f"sample {r.sample.id!r} has no options: option log-probabilities need a multiple-choice question")
+            scores = self._evidence(r) if r.selection.indices else None
+            out.append(scores_to_logprobs(scores, n, LIKELIHOOD_SHARPNESS))
+        return out
+
     def _read(self, request: AnswerRequest) -> int | None:
+        return _best(self._evidence(request))
+
+    def _evidence(self, request: AnswerRequest) -> NDArray[np.float64] | None:
+        """One score per option in [0, 1] (the answer is the best), or None: nothing to go on."""
         raise NotImplementedError
 
     # -- label rules ------------------------------------------------------------
@@ -300,30 +348,30 @@ class _Reader(Answerer):
         q = np.stack([_label_distribution(t, self.temperature) for t in texts])
         return bhattacharyya(probs, q)
 
-    def _label_rule(self, sample: Sample, times: NDArray[np.float64], probs: NDArray[np.float64]) -> int | None:
+    def _label_rule(self, sample: Sample, times: NDArray[np.float64], probs: NDArray[np.float64]) -> NDArray[np.float64] | None:
         kind = str(sample.metadata.get("kind", "needle"))
         options = list(sample.query.options)
         if kind == "counting":
             s = self._scores(probs, [sample.query.text])[:, 0]
             runs = _appearances(times, s >= self.min_score, self.merge_gap)
-            return _choose_count(options, runs) if runs else None
+            return _count_scores(options, runs) if runs else None
         scores = self._scores(probs, options)  # (frames, options)
         if kind == "global":
             votes = np.bincount(np.argmax(scores, axis=1), minlength=len(options)).astype(np.float64)
             votes += scores.sum(axis=0) * 1e-6  # ties: the larger total score
-            return int(np.argmax(votes))
+            return votes / len(scores)
         if kind == "ordering":
             first: dict[int, float] = {}
             for i in np.argsort(times, kind="stable"):
                 j = int(np.argmax(scores[i]))
                 if scores[i, j] >= self.min_score and j not in first:
                     first[j] = float(times[i])
-            return min(first, key=lambda j: (first[j], j)) if first else None
+            return _first_scores(first, len(options))
         best = scores.max(axis=0)
-        return int(np.argmax(best)) if best.max() >= self.min_score else None
+        return best if best.max() >= self.min_score else None
 
     # -- OCR rules ----------------------------------------------------------------
-    def _ocr_rule(self, sample: Sample, times: NDArray[np.float64], texts: Sequence[str]) -> int | None:
+    def _ocr_rule(self, sample: Sample, times: NDArray[np.float64], texts: Sequence[str]) -> NDArray[np.float64] | None:
         kind = str(sample.metadata.get("kind", "needle"))
         options = list(sample.query.options)
         if kind == "global":
@@ -334,7 +382,7 @@ class _Reader(Answerer):
                 return None
             detected = np.array([word_match(words[0], t) >= 0.8 for t in texts])
             runs = _appearances(times, detected, self.merge_gap)
-            return _choose_count(options, runs) if runs else None
+            return _count_scores(options, runs) if runs else None
         match = np.array([[word_match(o, t) for o in options] for t in texts])  # (frames, options)
         found = match >= 0.8
         if not found.any():
@@ -344,16 +392,16 @@ class _Reader(Answerer):
             for i in np.argsort(times, kind="stable"):
                 for j in np.flatnonzero(found[i]):
                     first.setdefault(int(j), float(times[i]))
-            return min(first, key=lambda j: (first[j], j))
+            return _first_scores(first, len(options))
         best = np.where(found, match, 0.0)
-        return int(np.argmax(best.max(axis=0) + 1e-3 * found.sum(axis=0)))
+        return np.asarray(best.max(axis=0) + 1e-3 * found.sum(axis=0), dtype=np.float64)
 
 
 @answerers.register("label_reader")
 class LabelReader(_Reader):
     """Answers from MobileNetV2's ImageNet labels of the selected frames (see the module docstring)."""
 
-    def _read(self, request: AnswerRequest) -> int | None:
+    def _evidence(self, request: AnswerRequest) -> NDArray[np.float64] | None:
         times = np.asarray(request.timestamps, dtype=np.float64)
         return self._label_rule(request.sample, times, self.readings.probabilities(request))
 
@@ -362,7 +410,7 @@ class LabelReader(_Reader):
 class OcrReader(_Reader):
     """Answers from RapidOCR's text of the selected frames (see the module docstring)."""
 
-    def _read(self, request: AnswerRequest) -> int | None:
+    def _evidence(self, request: AnswerRequest) -> NDArray[np.float64] | None:
         if str(request.sample.metadata.get("kind", "needle")) == "global":
             return None
         times = np.asarray(request.timestamps, dtype=np.float64)
@@ -373,7 +421,7 @@ class OcrReader(_Reader):
 class LabelOcrReader(_Reader):
     """Labels and OCR grounded on each other, a stand-in for a VLM (see the module docstring)."""
 
-    def _read(self, request: AnswerRequest) -> int | None:
+    def _evidence(self, request: AnswerRequest) -> NDArray[np.float64] | None:
         sample = request.sample
         times = np.asarray(request.timestamps, dtype=np.float64)
         kind = str(sample.metadata.get("kind", "needle"))
@@ -387,7 +435,7 @@ class LabelOcrReader(_Reader):
             return self._ocr_rule(sample, times, self.readings.texts(request))
         return self._label_rule(sample, times, self.readings.probabilities(request))
 
-    def _word_under_named_object(self, request: AnswerRequest, times: NDArray[np.float64]) -> int | None:
+    def _word_under_named_object(self, request: AnswerRequest, times: NDArray[np.float64]) -> NDArray[np.float64] | None:
         options = list(request.sample.query.options)
         texts = self.readings.texts(request)
         match = np.array([[word_match(o, t) for o in options] for t in texts])
@@ -397,9 +445,9 @@ class LabelOcrReader(_Reader):
         probs = self.readings.probabilities(request)
         named = self._scores(probs[readable], [request.sample.query.text])[:, 0]
         best = int(readable[int(np.argmax(named))])
-        return int(np.argmax(match[best]))
+        return np.asarray(match[best], dtype=np.float64)
 
-    def _object_at_named_word(self, request: AnswerRequest, times: NDArray[np.float64], word: str) -> int | None:
+    def _object_at_named_word(self, request: AnswerRequest, times: NDArray[np.float64], word: str) -> NDArray[np.float64] | None:
         texts = self.readings.texts(request)
         probs = self.readings.probabilities(request)
         at_word = np.array([word_match(word, t) >= 0.8 for t in texts])

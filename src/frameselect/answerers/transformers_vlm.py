@@ -34,6 +34,12 @@ transformers' PIL backend makes them); the ``id`` then says
 ``preprocessing=pil``. With torchvision, or given a transformers processor,
 the processor is used.
 
+Option log-probabilities (``option_logprobs``, the learned selector's
+reward): one forward pass over the same inputs, no generation; the
+log-softmax of the next-token logits after the prompt restricted to the
+option letters' tokens (``A``, ``B``, ...; each must be one token), i.e. the
+model's distribution over the options given that it answers with a letter.
+
 The backend's ``id`` names the model, the revision its weights were loaded
 at (the resolved commit; ``local-<hash>`` for an injected model), the
 precision and every decoding and prompt parameter, so the answer cache
@@ -140,6 +146,7 @@ class TransformersVLM(Answerer):
     inputs_class: ClassVar[Any] = None
     #: the processor is covered by the model's revision (and ``preprocessing``); the device changes no answer
     identity_exclude: ClassVar[frozenset[str]] = Answerer.identity_exclude | {"processor", "model_id"}
+    has_option_logprobs: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -284,15 +291,41 @@ class TransformersVLM(Answerer):
     def answer(self, requests: Sequence[AnswerRequest]) -> list[Answer]:
         return [self._answer_one(r) for r in requests]
 
+    def _model_inputs(self, request: AnswerRequest) -> dict[str, Any]:
+        """The processor's inputs on the model's device; pixels in the model's precision."""
+        import torch
+
+        _, inputs = self.prepare(request)
+        inputs = inputs.to(self._device)
+        # other float inputs (Qwen2.5-VL's second_per_grid_ts) stay exact
+        return {k: (v.to(self._dtype) if k.startswith("pixel_values") and torch.is_tensor(v) else v) for k, v in inputs.items()}
+
+    def option_logprobs(self, requests: Sequence[AnswerRequest]) -> list[NDArray[np.float64]]:
+        """Log-softmax over the option letters' next-token logits after the prompt (one forward pass each)."""
+        return [self._option_logprobs_one(r) for r in requests]
+
+    def _option_logprobs_one(self, request: AnswerRequest) -> NDArray[np.float64]:
+        import torch
+
+        from frameselect.answerers._logprobs import letter_token_ids
+
+        n = len(request.sample.query.options)
+        if n == 0:
+            raise AnswererError(f"sample {request.sample.id!r} has no options: option log-probabilities need a multiple-choice question")
+        inputs = self._model_inputs(request)
+        tokenizer = getattr(self._processor, "tokenizer", self._processor)
+        ids = letter_token_ids(tokenizer, n)
+        with torch.inference_mode():
+            logits = self._model(**inputs).logits[0, -1].float()
+        lp = torch.log_softmax(logits[ids], dim=-1)
+        return np.asarray(lp.cpu().numpy(), dtype=np.float64)
+
     def _answer_one(self, request: AnswerRequest) -> Answer:
         import torch
 
         start = time.perf_counter()
         try:
-            _, inputs = self.prepare(request)
-            inputs = inputs.to(self._device)
-            # pixels in the model's precision; other float inputs (Qwen2.5-VL's second_per_grid_ts) stay exact
-            inputs = {k: (v.to(self._dtype) if k.startswith("pixel_values") and torch.is_tensor(v) else v) for k, v in inputs.items()}
+            inputs = self._model_inputs(request)
             with torch.inference_mode():
                 output = self._model.generate(**inputs, max_new_tokens=self.max_new_tokens, do_sample=False, num_beams=1)
             prompt_tokens = int(inputs["input_ids"].shape[1])

@@ -1,0 +1,142 @@
+"""Checkpoints of the learned selector: safetensors files with their configuration and fingerprint.
+
+A checkpoint holds the tensors of the trained policy (``posterior.*``, after
+stage 2, or after stage 1 when stage 2 did not run) and of the stage-1 prior
+(``prior.*``), and, in the safetensors header's ``__metadata__`` (strings
+only): ``format`` (``frameselect-learned-v1``), ``config`` (the training
+configuration, JSON), ``model`` (the policy's shape, JSON), ``inputs`` (the
+per-frame input names), ``curves`` (training curves, JSON) and
+``fingerprint``: a hash of the configuration, the model shape and every
+tensor's bytes, which enters the fingerprint of any run that selects with it.
+
+The header is plain JSON after an 8-byte length, so the fingerprint is read
+without torch (:func:`read_header`); loading the tensors needs the
+``learned`` extra (torch, safetensors). Built-in checkpoints live in this
+package's ``checkpoints/`` folder and are named by their file stem.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from frameselect.errors import FrameselectError
+from frameselect.fingerprint import hash_bytes
+
+__all__ = ["FORMAT", "CheckpointError", "builtin_checkpoints", "resolve_checkpoint", "read_header", "tensors_fingerprint", "save_checkpoint", "load_tensors"]
+
+FORMAT = "frameselect-learned-v1"
+_BUILTIN_DIR = Path(__file__).parent / "checkpoints"
+_MAX_HEADER = 16 * 1024 * 1024
+
+
+class CheckpointError(FrameselectError, ValueError):
+    """A checkpoint that is missing, unreadable or not a frameselect learned-selector checkpoint."""
+
+
+def builtin_checkpoints() -> dict[str, Path]:
+    """Name → path of the checkpoints shipped in the package."""
+    return {p.stem: p for p in sorted(_BUILTIN_DIR.glob("*.safetensors"))}
+
+
+def resolve_checkpoint(name_or_path: str | os.PathLike[str]) -> Path:
+    """The file of a built-in checkpoint name, or an existing path."""
+    text = str(name_or_path)
+    builtin = builtin_checkpoints()
+    if text in builtin:
+        return builtin[text]
+    path = Path(text).expanduser()
+    if path.is_file():
+        return path
+    known = ", ".join(builtin) or "none"
+    raise CheckpointError(f"checkpoint {text!r} is neither a built-in one ({known}) nor an existing file; train one with `frameselect train`")
+
+
+def read_header(path: str | os.PathLike[str]) -> dict[str, str]:
+    """The ``__metadata__`` of a safetensors file (no torch needed); checks the format."""
+    p = Path(path)
+    try:
+        with p.open("rb") as fh:
+            raw = fh.read(8)
+            if len(raw) != 8:
+                raise CheckpointError(f"{p}: too short to be a safetensors file")
+            (size,) = struct.unpack("<Q", raw)
+            if size > _MAX_HEADER:
+                raise CheckpointError(f"{p}: header of {size} bytes; not a frameselect checkpoint")
+            header = json.loads(fh.read(size))
+    except (OSError, ValueError) as exc:
+        raise CheckpointError(f"cannot read checkpoint {p}: {exc}") from None
+    meta = header.get("__metadata__") if isinstance(header, dict) else None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise CheckpointError(f"{p} is not a frameselect learned-selector checkpoint (format {FORMAT!r} expected)")
+    return {str(k): str(v) for k, v in meta.items()}
+
+
+def tensors_fingerprint(tensors: Mapping[str, NDArray[Any]], config: Mapping[str, Any], model: Mapping[str, Any]) -> str:
+    """Hash of the configuration, the model shape and every tensor (name, dtype, shape, bytes)."""
+    digests = {name: [str(a.dtype), list(a.shape), hash_bytes(np.ascontiguousarray(a).tobytes())] for name, a in sorted(tensors.items())}
+    payload = {"value": _frozen_form({"config": dict(config), "model": dict(model), "tensors": digests})}
+    return hash_bytes(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode())
+
+
+def _frozen_form(value: Any) -> Any:
+    """The checkpoint format's own canonical JSON (floats by ``repr``), fixed with :data:`FORMAT`.
+
+    Independent of :func:`frameselect.fingerprint.canonical`, so a change to how
+    the library fingerprints runs never invalidates a checkpoint's fingerprint.
+    """
+    if isinstance(value, Mapping):
+        return {str(k): _frozen_form(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, (list, tuple)):
+        return [_frozen_form(v) for v in value]
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return repr(float(value))
+    return repr(value)
+
+
+def save_checkpoint(
+    path: str | os.PathLike[str], tensors: Mapping[str, NDArray[Any]], config: Mapping[str, Any], model: Mapping[str, Any], inputs: list[str], curves: Any
+) -> str:
+    """Write a checkpoint atomically; returns its fingerprint."""
+    from safetensors.numpy import save_file
+
+    arrays = {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in tensors.items()}
+    config = json.loads(json.dumps(config, sort_keys=True, default=str))  # as it will be read back
+    fp = tensors_fingerprint(arrays, config, model)
+    meta = {
+        "format": FORMAT,
+        "config": json.dumps(config, sort_keys=True, default=str),
+        "model": json.dumps(model, sort_keys=True),
+        "inputs": json.dumps(inputs),
+        "curves": json.dumps(curves),
+        "fingerprint": fp,
+    }
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + ".tmp")
+    save_file(arrays, str(tmp), metadata=meta)
+    os.replace(tmp, target)
+    return fp
+
+
+def load_tensors(path: str | os.PathLike[str]) -> tuple[dict[str, NDArray[np.float32]], dict[str, str]]:
+    """Tensors (numpy) and header of a checkpoint, the fingerprint checked against the tensors."""
+    from safetensors.numpy import load_file
+
+    meta = read_header(path)
+    tensors = load_file(str(path))
+    expected = tensors_fingerprint(tensors, json.loads(meta["config"]), json.loads(meta["model"]))
+    if expected != meta["fingerprint"]:
+        raise CheckpointError(f"checkpoint {path}: its tensors do not match its fingerprint (corrupt or edited)")
+    return tensors, meta
