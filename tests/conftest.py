@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+# helper modules beside the tests (chat_server, annotation_files, part_examples): importable from every test folder
+sys.path.append(str(Path(__file__).parent))
 
 
 @pytest.fixture(autouse=True)

@@ -8,10 +8,9 @@ the single missing-video warning and the AnnotationError for malformed input.
 
 from __future__ import annotations
 
-import csv
 import json
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ import pytest
 
 import frameselect.datasets
 import frameselect.testing
+from annotation_files import touch, write_csv, write_json, write_jsonl  # noqa: E402
 from frameselect.datasets._loading import AnnotationDataset, AnnotationWarning, MissingVideoWarning, find_video, split_option_block, strip_option_letters
 from frameselect.errors import AnnotationError
 from frameselect.parts import part_config, revive
@@ -31,33 +31,6 @@ LOADERS = tuple(n for n in frameselect.datasets.names() if issubclass(frameselec
 
 
 # -- writing fixtures -------------------------------------------------------------
-
-
-def touch(*paths: Path) -> None:
-    for path in paths:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(b"")
-
-
-def write_json(path: Path, data: Any) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
-    return path
-
-
-def write_jsonl(path: Path, rows: Iterable[Any]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
-
-
-def write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[Any]]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(header)
-        w.writerows(rows)
-    return path
 
 
 def load(name: str, **params: Any) -> tuple[list[Sample], list[warnings.WarningMessage]]:
@@ -922,6 +895,8 @@ def test_lvhaystack_answer_naming_an_empty_option_is_kept_as_always_wrong(tmp_pa
     write_jsonl(tmp_path / "data" / "test.jsonl", [dict(LVH_RECORD, answer="F")])
     with pytest.raises(AnnotationError, match="outside the 4 options"):
         frameselect.datasets.create("lvhaystack", root=str(tmp_path)).samples()
+
+
 # -- the conformance suite, on an example of every registered dataset ----------------------
 # Each builder writes a small copy of the benchmark's layout (the records above) and returns the
 # loader on it. A dataset registered without a builder fails its checks with a message saying so.

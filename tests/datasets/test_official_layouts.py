@@ -16,7 +16,6 @@ produced by running the official code itself on these same inputs:
 
 from __future__ import annotations
 
-import csv
 import json
 import warnings
 from collections.abc import Sequence
@@ -26,31 +25,11 @@ from typing import Any
 import pytest
 
 import frameselect.datasets
+from annotation_files import touch, write_csv, write_json  # noqa: E402
 from frameselect.datasets._loading import AnnotationWarning
 from frameselect.datasets.mlvu import MC_TASK_FILES, UNMATCHED_ANSWER
 from frameselect.evaluators.answer import accuracy_by, mc_accuracy
 from frameselect.types import Sample, SampleRecord
-
-
-def touch(*paths: Path) -> None:
-    for path in paths:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(b"")
-
-
-def write_json(path: Path, data: Any) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
-    return path
-
-
-def write_csv(path: Path, header: Sequence[str], rows: Sequence[Sequence[Any]]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(header)
-        w.writerows(rows)
-    return path
 
 
 def load(name: str, **params: Any) -> tuple[list[Sample], list[warnings.WarningMessage]]:

@@ -8,48 +8,20 @@ check that the command line shows these errors as one clean message.
 
 from __future__ import annotations
 
-import csv
 import json
 import warnings
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import frameselect.datasets
+from annotation_files import touch, write_csv, write_json, write_jsonl  # noqa: E402
 from frameselect.datasets._loading import MissingVideoWarning
 from frameselect.errors import AnnotationError, DatasetConfigError, DatasetNotFoundError, FrameselectError
 from frameselect.types import Span
 
 # -- writing files ---------------------------------------------------------------------------------------
-
-
-def touch(*paths: Path) -> None:
-    for path in paths:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(b"")
-
-
-def write_json(path: Path, data: Any) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data), encoding="utf-8")
-    return path
-
-
-def write_jsonl(path: Path, rows: Sequence[Any]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
-
-
-def write_csv(path: Path, header: Sequence[str], rows: Sequence[Sequence[Any]]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(header)
-        w.writerows(rows)
-    return path
 
 
 def load(name: str, root: Path, **params: Any) -> list[Any]:

@@ -10,46 +10,18 @@ Each test writes its own files into ``tmp_path``.
 
 from __future__ import annotations
 
-import csv
-import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import frameselect.datasets
+from annotation_files import touch, write_csv, write_json, write_jsonl  # noqa: E402
 from frameselect.errors import AnnotationError
 
 # -- fixtures: one small annotation file per loader, with the video name as a parameter -------------
-
-
-def touch(*paths: Path) -> None:
-    for path in paths:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(b"")
-
-
-def write_json(path: Path, data: Any) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data), encoding="utf-8")
-    return path
-
-
-def write_jsonl(path: Path, rows: Sequence[Any]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
-
-
-def write_csv(path: Path, header: Sequence[str], rows: Sequence[Sequence[Any]]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(header)
-        w.writerows(rows)
-    return path
 
 
 def videomme(root: Path, name: str) -> Path:
