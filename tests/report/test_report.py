@@ -175,3 +175,12 @@ def test_report_in_headless_chromium(store_path: tuple[Path, Path], tmp_path: Pa
         assert [u for u in requests if u != url and not u.startswith("data:")] == []
     finally:
         browser.quit()  # type: ignore[attr-defined]
+
+
+def test_rank_charts_and_timelines_show_the_best_runs_only(store_path: tuple[Path, Path]) -> None:
+    store, cache = store_path
+    html = build_report(store, options=_options(cache, top=2, thumbnails=False))
+    assert "4 runs; the rank charts and timelines show the 2 best on mc_accuracy" in html
+    assert html.count("<tr><td>") == 4 + 1  # the table still holds every run
+    run_options = re.findall(r'<select class="f-run"><option value="">any</option>(.*?)</select>', html)[0]
+    assert run_options.count("<option") == 2

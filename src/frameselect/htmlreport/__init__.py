@@ -115,6 +115,9 @@ class DatasetView:
     routing_svgs: list[tuple[str, str]] = field(default_factory=list)
     cost_svgs: list[tuple[str, str]] = field(default_factory=list)
     replays: tuple[list[str], list[tuple[str, list[str]]]] | None = None
+    title: str = ""
+    #: how many runs the rank charts and timelines show, of how many (the best on the headline metric)
+    shown: tuple[int, int] = (0, 0)
 
 
 # -- tables ---------------------------------------------------------------------
@@ -217,16 +220,16 @@ def _correct(record_metrics: Mapping[str, float], metric: str) -> bool | None:
 def _relevance(run: StoredRun, sample: Sample, video_id: str, policy: str, cache: Any, times: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """The query relevance curve from the feature cache, when the run's encoder has a text side."""
     from frameselect.cache import Cache
-    from frameselect.registry import encoders
+    from frameselect.parts import revive
 
     enc_cfg = run.info.config.get("encoder") or {}
     if not isinstance(enc_cfg, Mapping) or not enc_cfg.get("name"):
         return None
     try:
-        encoder = encoders.create(str(enc_cfg["name"]))
+        encoder = revive(enc_cfg, kind="encoders")  # encoders load their models lazily: nothing is loaded here
     except Exception:
         return None
-    if str(getattr(encoder, "id", "")) != str(enc_cfg.get("id", "")) or not getattr(encoder, "has_text", False):
+    if not encoder.has_text or encoder.pairwise_relevance:
         return None
     frames = cache.load_array("frames", Cache.embedding_key(video_id, policy, encoder.id))
     text = cache.load_array("text", Cache.text_key(encoder.id, sample.query.text))
@@ -441,6 +444,8 @@ class ReportOptions:
     """What goes into the page."""
 
     samples: int = 8
+    #: the rank charts and timelines show the runs best on the headline metric, at most this many
+    top: int = 12
     thumbnails: bool = True
     thumbs_per_sample: int = 24
     include_paths: bool = False
@@ -449,6 +454,21 @@ class ReportOptions:
     n_boot: int = 1000
     seed: int = 0
     cache_dir: str | os.PathLike[str] | None = None
+
+
+def _best_runs(section: TableSection, runs: Sequence[StoredRun], metric: str, top: int) -> list[StoredRun]:
+    """The ``top`` runs best on ``metric`` over all questions (all of them when there are no more), in store order."""
+    if len(runs) <= top or not metric:
+        return list(runs)
+    spec = next(m for m in section.metrics if m.name == metric)
+    value = {row.label: row.cells[metric].estimate for row in section.rows if row.subset in (None, "all")}
+
+    def goodness(run: StoredRun) -> float:
+        v = value.get(run.label, math.nan)
+        return -math.inf if math.isnan(v) else (v if spec.higher_is_better else -v)
+
+    keep = {run.label for run in sorted(runs, key=lambda r: (-goodness(r), r.label))[:top]}
+    return [run for run in runs if run.label in keep]
 
 
 def _dataset_views(store: Store, opts: ReportOptions, progress: Callable[[str], None]) -> list[DatasetView]:
@@ -461,14 +481,16 @@ def _dataset_views(store: Store, opts: ReportOptions, progress: Callable[[str], 
     for section in sections:
         members = [run for run in runs if run.dataset == section.dataset]
         metric = _headline(section, opts.metric)
-        view = DatasetView(section.dataset, _table_view(section, note), metric)
-        view.run_labels = [run.label for run in members]
+        view = DatasetView(section.dataset, _table_view(section, note), metric, title=section.dataset.split(":", 1)[0])
+        best = _best_runs(section, members, metric, opts.top)
+        view.shown = (len(best), len(members))
+        view.run_labels = [run.label for run in best]
         view.kinds = sorted({str(r.metadata[opts.by]) for run in members for r in run.records if opts.by and opts.by in r.metadata})
         if metric:
             progress(f"ranks on {section.dataset}")
-            view.bump_svg, view.tau_svg, view.inversions = _ranks_views(members, metric, opts.by, opts.n_boot, opts.seed)
+            view.bump_svg, view.tau_svg, view.inversions = _ranks_views(best, metric, opts.by, opts.n_boot, opts.seed)
             progress(f"timelines of {section.dataset}")
-            view.timelines = _timelines(store, members, metric, opts.by, opts)
+            view.timelines = _timelines(store, best, metric, opts.by, opts)
             view.cost_svgs = _cost_svgs(section, members, metric)
             view.replays = _replays(members, section, metric)
         view.routing_svgs = _routing_svgs(members, opts.by)
