@@ -282,7 +282,9 @@ def _bind(request: AnswerRequest, counter: DecodeCounter, memo: FrameMemo) -> No
 
 
 def _concurrency(answerer: Any) -> int:
-    return max(1, int(getattr(answerer, "concurrency", 1) or 1))
+    from frameselect.run import answer_batch_size
+
+    return answer_batch_size(answerer)
 
 
 def answers_on_driver(answerer: Any) -> bool:

@@ -64,10 +64,10 @@ def replay(
     label: str = "",
     by: str | None = "kind",
     progress: bool | None = None,
-    on_record: Callable[[SampleRecord], None] | None = None,
     executor: str | Executor = "serial",
     workers: int | None = None,
     ray_address: str | None = None,
+    on_record: Callable[[SampleRecord], None] | None = None,
 ) -> RunResult:
     """Answer the stored selections of run ``run_id`` (a unique prefix is enough) with ``answerer``.
 

@@ -59,6 +59,7 @@ __all__ = [
     "answer_one",
     "answer_cache_key",
     "cached_answers",
+    "answer_batch_size",
     "call_backend",
     "remember_answers",
     "SampleFailure",
@@ -296,6 +297,11 @@ def answer_batch(answerer: Answerer, requests: Sequence[AnswerRequest], store: S
     return [a for a in answers if a is not None]
 
 
+def answer_batch_size(answerer: Answerer | None) -> int:
+    """Requests handed to one ``answer()`` call: what the backend takes in flight (``max_in_flight``, else ``concurrency``), else one."""
+    return max(1, int(getattr(answerer, "max_in_flight", None) or getattr(answerer, "concurrency", 1) or 1))
+
+
 def cached_answers(store: Store, keys: Sequence[str]) -> list[Answer | None]:
     """The store's cached answer for each key (None where there is none)."""
     answers: list[Answer | None] = []
@@ -422,7 +428,7 @@ class Run:
         """
         plan = self.plan
         todo = self.start()
-        chunk_size = max(1, int(getattr(plan.answerer, "concurrency", 1) or 1)) if plan.needs_answers else 1
+        chunk_size = answer_batch_size(plan.answerer) if plan.needs_answers else 1
         bar = Progress(len(todo), plan.label, self.progress)
         for start in range(0, len(todo), chunk_size):
             prepared = [self._prepare(prepare, sample) for sample in todo[start : start + chunk_size]]
