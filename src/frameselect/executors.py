@@ -532,7 +532,7 @@ class _Driver:
         self.bar = Progress(sum(len(u) for u in units), self.plan.label, self.run.progress)
         window = 2 * max(1, self.executor.workers)
         try:
-            while todo or self.pending:
+            while todo or self.pending or self.waiting:
                 while todo and sum(1 for kind, _ in self.pending.values() if kind == "prepare") < window:
                     unit = todo.popleft()
                     self.pending[self.executor.submit(prepare_unit, self.job, unit.samples)] = ("prepare", unit)
