@@ -13,6 +13,8 @@ import argparse
 import sys
 import time
 
+from frameselect.commands._common import add_executor_args
+
 
 def run(args: argparse.Namespace) -> int:
     from frameselect.bench.runner import DEFAULT_ANSWERERS, DEFAULT_BUDGETS, BenchConfig, format_report, run_bench
@@ -29,11 +31,14 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         pool=args.pool,
         query_aware=args.query_aware,
+        executor=args.executor,
+        workers=args.workers,
+        ray_address=args.ray_address,
     )
     start = time.perf_counter()
     try:
         result = run_bench(config, progress=True if args.progress else False)
-    except ValueError as exc:
+    except ValueError as exc:  # ConfigError included
         print(f"frameselect: error: {exc}", file=sys.stderr)
         return 2
     print(format_report(result))
@@ -96,4 +101,5 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--progress", action="store_true", help="a progress bar per run (one run per selector x budget x answerer)")
     p.add_argument("--report", default=None, help="HTML report to write at the end (default: beside the store, with .html)")
     p.add_argument("--no-report", action="store_true", help="do not write the HTML report")
+    add_executor_args(p)
     p.set_defaults(func=run)
