@@ -312,6 +312,11 @@ class Executor:
     def submit(self, fn: Callable[..., T], *args: Any) -> cf.Future[T]:
         raise NotImplementedError
 
+    @property
+    def window(self) -> int:
+        """Videos being prepared at most at once (a queue ahead of the workers)."""
+        return 2 * max(1, self.workers)
+
     def put(self, value: Any) -> Any:
         """``value`` placed once where every task can read it (Ray's object store); as is elsewhere."""
         return value
@@ -330,6 +335,10 @@ class InlineExecutor(Executor):
     """The workers' code path run in this process, one task at a time (tests, debugging)."""
 
     name = "inline"
+
+    @property
+    def window(self) -> int:
+        return 1  # a task runs when submitted: one at a time, so driver-side answers overlap the next video
 
     def submit(self, fn: Callable[..., T], *args: Any) -> cf.Future[T]:
         future: cf.Future[T] = cf.Future()
@@ -530,13 +539,14 @@ class _Driver:
 
         todo = collections.deque(_Unit(samples) for samples in units)
         self.bar = Progress(sum(len(u) for u in units), self.plan.label, self.run.progress)
-        window = 2 * max(1, self.executor.workers)
+        window = self.executor.window
         try:
             while todo or self.pending or self.waiting:
+                self._start_driver_answers()  # before preparing more, so the requests go out while the next videos are prepared
                 while todo and sum(1 for kind, _ in self.pending.values() if kind == "prepare") < window:
                     unit = todo.popleft()
                     self.pending[self.executor.submit(prepare_unit, self.job, unit.samples)] = ("prepare", unit)
-                self._start_driver_answers()
+                    self._start_driver_answers()
                 done, _ = cf.wait(list(self.pending), return_when=cf.FIRST_COMPLETED)
                 for future in done:
                     kind, payload = self.pending.pop(future)

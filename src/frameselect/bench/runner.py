@@ -176,11 +176,13 @@ def _prewarm(samples: Sequence[Any], encoder: Any, pool: str, features_dir: Path
     return ctx.counters.frames_encoded
 
 
-def run_bench(config: BenchConfig = BenchConfig(), *, log: Callable[[str], None] | None = None, progress: bool | None = False) -> BenchResult:
-    """Run the benchmark (resuming whatever the store already holds) on the configured executor."""
+def run_bench(
+    config: BenchConfig = BenchConfig(), *, log: Callable[[str], None] | None = None, progress: bool | None = False, executor: Any = None
+) -> BenchResult:
+    """Run the benchmark (resuming whatever the store already holds) on the configured executor (or ``executor``, an instance)."""
     from frameselect.executors import executor_scope, executor_spec
 
-    spec = executor_spec(config.executor, config.workers, config.ray_address)
+    spec = executor if executor is not None else executor_spec(config.executor, config.workers, config.ray_address)
     with executor_scope(spec) as ex:  # one executor (one pool of workers) for every run of the benchmark
         return _run_bench(config, ex, log=log, progress=progress)
 
