@@ -125,7 +125,14 @@ def write_rate(args: argparse.Namespace, work: Path) -> None:
     path = work / "rate.sqlite"
     store = Store(path)
     store.open_run("r" * 32, {"label": "rate"}, kind="run", label="rate")
-    metrics = {"evidence_recall": 0.5, "frame_precision": 0.25, "mc_accuracy": 1.0, "selection_latency_s": 0.001, "answer_latency_s": 0.2, "answer_tokens": 120.0}
+    metrics = {
+        "evidence_recall": 0.5,
+        "frame_precision": 0.25,
+        "mc_accuracy": 1.0,
+        "selection_latency_s": 0.001,
+        "answer_latency_s": 0.2,
+        "answer_tokens": 120.0,
+    }
     indices = tuple(range(0, 160, 10))
     start = time.perf_counter()
     for i in range(args.records):
@@ -143,7 +150,9 @@ def write_rate(args: argparse.Namespace, work: Path) -> None:
     rate = args.records / (time.perf_counter() - start)
     store.close()
     size = path.stat().st_size + sum(p.stat().st_size for p in work.glob("rate.sqlite-*"))
-    print(f"\nStore.write_sample: {rate:,.0f} records/s (one transaction each, WAL); {size / args.records:,.0f} bytes per record -> {size / args.records:.0f} MB per million records")
+    print(
+        f"\nStore.write_sample: {rate:,.0f} records/s (one transaction each, WAL); {size / args.records:,.0f} bytes per record -> {size / args.records:.0f} MB per million records"
+    )
 
 
 def driver_under_workers(args: argparse.Namespace, work: Path) -> None:

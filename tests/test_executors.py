@@ -20,7 +20,6 @@ import pytest
 
 sys.path.append(str(Path(__file__).parent))  # for chat_server.py (tests have no __init__.py)
 import frameselect  # noqa: E402
-from frameselect.replay import replay  # noqa: E402
 from chat_server import ChatServer  # noqa: E402
 from frameselect.answerers.http import OpenAIHTTPAnswerer  # noqa: E402
 from frameselect.datasets.base import InMemoryDataset  # noqa: E402
@@ -28,6 +27,7 @@ from frameselect.errors import ConfigError  # noqa: E402
 from frameselect.executors import InlineExecutor, ProcessExecutor, WorkerJob, group_by_video, prefetched, prepare_unit, ship  # noqa: E402
 from frameselect.pipeline import SelectStep  # noqa: E402
 from frameselect.plan import plan_run  # noqa: E402
+from frameselect.replay import replay  # noqa: E402
 from frameselect.selectors import Selector  # noqa: E402
 from frameselect.selectors.basic import uniform_indices  # noqa: E402
 from frameselect.types import Query, Sample, SampleRecord  # noqa: E402
@@ -58,7 +58,6 @@ def with_broken(tiny: Any, tmp_path: Path) -> InMemoryDataset:
     """The tiny samples plus one whose video is not a video (a per-sample failure, with its reason)."""
     bad = tmp_path / "broken.mp4"
     bad.write_bytes(b"not a video at all")
-    first = next(iter(tiny))
     broken = Sample("broken/clip", str(bad), Query("what is shown?", ("A", "B")), "A", (), {"kind": "needle"})
     return InMemoryDataset([*tiny, broken], name="tiny_plus_broken")
 
@@ -160,7 +159,9 @@ def test_a_worker_can_return_its_new_cache_entries_for_the_driver(tiny: Any, tmp
 
 def many_videos(tiny: Any, copies: int) -> InMemoryDataset:
     """``copies`` of each tiny question, worded apart (so each is its own answer-cache entry)."""
-    samples = [Sample(f"{s.id}#{i}", s.video, Query(f"{s.query.text} (#{i})", s.query.options), s.answer, s.evidence, s.metadata) for i in range(copies) for s in tiny]
+    samples = [
+        Sample(f"{s.id}#{i}", s.video, Query(f"{s.query.text} (#{i})", s.query.options), s.answer, s.evidence, s.metadata) for i in range(copies) for s in tiny
+    ]
     return InMemoryDataset(samples, name=f"tiny_x{copies}")
 
 
@@ -181,7 +182,9 @@ def test_many_videos_against_two_servers_with_bounded_concurrency_each(tiny: Any
     assert again.counters.samples_skipped == 24 and again.counters.answerer_calls == 0
     # the test server counts tokens by arrival order (100 + n), which differs between runs: compared without them
     untokened = [(*r[:3], {k: v for k, v in r[3].items() if k != "answer_tokens"}, *r[4:]) for r in comparable(par.records)]
-    assert par.run_id == serial.run_id and untokened == [(*r[:3], {k: v for k, v in r[3].items() if k != "answer_tokens"}, *r[4:]) for r in comparable(serial.records)]
+    assert par.run_id == serial.run_id and untokened == [
+        (*r[:3], {k: v for k, v in r[3].items() if k != "answer_tokens"}, *r[4:]) for r in comparable(serial.records)
+    ]
     assert all(r.answer == "B" for r in par.records) and par.table["mc_accuracy"] == np.mean([s.answer == "B" for s in ds])
 
 
@@ -191,10 +194,9 @@ def test_many_videos_against_two_servers_with_bounded_concurrency_each(tiny: Any
 @pytest.fixture(scope="module")
 def ray_cluster() -> Any:
     ray = pytest.importorskip("ray")
-    import cloudpickle
+    from frameselect.executors import _runtime_env, cloudpickle_module
 
-    from frameselect.executors import _runtime_env
-
+    cloudpickle = cloudpickle_module()
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # this module's test parts travel by value
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env=_runtime_env())
     yield ray

@@ -40,8 +40,7 @@ import os
 import pickle
 import queue
 import threading
-import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,12 +50,12 @@ import numpy as np
 
 from frameselect.cache import Cache, RunCounters
 from frameselect.errors import ConfigError, ContractError
-from frameselect.video.decode import DecodeCounter, FrameMemo, VideoInfo
+from frameselect.video.decode import DecodeCounter, FrameMemo, VideoFrameSource, VideoInfo
 
 if TYPE_CHECKING:
     from frameselect.answerers.base import AnswerRequest
     from frameselect.plan import Plan
-    from frameselect.run import Prepared, Run, RunContext, RunResult
+    from frameselect.run import Prepared, Run, RunResult
     from frameselect.types import Answer, Sample
 
 __all__ = [
@@ -72,6 +71,7 @@ __all__ = [
     "execute_units",
     "ship",
     "unship",
+    "cloudpickle_module",
     "prefetched",
     "answers_on_driver",
     "group_by_video",
@@ -92,17 +92,29 @@ copyreg.pickle(FrameMemo, lambda m: (FrameMemo, (m.limit,)))
 # -- shipping parts ----------------------------------------------------------------------
 
 
-def ship(obj: Any) -> bytes:
-    """Parts (a plan, a prepare step, an encoder) as bytes for a worker.
-
-    cloudpickle (installed with Ray) where available, so parts defined in a
-    script or notebook travel by value; else the standard pickle.
-    """
+def cloudpickle_module() -> Any:
+    """cloudpickle (or the copy inside Ray), or None where neither is installed."""
     try:
         import cloudpickle
     except ImportError:
+        try:
+            from ray import cloudpickle
+        except ImportError:
+            return None
+    return cloudpickle
+
+
+def ship(obj: Any) -> bytes:
+    """Parts (a plan, a prepare step, an encoder) as bytes for a worker.
+
+    cloudpickle (Ray brings a copy) where available, so parts defined in a
+    script or notebook travel by value; else the standard pickle (parts must
+    then be importable by the workers).
+    """
+    module = cloudpickle_module()
+    if module is None:
         return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    return bytes(cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
+    return bytes(module.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def unship(blob: bytes) -> Any:
@@ -275,8 +287,9 @@ def encode_unit(parts: bytes, sample: Sample, cache_dir: str | None) -> int:
 
 
 def _bind(request: AnswerRequest, counter: DecodeCounter, memo: FrameMemo) -> None:
+    """The request's frame source counts into ``counter`` and remembers in ``memo`` (this side's)."""
     source = request.pool.source
-    if source is not None and hasattr(source, "counter"):
+    if isinstance(source, VideoFrameSource):
         source.counter = counter
         source.memo = memo
 
@@ -397,10 +410,10 @@ class RayExecutor(Executor):
         self._owns = False
         if not ray.is_initialized():
             address = address or os.environ.get("RAY_ADDRESS") or None
-            local = {"num_cpus": workers} if address is None and workers else {}
-            ray.init(address=address, include_dashboard=False, log_to_driver=False, runtime_env=_runtime_env(), **local)
+            local_cpus = workers if address is None and workers else None  # a local cluster of ``workers`` CPUs
+            ray.init(address=address, num_cpus=local_cpus, include_dashboard=False, log_to_driver=False, runtime_env=_runtime_env())
             self._owns = address is None
-        cpus = float(ray.cluster_resources().get("CPU", 1))
+        cpus = float(ray.cluster_resources().get("CPU", 1))  # type: ignore[no-untyped-call]
         self.workers = workers or max(1, int(cpus // max(num_cpus, 1e-9)))
         self._task = ray.remote(_call).options(num_cpus=num_cpus, num_gpus=num_gpus, max_retries=max_retries)
 
@@ -641,8 +654,9 @@ class _Driver:
             return
         from frameselect.run import call_backend
 
+        assert self.answerer is not None
         batch = [self.waiting.popleft() for _ in range(min(len(self.waiting), _concurrency(self.answerer)))]
-        requests = [p.request for _, p, _ in batch]
+        requests = [p.request for _, p, _ in batch if p.request is not None]
         self.answering = True
         self.pending[self.answer_thread.submit(call_backend, self.answerer, requests)] = ("driver_answers", batch)
 

@@ -31,7 +31,7 @@ from frameselect.datasets.base import Dataset
 from frameselect.encoders.base import Encoder
 from frameselect.errors import ConfigError, FrameselectError, SelectionError
 from frameselect.evaluators.base import Evaluator
-from frameselect.executors import Executor, executor_spec, prefetched
+from frameselect.executors import Executor, ExecutorSpec, executor_spec, prefetched
 from frameselect.plan import Plan, plan_run, resolve
 from frameselect.run import (
     Prepared,
@@ -99,7 +99,7 @@ def evaluate(
     progress: bool | None = None,
     limit: int | None = None,
     on_record: Callable[[SampleRecord], None] | None = None,
-    executor: str | Executor = "serial",
+    executor: str | Executor | ExecutorSpec = "serial",
     workers: int | None = None,
     ray_address: str | None = None,
 ) -> RunResult:
@@ -146,7 +146,7 @@ def run_plan(
     progress: bool | None = None,
     on_record: Callable[[SampleRecord], None] | None = None,
     by: str | None = "kind",
-    executor: str | Executor = "serial",
+    executor: str | Executor | ExecutorSpec = "serial",
     workers: int | None = None,
 ) -> RunResult:
     """Execute a plan of :func:`~frameselect.plan.plan_run`: route (if routed), then select each sample."""

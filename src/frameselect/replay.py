@@ -34,7 +34,7 @@ from frameselect.answerers.base import Answerer, AnswerRequest
 from frameselect.datasets.base import Dataset, InMemoryDataset
 from frameselect.errors import ConfigError, FrameselectError, MissingSelectionError, UnknownNameError
 from frameselect.evaluators.base import Evaluator
-from frameselect.executors import Executor, executor_spec
+from frameselect.executors import Executor, ExecutorSpec, executor_spec
 from frameselect.fingerprint import fingerprint, part_config
 from frameselect.plan import Plan, load_samples, part_identity, resolve
 from frameselect.registry import get_registry
@@ -64,7 +64,7 @@ def replay(
     label: str = "",
     by: str | None = "kind",
     progress: bool | None = None,
-    executor: str | Executor = "serial",
+    executor: str | Executor | ExecutorSpec = "serial",
     workers: int | None = None,
     ray_address: str | None = None,
     on_record: Callable[[SampleRecord], None] | None = None,
