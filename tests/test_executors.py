@@ -257,3 +257,24 @@ def test_killing_a_ray_worker_mid_task_loses_and_duplicates_nothing(ray_cluster:
         rows = conn.execute("SELECT sample_id, status FROM records WHERE run_id = ?", (on_ray.run_id,)).fetchall()
         selections = conn.execute("SELECT COUNT(*) FROM selections WHERE run_id = ?", (on_ray.run_id,)).fetchone()[0]
     assert sorted(rows) == sorted((s.id, "ok") for s in tiny) and selections == 6  # each sample once
+
+
+def test_cli_refuses_a_wrong_executor_without_a_traceback(tiny_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from frameselect.cli import main
+
+    base = ["run", "-s", "uniform", "-D", f"root={tiny_root}", "--store", str(tmp_path / "s.sqlite"), "--no-progress"]
+    assert main([*base, "--executor", "threads"]) == 2
+    assert main([*base, "--executor", "process", "--workers", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown executor 'threads'" in err and "workers must be a whole number of at least 1, got 0" in err and "Traceback" not in err
+    assert not (tmp_path / "s.sqlite").exists() or sqlite3.connect(tmp_path / "s.sqlite").execute("SELECT COUNT(*) FROM records").fetchone()[0] == 0
+
+
+def test_a_routed_run_on_an_executor_equals_serial(tiny: Any, tmp_path: Path) -> None:
+    kw: dict[str, Any] = dict(
+        selector="uniform", evaluators=["evidence_recall"], dataset=tiny, k=4, router="text_cue", bank=["uniform", "kcenter"], encoder="color_histogram"
+    )
+    serial = frameselect.evaluate(**kw, cache_dir=tmp_path / "c1")
+    inline = frameselect.evaluate(**kw, cache_dir=tmp_path / "c2", executor=InlineExecutor())
+    assert inline.run_id == serial.run_id and comparable(inline.records) == comparable(serial.records)
+    assert {r.metadata["route_policy"] for r in inline.records} <= {"uniform", "kcenter"} and inline.table["budget"] == serial.table["budget"]
