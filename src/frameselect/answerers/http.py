@@ -395,9 +395,11 @@ class OpenAIHTTPAnswerer(Answerer):
         ceiling = min(self.max_backoff_s, self.backoff_s * (2.0**attempt))
         return ceiling / 2 + self._rng.uniform(0.0, ceiling / 2)
 
-    async def _post(self, client: httpx.AsyncClient, body: bytes, url: str) -> bytes:
-        """The reply body of one 2xx reply (at most :data:`MAX_REPLY_BYTES`); raises _Retryable or _Fatal otherwise."""
+    async def _post(self, client: httpx.AsyncClient, body: bytes, url: str | None = None) -> bytes:
+        """The reply body of one 2xx reply from ``url`` (default: the first server) (at most :data:`MAX_REPLY_BYTES`); raises _Retryable or _Fatal otherwise."""
         import httpx
+
+        url = url or self.url
 
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self._api_key:
