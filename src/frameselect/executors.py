@@ -83,10 +83,20 @@ T = TypeVar("T")
 #: the executor names ``evaluate``, ``replay``, the bench and the CLI accept
 EXECUTORS = ("serial", "process", "ray")
 
+
 # A frame source's decode counter and frame memo hold locks; on their way to or
 # from a worker they travel empty, and the receiving side binds its own.
+def _new_memo(settings: dict[str, Any]) -> FrameMemo:
+    return FrameMemo(**settings)
+
+
+def _empty_memo(memo: FrameMemo) -> tuple[Callable[[dict[str, Any]], FrameMemo], tuple[dict[str, Any]]]:
+    """A memo travels as its settings, without its frames or locks."""
+    return _new_memo, ({k: getattr(memo, k) for k in ("limit", "max_bytes") if hasattr(memo, k)},)
+
+
 copyreg.pickle(DecodeCounter, lambda c: (DecodeCounter, ()))
-copyreg.pickle(FrameMemo, lambda m: (FrameMemo, (m.limit,)))
+copyreg.pickle(FrameMemo, _empty_memo)
 
 
 # -- shipping parts ----------------------------------------------------------------------
