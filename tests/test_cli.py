@@ -168,7 +168,10 @@ def test_p_is_stored_as_a_json_number(tmp_path: Path, capsys: pytest.CaptureFixt
         (["-s", "kcenter", "-p", "lamb=1"], "selector 'kcenter' has no parameter 'lamb'; its parameters: "),
         (["-s", "uniform", "-D", "colour=red"], "dataset 'tiny' has no parameter 'colour'; its parameters: root"),
         (["-s", "uniform", "-D", "root"], "-D/--dataset-param takes name=value, got 'root'"),
-        (["-s", "uniform", "-d", "videomme", "-D", "root=/nonexistent-frameselect-root"], "videomme: no annotation file for split 'test' under /nonexistent-frameselect-root"),
+        (
+            ["-s", "uniform", "-d", "videomme", "-D", "root=/nonexistent-frameselect-root"],
+            "videomme: no annotation file for split 'test' under /nonexistent-frameselect-root",
+        ),
         (["-s", "uniform", "-k", "0"], "frame budget k must be an integer of at least 1, got 0"),
         (["-s", "uniform", "--evaluator", "mc_accuracy"], "evaluator(s) ['mc_accuracy'] score answers: pass an answering backend"),
         (["-s", "uniform", "-p", "x=1", "--router", "text_cue"], "-p sets selector parameters and cannot be combined with --router"),

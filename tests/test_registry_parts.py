@@ -149,7 +149,9 @@ def test_evaluate_stores_parameters_as_numbers(tiny_root: Path, tmp_path: Path) 
     from frameselect.store import Store
 
     tiny = frameselect.datasets.create("tiny", root=tiny_root)
-    result = evaluate("fixed_fps", dataset=tiny, k=2, encoder="color_histogram", selector_params={"fps": 0.25}, store=tmp_path / "s.sqlite", limit=1, progress=False)
+    result = evaluate(
+        "fixed_fps", dataset=tiny, k=2, encoder="color_histogram", selector_params={"fps": 0.25}, store=tmp_path / "s.sqlite", limit=1, progress=False
+    )
     with Store(tmp_path / "s.sqlite") as store:
         stored = store.run(result.run_id).config
     assert stored["selector"]["params"]["fps"] == 0.25 and isinstance(stored["selector"]["params"]["fps"], float)

@@ -107,5 +107,7 @@ class ContractError(FrameselectError, AssertionError):
     """A part broke its contract (a selector returned duplicate, out-of-range or
     too many indices; an evaluator wrote keys it did not declare). A bug in the
     part, not a fault of the data: it stops the run."""
+
+
 class PartConfigError(FrameselectError, TypeError):
     """A part's configuration cannot be read or a part cannot be re-created from it."""

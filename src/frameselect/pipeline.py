@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -30,6 +31,7 @@ from frameselect.datasets.base import Dataset
 from frameselect.encoders.base import Encoder
 from frameselect.errors import ConfigError, FrameselectError, SelectionError
 from frameselect.evaluators.base import Evaluator
+from frameselect.executors import Executor, ExecutorSpec, executor_spec, prefetched
 from frameselect.plan import Plan, plan_run, resolve
 from frameselect.run import (
     Prepared,
@@ -56,6 +58,7 @@ __all__ = [
     "evaluate",
     "run_plan",
     "select_step",
+    "SelectStep",
     "featurize",
     "RunResult",
     "resolve",
@@ -96,6 +99,9 @@ def evaluate(
     progress: bool | None = None,
     limit: int | None = None,
     on_record: Callable[[SampleRecord], None] | None = None,
+    executor: str | Executor | ExecutorSpec = "serial",
+    workers: int | None = None,
+    ray_address: str | None = None,
 ) -> RunResult:
     """Run ``selector`` on ``dataset`` at budget ``k``, score it, store it.
 
@@ -106,6 +112,12 @@ def evaluate(
     an exception inside a part) is recorded as failed with its reason and the
     run goes on; a part that breaks its contract raises
     :class:`~frameselect.errors.ContractError`.
+
+    ``executor`` (``"serial"``, ``"process"``, ``"ray"`` or an
+    :class:`~frameselect.executors.Executor`) and ``workers`` say where
+    videos are computed (:mod:`frameselect.executors`); the results are the
+    same whichever runs them, and neither is part of the run's fingerprint.
+    ``ray_address`` is the Ray cluster to join (default ``$RAY_ADDRESS``, else a local one).
     """
     plan = plan_run(
         selector,
@@ -122,7 +134,8 @@ def evaluate(
         label=label,
         limit=limit,
     )
-    return run_plan(plan, store=store, cache_dir=cache_dir, progress=progress, on_record=on_record, by=by)
+    ex = executor_spec(executor, workers, ray_address)
+    return run_plan(plan, store=store, cache_dir=cache_dir, progress=progress, on_record=on_record, by=by, executor=ex)
 
 
 def run_plan(
@@ -133,11 +146,23 @@ def run_plan(
     progress: bool | None = None,
     on_record: Callable[[SampleRecord], None] | None = None,
     by: str | None = "kind",
+    executor: str | Executor | ExecutorSpec = "serial",
+    workers: int | None = None,
 ) -> RunResult:
     """Execute a plan of :func:`~frameselect.plan.plan_run`: route (if routed), then select each sample."""
     with Run(plan, store=store, cache_dir=cache_dir, progress=progress, on_record=on_record, by=by) as run:
         routes = route(plan, plan.router, run.ctx) if plan.router is not None else None
-        return run.execute(lambda p: select_step(p, plan, run.ctx, routes))
+        return run.execute_with(SelectStep(routes), executor, workers=workers)
+
+
+@dataclass(frozen=True)
+class SelectStep:
+    """The prepare step of ``evaluate`` as a value an executor can ship to its workers."""
+
+    routes: RouteSet | None = None
+
+    def __call__(self, p: Prepared, plan: Plan, ctx: RunContext) -> None:
+        select_step(p, plan, ctx, self.routes)
 
 
 def select_step(p: Prepared, plan: Plan, ctx: RunContext, routes: RouteSet | None = None) -> None:
@@ -200,7 +225,8 @@ def _over_frames(pool: CandidatePool, batch_size: int, fn: Callable[[np.ndarray]
     if pool.source is None:
         raise FrameselectError(f"pool of {pool.video_id} has no frames to encode")
     source = pool.source
-    frames = source.iter(range(len(pool)))
+    # decoding the next batch overlaps encoding this one
+    frames: Iterable[tuple[int, np.ndarray]] = prefetched(source.iter(range(len(pool))), ctx.prefetch * batch_size)
     chunks: list[np.ndarray] = []
     batch: list[np.ndarray] = []
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -33,6 +34,7 @@ from frameselect.answerers.base import Answerer, AnswerRequest
 from frameselect.datasets.base import Dataset, InMemoryDataset
 from frameselect.errors import ConfigError, FrameselectError, MissingSelectionError, PartConfigError, UnknownNameError
 from frameselect.evaluators.base import Evaluator
+from frameselect.executors import Executor, ExecutorSpec, executor_spec
 from frameselect.fingerprint import fingerprint
 from frameselect.parts import part_config, revive
 from frameselect.plan import Plan, load_samples, part_identity, resolve
@@ -41,7 +43,7 @@ from frameselect.run import Prepared, Run, RunContext, RunResult, build_pool, op
 from frameselect.store import RunInfo, Store
 from frameselect.types import Sample, SampleRecord, Selection
 
-__all__ = ["replay", "plan_replay", "dataset_from_config", "MissingSelectionError", "StaleSelectionError"]
+__all__ = ["replay", "plan_replay", "apply_stored_selection", "StoredSelectionStep", "dataset_from_config", "MissingSelectionError", "StaleSelectionError"]
 
 #: added to a run's own evaluators when none of them scores answers
 DEFAULT_ANSWER_EVALUATOR = "mc_accuracy"
@@ -63,6 +65,9 @@ def replay(
     label: str = "",
     by: str | None = "kind",
     progress: bool | None = None,
+    executor: str | Executor | ExecutorSpec = "serial",
+    workers: int | None = None,
+    ray_address: str | None = None,
     on_record: Callable[[SampleRecord], None] | None = None,
 ) -> RunResult:
     """Answer the stored selections of run ``run_id`` (a unique prefix is enough) with ``answerer``.
@@ -72,7 +77,9 @@ def replay(
     that need no features, since replay computes none), plus ``mc_accuracy``
     when none of them scores answers. ``cache_dir`` should be
     the original run's feature cache, so pools come from cached probes.
+    ``executor``, ``workers`` and ``ray_address`` as in :func:`frameselect.evaluate`.
     """
+    ex = executor_spec(executor, workers, ray_address)
     with open_store(store) as st:
         try:
             parent = st.run(run_id)
@@ -80,7 +87,10 @@ def replay(
             raise FrameselectError(str(exc.args[0])) from None
         plan = plan_replay(parent, answerer, dataset=dataset, evaluators=evaluators, answerer_params=answerer_params, label=label)
         with Run(plan, store=st, cache_dir=cache_dir, progress=progress, on_record=on_record, by=by) as run:
-            return run.execute(lambda p: stored_selection_step(p, parent, st, run.ctx))
+            if ex == "serial":
+                return run.execute(lambda p: stored_selection_step(p, parent, st, run.ctx))
+            stored = {s.id: st.selection(parent.run_id, s.id) for s in plan.samples}
+            return run.execute_with(StoredSelectionStep(parent.run_id, stored), ex)
 
 
 def plan_replay(
@@ -117,18 +127,33 @@ def plan_replay(
 
 def stored_selection_step(p: Prepared, parent: RunInfo, st: Store, ctx: RunContext) -> None:
     """The prepare step of replay: the sample's stored selection on its pool (built from the cached probe)."""
-    stored = st.selection(parent.run_id, p.sample.id)
+    apply_stored_selection(p, st.selection(parent.run_id, p.sample.id), parent.run_id, ctx)
+
+
+def apply_stored_selection(p: Prepared, stored: tuple[Selection, Mapping[str, Any]] | None, parent_id: str, ctx: RunContext) -> None:
+    """Put a stored selection (as read from the store) on the sample's pool; raises why it cannot."""
     if stored is None:
         raise MissingSelectionError(
-            f"run {parent.run_id[:12]} has no stored selection for sample {p.sample.id!r} (it failed or was never run there); "
+            f"run {parent_id[:12]} has no stored selection for sample {p.sample.id!r} (it failed or was never run there); "
             "replay never re-selects: complete the original run, then replay again"
         )
     selection, meta = stored
     p.k, p.policy = int(meta.get("k") or len(selection)), str(meta.get("policy") or p.policy)
     pool = build_pool(p.sample, p.policy, ctx)
     p.video_id = pool.video_id
-    _check_fits(p.sample, selection, meta, pool.video_id, pool.timestamps, parent.run_id)
+    _check_fits(p.sample, selection, meta, pool.video_id, pool.timestamps, parent_id)
     p.request = AnswerRequest(p.sample, pool, selection)
+
+
+@dataclass(frozen=True)
+class StoredSelectionStep:
+    """The prepare step of replay as a value an executor ships: the parent's selections read on the driver."""
+
+    parent_id: str
+    stored: Mapping[str, tuple[Selection, Mapping[str, Any]] | None]
+
+    def __call__(self, p: Prepared, plan: Plan, ctx: RunContext) -> None:
+        apply_stored_selection(p, self.stored.get(p.sample.id), self.parent_id, ctx)
 
 
 def _check_fits(sample: Sample, selection: Selection, meta: Mapping[str, Any], video_id: str, pool_times: np.ndarray, parent_id: str) -> None:

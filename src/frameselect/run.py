@@ -57,6 +57,13 @@ __all__ = [
     "answer_batch",
     "answer_one",
     "answer_cache_key",
+    "cached_answers",
+    "answer_batch_size",
+    "call_backend",
+    "remember_answers",
+    "SampleFailure",
+    "prepare_sample",
+    "reason_of",
 ]
 
 StoreArg = str | os.PathLike[str] | Store | None
@@ -71,6 +78,8 @@ class RunContext:
     probes: dict[str, VideoInfo] = field(default_factory=dict)
     decoded: DecodeCounter = field(default_factory=DecodeCounter)
     memo: FrameMemo = field(default_factory=FrameMemo)
+    #: batches of frames decoded ahead of the encoder, on a thread (0: decode in line)
+    prefetch: int = 2
 
 
 def build_pool(sample: Sample, policy: str, ctx: RunContext) -> CandidatePool:
@@ -170,7 +179,18 @@ def score_sample(
     return metrics
 
 
-def _reason(exc: BaseException) -> str:
+class SampleFailure(Exception):
+    """A sample's failure whose reason was written where it happened (on an executor's worker)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def reason_of(exc: BaseException) -> str:
+    """A failure's reason as recorded: type, message and (for exceptions from parts) where it was raised."""
+    if isinstance(exc, SampleFailure):
+        return exc.reason
     if isinstance(exc, FrameselectError):
         return f"{type(exc).__name__}: {exc}"
     tb = traceback.extract_tb(exc.__traceback__)
@@ -180,7 +200,19 @@ def _reason(exc: BaseException) -> str:
 
 def _failure(p: Prepared, exc: BaseException) -> SampleRecord:
     metadata = {**p.sample.metadata, **p.metadata}
-    return SampleRecord(sample_id=p.sample.id, metrics={}, status="failed", error=_reason(exc), k=p.k, policy=p.policy, metadata=metadata)
+    return SampleRecord(sample_id=p.sample.id, metrics={}, status="failed", error=reason_of(exc), k=p.k, policy=p.policy, metadata=metadata)
+
+
+def prepare_sample(prepare: Callable[[Prepared], None], sample: Sample, plan: Plan) -> Prepared:
+    """One sample through a prepare step; an exception other than :class:`ContractError` becomes its ``error``."""
+    p = Prepared(sample, k=plan.k, policy=plan.pool)
+    try:
+        prepare(p)
+    except ContractError:
+        raise
+    except Exception as exc:  # a fault of this sample's data or of the outside world
+        p.request, p.error = None, exc
+    return p
 
 
 def failure_reasons(records: Sequence[SampleRecord]) -> list[tuple[str, int]]:
@@ -227,24 +259,49 @@ def answer_batch(answerer: Answerer, requests: Sequence[AnswerRequest], store: S
     backend that raises fails this batch's samples, not the run.
     """
     keys = [answer_cache_key(answerer, r) for r in requests]
+    answers = cached_answers(store, keys)
+    todo = [i for i, a in enumerate(answers) if a is None]
+    if todo:
+        counters.answerer_calls += len(todo)
+        fresh = call_backend(answerer, [requests[i] for i in todo])
+        remember_answers(store, answerer, [keys[i] for i in todo], fresh)
+        for i, answer in zip(todo, fresh):
+            answers[i] = answer
+    return [a for a in answers if a is not None]
+
+
+def answer_batch_size(answerer: Answerer | None) -> int:
+    """Requests handed to one ``answer()`` call: what the backend takes in flight (``max_in_flight``, else ``concurrency``), else one."""
+    return 1 if answerer is None else max(1, answerer.max_in_flight)
+
+
+def cached_answers(store: Store, keys: Sequence[str]) -> list[Answer | None]:
+    """The store's cached answer for each key (None where there is none)."""
     answers: list[Answer | None] = []
     for key in keys:
         cached = store.cached_answer(key)
         answers.append(Answer(**cached) if cached is not None else None)
-    todo = [i for i, a in enumerate(answers) if a is None]
-    if todo:
-        counters.answerer_calls += len(todo)
-        try:
-            fresh = list(answerer.answer([requests[i] for i in todo]))
-            if len(fresh) != len(todo):
-                raise AnswererError(f"answerer {answerer.id} returned {len(fresh)} answers for {len(todo)} requests")
-        except Exception as exc:
-            fresh = [Answer(text="", model=answerer.id, error=f"{type(exc).__name__}: {exc}")] * len(todo)
-        for i, answer in zip(todo, fresh):
-            answers[i] = answer
-            if answer.error is None:
-                store.cache_answer(keys[i], answerer.id, dataclasses.asdict(answer))
-    return [a for a in answers if a is not None]
+    return answers
+
+
+def call_backend(answerer: Answerer, requests: Sequence[AnswerRequest]) -> list[Answer]:
+    """One ``answer()`` call; a backend that raises, or miscounts, gives every request an error answer."""
+    if not requests:
+        return []
+    try:
+        fresh = list(answerer.answer(list(requests)))
+        if len(fresh) != len(requests):
+            raise AnswererError(f"answerer {answerer.id} returned {len(fresh)} answers for {len(requests)} requests")
+    except Exception as exc:
+        fresh = [Answer(text="", model=answerer.id, error=f"{type(exc).__name__}: {exc}")] * len(requests)
+    return fresh
+
+
+def remember_answers(store: Store, answerer: Answerer, keys: Sequence[str], answers: Sequence[Answer]) -> None:
+    """Cache the answers that carry no error."""
+    for key, answer in zip(keys, answers, strict=True):
+        if answer.error is None:
+            store.cache_answer(key, answerer.id, dataclasses.asdict(answer))
 
 
 def answer_one(answerer: Answerer, request: AnswerRequest, store: Store, counters: RunCounters) -> Answer:
@@ -347,30 +404,42 @@ class Run:
         :class:`ContractError`.
         """
         plan = self.plan
-        self.store.open_run(plan.run_id, plan.config, kind=plan.kind, label=plan.label, parent_run=plan.parent_run)
-        done = self.store.done_sample_ids(plan.run_id)
-        todo = [s for s in plan.samples if s.id not in done]
-        self.counters.samples_skipped = len(plan.samples) - len(todo)
-        chunk_size = max(1, int(plan.answerer.concurrency or 1)) if plan.needs_answers and plan.answerer is not None else 1
+        todo = self.start()
+        chunk_size = answer_batch_size(plan.answerer) if plan.needs_answers else 1
         bar = Progress(len(todo), plan.label, self.progress)
         for start in range(0, len(todo), chunk_size):
             prepared = [self._prepare(prepare, sample) for sample in todo[start : start + chunk_size]]
             answers = self._answer(prepared)
             for p in prepared:
-                self._record(p, answers.get(id(p)))
+                self.record(p, answers.get(id(p)))
                 bar.update()
         bar.close()
         return self.finish()
 
+    def start(self) -> list[Sample]:
+        """Open the run's row; the samples not yet stored ``ok`` (resume), in plan order."""
+        plan = self.plan
+        self.store.open_run(plan.run_id, plan.config, kind=plan.kind, label=plan.label, parent_run=plan.parent_run)
+        done = self.store.done_sample_ids(plan.run_id)
+        todo = [s for s in plan.samples if s.id not in done]
+        self.counters.samples_skipped = len(plan.samples) - len(todo)
+        return todo
+
+    def execute_with(self, step: Any, executor: Any = "serial", *, workers: int | None = None) -> RunResult:
+        """Execute with a prepare ``step`` (``step(p, plan, ctx)``) on an executor (:mod:`frameselect.executors`).
+
+        ``"serial"`` runs here, one sample after another; any other executor
+        computes whole videos on its workers while this process alone writes the store.
+        """
+        from frameselect.executors import execute_units, executor_scope
+
+        with executor_scope(executor, workers) as ex:
+            if ex is None:
+                return self.execute(lambda p: step(p, self.plan, self.ctx))
+            return execute_units(self, step, ex)
+
     def _prepare(self, prepare: Callable[[Prepared], None], sample: Sample) -> Prepared:
-        p = Prepared(sample, k=self.plan.k, policy=self.plan.pool)
-        try:
-            prepare(p)
-        except ContractError:
-            raise
-        except Exception as exc:  # a fault of this sample's data or of the outside world
-            p.request, p.error = None, exc
-        return p
+        return prepare_sample(prepare, sample, self.plan)
 
     def _answer(self, prepared: Sequence[Prepared]) -> dict[int, Answer]:
         """One ``answer()`` call for the chunk's ready samples (through the answer cache)."""
@@ -380,7 +449,7 @@ class Run:
         requests = [p.request for p in ready if p.request is not None]
         return dict(zip((id(p) for p in ready), answer_batch(self.plan.answerer, requests, self.store, self.counters), strict=True))
 
-    def _record(self, p: Prepared, answer: Answer | None) -> None:
+    def record(self, p: Prepared, answer: Answer | None) -> None:
         """Score one prepared sample and store its record and selection in one transaction."""
         record, selection = self._score(p, answer)
         self.store.write_sample(self.plan.run_id, record, selection, video_id=p.video_id, policy=record.policy)
@@ -420,8 +489,8 @@ class Run:
         plan = self.plan
         self.counters.frames_decoded = self.ctx.decoded.frames_decoded
         self.store.set_counters(plan.run_id, self.counters.as_dict())
-        wanted = {s.id for s in plan.samples}
-        records = [r for r in self.store.records(plan.run_id) if r.sample_id in wanted]
+        order = {s.id: i for i, s in enumerate(plan.samples)}
+        records = sorted((r for r in self.store.records(plan.run_id) if r.sample_id in order), key=lambda r: order[r.sample_id])
         return RunResult(
             run_id=plan.run_id,
             config=plan.config,

@@ -60,6 +60,11 @@ class Answerer(Part):
     has_option_logprobs: ClassVar[bool] = False
 
     @property
+    def max_in_flight(self) -> int:
+        """Requests one ``answer()`` call takes in flight at most: ``concurrency`` (a backend with several servers, more)."""
+        return int(self.concurrency)
+
+    @property
     def id(self) -> str:
         """Model and decoding settings: what determines an answer (keys the answer cache)."""
         return part_id(self)

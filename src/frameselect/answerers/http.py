@@ -230,7 +230,10 @@ class OpenAIHTTPAnswerer(Answerer):
 
     ``base_url`` is the API root (``http://host:port/v1``); ``timeout_s`` is the
     overall deadline of each try (connect, send and read together);
-    ``concurrency`` bounds the requests in flight when answering a batch.
+    ``concurrency`` bounds the requests in flight on each server when answering a batch.
+    ``more_base_urls`` are further servers of the same model (replicas): each
+    try of a request goes to a server with a free slot, at most ``concurrency``
+    in flight on each; which server answered is not part of the ``id``.
     ``image_format`` ``"auto"`` is JPEG when Pillow is installed, else PNG; the
     resolved format is part of the ``id``. ``api_key_env`` names the environment
     variable holding the key (see the module docstring); ``transport`` replaces
@@ -242,7 +245,7 @@ class OpenAIHTTPAnswerer(Answerer):
     secret_params: ClassVar[frozenset[str]] = frozenset({"api_key"})
     #: where and how requests travel changes no answer
     identity_exclude: ClassVar[frozenset[str]] = frozenset(
-        {"base_url", "timeout_s", "max_retries", "concurrency", "backoff_s", "max_backoff_s", "api_key_env", "transport"}
+        {"base_url", "timeout_s", "max_retries", "concurrency", "backoff_s", "max_backoff_s", "api_key_env", "transport", "more_base_urls"}
     )
     #: an injected transport (tests) is a live object, recorded only as such
     live_params: ClassVar[frozenset[str]] = frozenset({"transport"})
@@ -261,6 +264,7 @@ class OpenAIHTTPAnswerer(Answerer):
         timeout_s: float = 60.0,
         max_retries: int = 3,
         concurrency: int = 4,
+        more_base_urls: Sequence[str] = (),
         image_format: str = "auto",
         jpeg_quality: int = 90,
         system_prompt: str | None = None,
@@ -276,8 +280,9 @@ class OpenAIHTTPAnswerer(Answerer):
             raise ValueError(f"openai_http: max_retries must be >= 0, got {max_retries}")
         if concurrency < 1:
             raise ValueError(f"openai_http: concurrency must be >= 1, got {concurrency}")
-        if not base_url.startswith(("http://", "https://")):
-            raise ValueError(f"openai_http: base_url must start with http:// or https://, got {base_url!r} (e.g. http://127.0.0.1:8000/v1)")
+        for url in (base_url, *more_base_urls):
+            if not url.startswith(("http://", "https://")):
+                raise ValueError(f"openai_http: base_url must start with http:// or https://, got {url!r} (e.g. http://127.0.0.1:8000/v1)")
         if timeout_s <= 0:
             raise ValueError(f"openai_http: timeout_s must be positive, got {timeout_s}")
         if image_format not in ("auto", "jpeg", "png"):
@@ -287,6 +292,7 @@ class OpenAIHTTPAnswerer(Answerer):
         elif image_format == "jpeg" and not _pillow_available():
             raise ImportError("image_format='jpeg' needs Pillow: pip install pillow, or use image_format='png'")
         self.base_url = base_url.rstrip("/")
+        self.more_base_urls = tuple(u.rstrip("/") for u in more_base_urls)
         self.model = model
         self.max_tokens = int(max_tokens)
         self.temperature = float(temperature)
@@ -310,6 +316,16 @@ class OpenAIHTTPAnswerer(Answerer):
     def url(self) -> str:
         return f"{self.base_url}/chat/completions"
 
+    @property
+    def urls(self) -> list[str]:
+        """Every server's chat-completions address."""
+        return [f"{u}/chat/completions" for u in (self.base_url, *self.more_base_urls)]
+
+    @property
+    def max_in_flight(self) -> int:
+        """Requests in flight at most: ``concurrency`` on each server."""
+        return self.concurrency * len(self.urls)
+
     # -- answering ---------------------------------------------------------
     def answer(self, requests: Sequence[AnswerRequest]) -> list[Answer]:
         """One answer per request, at most ``concurrency`` requests in flight."""
@@ -326,10 +342,14 @@ class OpenAIHTTPAnswerer(Answerer):
     async def _answer_all(self, requests: list[AnswerRequest]) -> list[Answer]:
         import httpx
 
-        limit = asyncio.Semaphore(self.concurrency)
+        limit = asyncio.Semaphore(self.max_in_flight)
+        slots: asyncio.Queue[str] = asyncio.Queue()  # each server's address once per request it may have in flight
+        for _ in range(self.concurrency):
+            for url in self.urls:
+                slots.put_nowait(url)
         # follow_redirects=False is httpx's default; spelled out because it is a security property
         async with httpx.AsyncClient(transport=self.transport, follow_redirects=False, timeout=self.timeout_s) as client:
-            return list(await asyncio.gather(*(self._answer_one(client, limit, r) for r in requests)))
+            return list(await asyncio.gather(*(self._answer_one(client, limit, slots, r) for r in requests)))
 
     def option_logprobs(self, requests: Sequence[AnswerRequest]) -> list[NDArray[np.float64]]:
         """Option log-probabilities from the first generated token's ``top_logprobs``
@@ -379,7 +399,7 @@ class OpenAIHTTPAnswerer(Answerer):
     def _redact(self, text: str) -> str:
         return text.replace(self._api_key, _REDACTED) if self._api_key else text
 
-    async def _answer_one(self, client: httpx.AsyncClient, limit: asyncio.Semaphore, request: AnswerRequest) -> Answer:
+    async def _answer_one(self, client: httpx.AsyncClient, limit: asyncio.Semaphore, slots: asyncio.Queue[str], request: AnswerRequest) -> Answer:
         async with limit:
             start = time.monotonic()
             try:
@@ -388,9 +408,13 @@ class OpenAIHTTPAnswerer(Answerer):
                 return self._failed(start, f"could not build the request: {type(exc).__name__}: {exc}")
             tries = self.max_retries + 1
             for attempt in range(tries):
+                url = await slots.get()  # a server with a free slot, for this try
                 try:
-                    raw = await asyncio.wait_for(self._post(client, body), self.timeout_s)
-                    text, prompt_tokens, completion_tokens, model = chat_completion(_json(raw, self.url), self.url)
+                    try:
+                        raw = await asyncio.wait_for(self._post(client, body, url), self.timeout_s)
+                    finally:
+                        slots.put_nowait(url)
+                    text, prompt_tokens, completion_tokens, model = chat_completion(_json(raw, url), url)
                     return Answer(
                         text=text,
                         latency_s=time.monotonic() - start,
@@ -401,7 +425,7 @@ class OpenAIHTTPAnswerer(Answerer):
                 except (_Fatal, ValueError) as exc:
                     return self._failed(start, f"{exc} (not retried)")
                 except (_Retryable, asyncio.TimeoutError) as exc:  # asyncio's is the builtin TimeoutError from Python 3.11
-                    retry = exc if isinstance(exc, _Retryable) else _Retryable(f"no reply from {self.url} within {self.timeout_s:g}s", timeout=True)
+                    retry = exc if isinstance(exc, _Retryable) else _Retryable(f"no reply from {url} within {self.timeout_s:g}s", timeout=True)
                     if attempt + 1 == tries:
                         return self._failed(start, f"{'timeout' if retry.timeout else 'failed'} after {tries} tries: {retry}")
                     await asyncio.sleep(self._backoff(attempt, retry.retry_after))
@@ -416,33 +440,35 @@ class OpenAIHTTPAnswerer(Answerer):
         ceiling = min(self.max_backoff_s, self.backoff_s * (2.0**attempt))
         return ceiling / 2 + self._rng.uniform(0.0, ceiling / 2)
 
-    async def _post(self, client: httpx.AsyncClient, body: bytes) -> bytes:
-        """The reply body of one 2xx reply (at most :data:`MAX_REPLY_BYTES`); raises _Retryable or _Fatal otherwise."""
+    async def _post(self, client: httpx.AsyncClient, body: bytes, url: str | None = None) -> bytes:
+        """The reply body of one 2xx reply from ``url`` (default: the first server) (at most :data:`MAX_REPLY_BYTES`); raises _Retryable or _Fatal otherwise."""
         import httpx
+
+        url = url or self.url
 
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         try:
-            async with client.stream("POST", self.url, content=body, headers=headers) as resp:
+            async with client.stream("POST", url, content=body, headers=headers) as resp:
                 if resp.is_redirect or 300 <= resp.status_code < 400:
                     where = resp.headers.get("Location", "?")
                     raise _Fatal(
-                        f"HTTP {resp.status_code} from {self.url} redirects to {where[:200]}; redirects are not followed (set base_url to the server's own address)"
+                        f"HTTP {resp.status_code} from {url} redirects to {where[:200]}; redirects are not followed (set base_url to the server's own address)"
                     )
                 raw = await _read_capped(resp)
                 if resp.status_code >= 400:
-                    detail = f"HTTP {resp.status_code} from {self.url}: {raw[:300].decode('utf-8', 'replace').strip()}".rstrip(": ")
+                    detail = f"HTTP {resp.status_code} from {url}: {raw[:300].decode('utf-8', 'replace').strip()}".rstrip(": ")
                     if resp.status_code >= 500 or resp.status_code in (408, 429):
                         raise _Retryable(detail, retry_after=_retry_after(resp.headers.get("Retry-After")))
                     raise _Fatal(detail)
                 return raw
         except httpx.TimeoutException as exc:
-            raise _Retryable(f"no reply from {self.url} within {self.timeout_s:g}s ({type(exc).__name__})", timeout=True) from None
+            raise _Retryable(f"no reply from {url} within {self.timeout_s:g}s ({type(exc).__name__})", timeout=True) from None
         except httpx.ConnectError as exc:
-            raise _Retryable(f"cannot reach {self.url}: {exc}") from None
+            raise _Retryable(f"cannot reach {url}: {exc}") from None
         except httpx.TransportError as exc:  # reset or cut short mid-reply, remote closed, ...
-            raise _Retryable(f"connection to {self.url} failed: {type(exc).__name__}: {exc}") from None
+            raise _Retryable(f"connection to {url} failed: {type(exc).__name__}: {exc}") from None
 
 
 async def _read_capped(resp: httpx.Response) -> bytes:

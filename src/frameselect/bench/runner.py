@@ -60,6 +60,9 @@ class BenchConfig:
     seed: int = 0
     pool: str = "fps=1.0"
     query_aware: str = "topk"  # the query-aware selector the ranking summary follows (if registered)
+    executor: str = "serial"  # serial, process or ray (frameselect.executors); results are the same
+    workers: int | None = None
+    ray_address: str | None = None
 
 
 @dataclass
@@ -172,9 +175,20 @@ def _prewarm(samples: Sequence[Any], encoder: Any, pool: str, features_dir: Path
     return ctx.counters.frames_encoded
 
 
-def run_bench(config: BenchConfig = BenchConfig(), *, log: Callable[[str], None] | None = None, progress: bool | None = False) -> BenchResult:
-    """Run the benchmark (resuming whatever the store already holds)."""
+def run_bench(
+    config: BenchConfig = BenchConfig(), *, log: Callable[[str], None] | None = None, progress: bool | None = False, executor: Any = None
+) -> BenchResult:
+    """Run the benchmark (resuming whatever the store already holds) on the configured executor (or ``executor``, an instance)."""
+    from frameselect.executors import executor_scope, executor_spec
+
+    spec = executor if executor is not None else executor_spec(config.executor, config.workers, config.ray_address)
+    with executor_scope(spec) as ex:  # one executor (one pool of workers) for every run of the benchmark
+        return _run_bench(config, ex, log=log, progress=progress)
+
+
+def _run_bench(config: BenchConfig, executor: Any, *, log: Callable[[str], None] | None, progress: bool | None) -> BenchResult:
     from frameselect.datasets.haystack import HaystackDataset
+    from frameselect.executors import encode_videos
     from frameselect.pipeline import evaluate
     from frameselect.plan import resolve
 
@@ -195,7 +209,7 @@ def run_bench(config: BenchConfig = BenchConfig(), *, log: Callable[[str], None]
     encoder = resolve("encoders", config.encoder) if config.encoder and config.encoder.lower() != "none" else None
     if encoder is not None:
         start = time.perf_counter()
-        n = _prewarm(samples, encoder, config.pool, features_dir)
+        n = _prewarm(samples, encoder, config.pool, features_dir) if executor is None else encode_videos(samples, encoder, config.pool, features_dir, executor)
         timings["encode"] = time.perf_counter() - start
         say(f"encoder {encoder.id}: {n} pool frames encoded ({timings['encode']:.1f} s; cached in {features_dir})")
 
@@ -228,6 +242,7 @@ def run_bench(config: BenchConfig = BenchConfig(), *, log: Callable[[str], None]
                     by="kind",
                     progress=progress,
                     label=f"{name}@k={k}·{ans_name}",
+                    executor=executor or "serial",
                 )
                 failed = [r for r in result.records if r.status != "ok"]
                 rows.append(

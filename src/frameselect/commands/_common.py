@@ -11,7 +11,7 @@ from typing import Any
 
 from frameselect.errors import ConfigError
 
-__all__ = ["parse_params", "add_store_arg", "default_store_path", "report_failures"]
+__all__ = ["parse_params", "add_store_arg", "add_executor_args", "default_store_path", "report_failures"]
 
 
 def default_store_path() -> str:
@@ -20,6 +20,17 @@ def default_store_path() -> str:
 
 def add_store_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--store", default=default_store_path(), help="SQLite results file (default: %(default)s, or $FRAMESELECT_STORE)")
+
+
+def add_executor_args(parser: argparse.ArgumentParser) -> None:
+    """``--executor``, ``--workers`` and ``--ray-address`` (see :mod:`frameselect.executors`)."""
+    parser.add_argument(
+        "--executor",
+        default="serial",
+        help="where videos are computed: serial (here), process (local processes) or ray (a Ray cluster); results are the same (default: %(default)s)",
+    )
+    parser.add_argument("--workers", type=int, default=None, help="worker processes or Ray tasks in flight (default: the cores, or the cluster's CPUs)")
+    parser.add_argument("--ray-address", default=None, help="Ray cluster to join with --executor ray (default: $RAY_ADDRESS, else a local one)")
 
 
 def parse_value(text: str) -> Any:

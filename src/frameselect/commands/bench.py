@@ -14,6 +14,8 @@ import os
 import sys
 import time
 
+from frameselect.commands._common import add_executor_args
+
 #: :class:`frameselect.bench.runner.BenchConfig`'s defaults and ``default_store()``, spelled out so that
 #: building the parser imports no evaluator (a test keeps them equal)
 N_VIDEOS = 9
@@ -39,11 +41,14 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         pool=args.pool,
         query_aware=args.query_aware,
+        executor=args.executor,
+        workers=args.workers,
+        ray_address=args.ray_address,
     )
     start = time.perf_counter()
     try:
         result = run_bench(config, progress=True if args.progress else False)
-    except ValueError as exc:
+    except ValueError as exc:  # ConfigError included
         print(f"frameselect: error: {exc}", file=sys.stderr)
         return 2
     print(format_report(result))
@@ -104,4 +109,5 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--progress", action="store_true", help="a progress bar per run (one run per selector x budget x answerer)")
     p.add_argument("--report", default=None, help="HTML report to write at the end (default: beside the store, with .html)")
     p.add_argument("--no-report", action="store_true", help="do not write the HTML report")
+    add_executor_args(p)
     p.set_defaults(func=run)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from frameselect.commands._common import add_store_arg, parse_params, report_failures
+from frameselect.commands._common import add_executor_args, add_store_arg, parse_params, report_failures
 from frameselect.errors import ConfigError
 
 
@@ -25,6 +25,9 @@ def run(args: argparse.Namespace) -> int:
         cache_dir=args.cache_dir,
         label=args.label,
         progress=None if not args.no_progress else False,
+        executor=args.executor,
+        workers=args.workers,
+        ray_address=args.ray_address,
     )
     label = str(result.config["label"])
     print(f"replay run {result.run_id[:12]} ({label}) of run {str(result.config['replay_of'])[:12]} stored in {args.store}")
@@ -45,5 +48,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--cache-dir", default=None, help="the original run's feature cache (default: ~/.cache/frameselect/features or $FRAMESELECT_CACHE)")
     p.add_argument("--label", default="", help="label of the replay run (default: '<run label> via <answerer>')")
     p.add_argument("--no-progress", action="store_true")
+    add_executor_args(p)
     add_store_arg(p)
     p.set_defaults(func=run)

@@ -10,7 +10,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from frameselect.commands._common import add_store_arg, parse_params, report_failures
+from frameselect.commands._common import add_executor_args, add_store_arg, parse_params, report_failures
 from frameselect.errors import ConfigError
 
 
@@ -65,14 +65,19 @@ def _plans(args: argparse.Namespace) -> list[Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from frameselect.executors import executor_scope, executor_spec
     from frameselect.pipeline import run_plan
     from frameselect.report import markdown_table
 
+    spec = executor_spec(args.executor, args.workers, args.ray_address)
     plans = _plans(args)  # every run validated before the first starts
     results, rows, counter_rows, breakdown_rows = [], [], [], []
-    for plan in plans:
-        result = run_plan(plan, store=args.store, cache_dir=args.cache_dir, progress=None if not args.no_progress else False)
-        results.append(result)
+    with executor_scope(spec) as ex:  # one executor for every run of the invocation
+        for plan in plans:
+            results.append(
+                run_plan(plan, store=args.store, cache_dir=args.cache_dir, progress=None if not args.no_progress else False, executor=ex or "serial")
+            )
+    for result in results:
         label = str(result.config["label"])
         rows.append((label, result.table))
         counter_rows.append((label, {k: float(v) for k, v in result.counters.as_dict().items()}))
@@ -112,5 +117,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--cache-dir", default=None, help="feature cache folder (default: ~/.cache/frameselect/features or $FRAMESELECT_CACHE)")
     p.add_argument("--limit", type=int, default=None, help="only the first N samples (N >= 0)")
     p.add_argument("--no-progress", action="store_true")
+    add_executor_args(p)
     add_store_arg(p)
     p.set_defaults(func=run)

@@ -1,0 +1,280 @@
+"""Executors: the same records whatever computes them; the driver alone writes the store.
+
+The serial run is the reference: every other executor must give the same
+records (timings aside), the same run ids and the same tables.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+sys.path.append(str(Path(__file__).parent))  # for chat_server.py (tests have no __init__.py)
+import frameselect  # noqa: E402
+from chat_server import ChatServer  # noqa: E402
+from frameselect.answerers.http import OpenAIHTTPAnswerer  # noqa: E402
+from frameselect.datasets.base import InMemoryDataset  # noqa: E402
+from frameselect.errors import ConfigError  # noqa: E402
+from frameselect.executors import InlineExecutor, ProcessExecutor, WorkerJob, group_by_video, prefetched, prepare_unit, ship  # noqa: E402
+from frameselect.pipeline import SelectStep  # noqa: E402
+from frameselect.plan import plan_run  # noqa: E402
+from frameselect.replay import replay  # noqa: E402
+from frameselect.selectors import Selector  # noqa: E402
+from frameselect.selectors.basic import uniform_indices  # noqa: E402
+from frameselect.types import Query, Sample, SampleRecord  # noqa: E402
+
+EVALUATORS = ["evidence_recall", "frame_precision", "mc_accuracy"]
+
+
+def comparable(records: list[SampleRecord]) -> list[tuple[Any, ...]]:
+    """A record without its timings (the one thing two runs of the same work may differ in)."""
+    return [
+        (
+            r.sample_id,
+            r.status,
+            r.error,
+            {k: v for k, v in r.metrics.items() if not k.endswith("latency_s")},
+            r.answer,
+            r.selection,
+            r.timestamps,
+            r.k,
+            r.policy,
+            dict(r.metadata),
+        )
+        for r in records
+    ]
+
+
+def with_broken(tiny: Any, tmp_path: Path) -> InMemoryDataset:
+    """The tiny samples plus one whose video is not a video (a per-sample failure, with its reason)."""
+    bad = tmp_path / "broken.mp4"
+    bad.write_bytes(b"not a video at all")
+    broken = Sample("broken/clip", str(bad), Query("what is shown?", ("A", "B")), "A", (), {"kind": "needle"})
+    return InMemoryDataset([*tiny, broken], name="tiny_plus_broken")
+
+
+def test_inline_executor_gives_the_serial_records_with_answers_and_failures(tiny: Any, tmp_path: Path) -> None:
+    ds = with_broken(tiny, tmp_path)
+    kw: dict[str, Any] = dict(selector="kcenter", evaluators=EVALUATORS, dataset=ds, k=4, encoder="color_histogram", answerer="oracle")
+    serial = frameselect.evaluate(**kw, store=tmp_path / "s.sqlite", cache_dir=tmp_path / "c1")
+    inline = frameselect.evaluate(**kw, store=tmp_path / "i.sqlite", cache_dir=tmp_path / "c2", executor=InlineExecutor())
+    assert inline.run_id == serial.run_id
+    assert comparable(inline.records) == comparable(serial.records)
+    assert {k: v for k, v in inline.table.items() if "latency" not in k} == {k: v for k, v in serial.table.items() if "latency" not in k}
+    broken = [r for r in inline.records if r.sample_id == "broken/clip"]
+    assert broken[0].status == "failed" and broken[0].error  # the same reason as serial's, asserted by the equality above
+    assert serial.table["n"] == 6 and serial.table["failed"] == 1
+    c = inline.counters
+    assert (c.selector_calls, c.answerer_calls, c.samples_done, c.samples_failed) == (6, 6, 6, 1)
+    assert c.frames_encoded == serial.counters.frames_encoded > 0
+
+
+def test_units_are_videos_in_order_of_first_appearance() -> None:
+    q = Query("q?", ("A", "B"))
+    samples = [Sample("a1", "x.mp4", q), Sample("b1", "y.mp4", q), Sample("a2", "x.mp4", q), Sample("c1", "z.mp4", q)]
+    assert [[s.id for s in u] for u in group_by_video(samples)] == [["a1", "a2"], ["b1"], ["c1"]]
+
+
+def test_process_executor_two_workers_equal_serial_and_resume(tiny: Any, tmp_path: Path) -> None:
+    kw: dict[str, Any] = dict(selector="kcenter", evaluators=EVALUATORS, dataset=tiny, k=3, encoder="color_histogram", answerer="oracle")
+    serial = frameselect.evaluate(**kw, store=tmp_path / "s.sqlite", cache_dir=tmp_path / "c1")
+    store = tmp_path / "p.sqlite"
+    with ProcessExecutor(2) as ex:
+        par = frameselect.evaluate(**kw, store=store, cache_dir=tmp_path / "c2", executor=ex)
+        again = frameselect.evaluate(**kw, store=store, cache_dir=tmp_path / "c2", executor=ex)
+    assert par.run_id == serial.run_id and comparable(par.records) == comparable(serial.records)
+    assert par.counters.frames_encoded == serial.counters.frames_encoded > 0
+    assert again.counters.samples_skipped == 6 and again.counters.selector_calls == 0  # resume: nothing recomputed
+    with sqlite3.connect(store) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM records WHERE run_id = ?", (par.run_id,)).fetchone()[0] == 6
+
+
+def test_replay_on_an_executor_equals_serial_replay(tiny: Any, tmp_path: Path) -> None:
+    store = tmp_path / "r.sqlite"
+    parent = frameselect.evaluate("uniform", ["evidence_recall"], tiny, k=3, store=store, cache_dir=tmp_path / "c")
+    serial = replay(parent.run_id, "oracle", store=store, cache_dir=tmp_path / "c")
+    other = tmp_path / "r2.sqlite"
+    parent2 = frameselect.evaluate("uniform", ["evidence_recall"], tiny, k=3, store=other, cache_dir=tmp_path / "c")
+    inline = replay(parent2.run_id, "oracle", store=other, cache_dir=tmp_path / "c", executor=InlineExecutor())
+    assert parent2.run_id == parent.run_id and inline.run_id == serial.run_id
+    assert inline.counters.samples_done == 6 and comparable(inline.records) == comparable(serial.records)
+    assert [r.metrics["mc_accuracy"] for r in inline.records] == [r.metrics["mc_accuracy"] for r in serial.records]
+
+
+def test_a_wrong_executor_fails_before_any_sample(tiny: Any) -> None:
+    with pytest.raises(ConfigError, match="unknown executor 'threads'.*serial, process, ray"):
+        frameselect.evaluate("uniform", dataset=tiny, executor="threads")
+    with pytest.raises(ConfigError, match="workers must be a whole number of at least 1, got 0"):
+        frameselect.evaluate("uniform", dataset=tiny, executor="process", workers=0)
+
+
+def test_prefetched_keeps_order_bounds_the_queue_and_raises_the_producers_error() -> None:
+    produced: list[int] = []
+
+    def numbers(n: int, fail_at: int | None = None) -> Any:
+        for i in range(n):
+            if i == fail_at:
+                raise ValueError(f"bad frame {i}")
+            produced.append(i)
+            yield i
+
+    assert list(prefetched(numbers(50), 3)) == list(range(50))
+    assert list(prefetched(numbers(5), 0)) == list(range(5))
+    produced.clear()
+    it = prefetched(numbers(100), 2)
+    assert next(it) == 0
+    time.sleep(0.2)
+    assert len(produced) <= 1 + 2 + 1  # the one consumed, two queued, one waiting to be put
+    it.close()  # the consumer stops early: the producer thread ends
+    time.sleep(0.1)
+    assert not any(t.name == "frameselect-prefetch" for t in threading.enumerate())
+    with pytest.raises(ValueError, match="bad frame 3"):
+        list(prefetched(numbers(10, fail_at=3), 2))
+
+
+def test_a_worker_can_return_its_new_cache_entries_for_the_driver(tiny: Any, tmp_path: Path) -> None:
+    plan = plan_run("kcenter", ["evidence_recall"], tiny, 3, encoder="color_histogram")
+    parts = ship((plan, SelectStep()))
+    job = WorkerJob(token="t", parts=parts, cache_dir=str(tmp_path / "worker"), return_arrays=True)
+    unit = group_by_video(list(plan.samples))[0]
+    result = prepare_unit(job, unit)
+    assert [p.sample.id for p in result.prepared] == [s.id for s in unit]
+    frames = [(b, k, v) for b, k, v in result.arrays if b == "frames"]
+    assert len(frames) == 1 and len(result.probes) == 1  # one pool, encoded once for all the video's samples
+    on_disk = np.load(tmp_path / "worker" / "frames" / frames[0][1][:2] / f"{frames[0][1]}.npy")
+    assert np.array_equal(on_disk, frames[0][2]) and result.counters.frames_encoded == on_disk.shape[0]
+
+
+# -- serving answerers: many videos against OpenAI-compatible servers ------------------
+
+
+def many_videos(tiny: Any, copies: int) -> InMemoryDataset:
+    """``copies`` of each tiny question, worded apart (so each is its own answer-cache entry)."""
+    samples = [
+        Sample(f"{s.id}#{i}", s.video, Query(f"{s.query.text} (#{i})", s.query.options), s.answer, s.evidence, s.metadata) for i in range(copies) for s in tiny
+    ]
+    return InMemoryDataset(samples, name=f"tiny_x{copies}")
+
+
+def test_many_videos_against_two_servers_with_bounded_concurrency_each(tiny: Any, tmp_path: Path) -> None:
+    def slow_b(n: int, body: dict[str, Any], prompt: str) -> dict[str, Any]:
+        return {"text": "B", "sleep": 0.05}
+
+    ds = many_videos(tiny, 4)  # 24 questions
+    with ChatServer(slow_b) as one, ChatServer(slow_b) as two:
+        ans = OpenAIHTTPAnswerer(base_url=one.base_url, more_base_urls=[two.base_url], model="m", concurrency=2, max_retries=0)
+        kw: dict[str, Any] = dict(selector="uniform", evaluators=["mc_accuracy"], dataset=ds, k=3, answerer=ans, cache_dir=tmp_path / "c")
+        par = frameselect.evaluate(**kw, store=tmp_path / "p.sqlite", executor=InlineExecutor())
+        assert one.max_active <= 2 and two.max_active <= 2  # bounded on each server
+        assert one.n_requests > 0 and two.n_requests > 0 and one.n_requests + two.n_requests == 24
+        again = frameselect.evaluate(**kw, store=tmp_path / "p.sqlite", executor=InlineExecutor())
+        serial = frameselect.evaluate(**kw, store=tmp_path / "s.sqlite")
+        assert one.n_requests + two.n_requests == 48  # the resumed run asked nothing; the serial one (its own store) 24
+    assert again.counters.samples_skipped == 24 and again.counters.answerer_calls == 0
+    # the test server counts tokens by arrival order (100 + n), which differs between runs: compared without them
+    untokened = [(*r[:3], {k: v for k, v in r[3].items() if k != "answer_tokens"}, *r[4:]) for r in comparable(par.records)]
+    assert par.run_id == serial.run_id and untokened == [
+        (*r[:3], {k: v for k, v in r[3].items() if k != "answer_tokens"}, *r[4:]) for r in comparable(serial.records)
+    ]
+    assert all(r.answer == "B" for r in par.records) and par.table["mc_accuracy"] == np.mean([s.answer == "B" for s in ds])
+
+
+# -- Ray: a real local cluster, one per module ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def ray_cluster() -> Any:
+    ray = pytest.importorskip("ray")
+    from frameselect.executors import _runtime_env, cloudpickle_module
+
+    cloudpickle = cloudpickle_module()
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # this module's test parts travel by value
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env=_runtime_env())
+    yield ray
+    ray.shutdown()
+    cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+
+
+@dataclass(frozen=True)
+class StallsOnce(Selector):
+    """Uniform; the first call anywhere writes its pid to ``marker`` and stalls (to be killed mid-task)."""
+
+    marker: str = ""
+
+    def _select(self, pool, query, k, features, rng):  # type: ignore[no-untyped-def]
+        path = Path(self.marker)
+        if self.marker and not path.exists():
+            path.write_text(str(os.getpid()))
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                time.sleep(0.05)
+        return uniform_indices(len(pool), k)
+
+
+def test_ray_results_equal_serial(ray_cluster: Any, tiny: Any, tmp_path: Path) -> None:
+    kw: dict[str, Any] = dict(selector="kcenter", evaluators=EVALUATORS, dataset=tiny, k=4, encoder="color_histogram", answerer="oracle")
+    serial = frameselect.evaluate(**kw, store=tmp_path / "s.sqlite", cache_dir=tmp_path / "c1")
+    on_ray = frameselect.evaluate(**kw, store=tmp_path / "r.sqlite", cache_dir=tmp_path / "c2", executor="ray", workers=2)
+    assert on_ray.run_id == serial.run_id and comparable(on_ray.records) == comparable(serial.records)
+    assert on_ray.table["n"] == 6 and on_ray.counters.frames_encoded == serial.counters.frames_encoded
+    assert ray_cluster.is_initialized()  # a cluster it did not start is left running
+
+
+def test_killing_a_ray_worker_mid_task_loses_and_duplicates_nothing(ray_cluster: Any, tiny: Any, tmp_path: Path) -> None:
+    marker = tmp_path / "stalled.pid"
+    sel = StallsOnce(marker=str(marker))
+    store = tmp_path / "r.sqlite"
+    killed: list[int] = []
+
+    def kill_when_stalled() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not marker.exists():
+            time.sleep(0.05)
+        time.sleep(0.2)
+        pid = int(marker.read_text())
+        os.kill(pid, 9)
+        killed.append(pid)
+
+    killer = threading.Thread(target=kill_when_stalled, daemon=True)
+    killer.start()
+    on_ray = frameselect.evaluate(sel, ["evidence_recall", "mc_accuracy"], tiny, k=3, answerer="oracle", store=store, executor="ray", workers=2)
+    killer.join(timeout=5)
+    assert killed and killed[0] != os.getpid()
+    with pytest.raises(ProcessLookupError):
+        os.kill(killed[0], 0)  # that worker is gone; its task ran again elsewhere
+    serial = frameselect.evaluate(sel, ["evidence_recall", "mc_accuracy"], tiny, k=3, answerer="oracle", store=tmp_path / "s.sqlite")
+    assert on_ray.run_id == serial.run_id and comparable(on_ray.records) == comparable(serial.records)
+    with sqlite3.connect(store) as conn:
+        rows = conn.execute("SELECT sample_id, status FROM records WHERE run_id = ?", (on_ray.run_id,)).fetchall()
+        selections = conn.execute("SELECT COUNT(*) FROM selections WHERE run_id = ?", (on_ray.run_id,)).fetchone()[0]
+    assert sorted(rows) == sorted((s.id, "ok") for s in tiny) and selections == 6  # each sample once
+
+
+def test_cli_refuses_a_wrong_executor_without_a_traceback(tiny_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from frameselect.cli import main
+
+    base = ["run", "-s", "uniform", "-D", f"root={tiny_root}", "--store", str(tmp_path / "s.sqlite"), "--no-progress"]
+    assert main([*base, "--executor", "threads"]) == 2
+    assert main([*base, "--executor", "process", "--workers", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown executor 'threads'" in err and "workers must be a whole number of at least 1, got 0" in err and "Traceback" not in err
+    assert not (tmp_path / "s.sqlite").exists() or sqlite3.connect(tmp_path / "s.sqlite").execute("SELECT COUNT(*) FROM records").fetchone()[0] == 0
+
+
+def test_a_routed_run_on_an_executor_equals_serial(tiny: Any, tmp_path: Path) -> None:
+    kw: dict[str, Any] = dict(
+        selector="uniform", evaluators=["evidence_recall"], dataset=tiny, k=4, router="text_cue", bank=["uniform", "kcenter"], encoder="color_histogram"
+    )
+    serial = frameselect.evaluate(**kw, cache_dir=tmp_path / "c1")
+    inline = frameselect.evaluate(**kw, cache_dir=tmp_path / "c2", executor=InlineExecutor())
+    assert inline.run_id == serial.run_id and comparable(inline.records) == comparable(serial.records)
+    assert {r.metadata["route_policy"] for r in inline.records} <= {"uniform", "kcenter"} and inline.table["budget"] == serial.table["budget"]
