@@ -183,3 +183,17 @@ def test_without_torch_the_selector_is_listed_and_asks_for_the_extra(monkeypatch
     with pytest.raises(SelectionError, match=r"frameselect\[learned\]"):
         sel.select(synthetic_pool(12), None, 4, synthetic_features(BayesGRPO.needs, 12))
     learned._policy.cache_clear()
+
+
+def test_training_collects_its_data_on_an_executor(tiny, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Pools encoded by worker processes give the very checkpoint that serial encoding gives."""
+    from frameselect.executors import ProcessExecutor
+
+    cfg = dataclasses.replace(CONFIG, stages=("prior",))
+    here = setup(tiny, encoder=ColourText(), answerer=None, test_fraction=0.5, cache_dir=tmp_path / "serial")
+    there = setup(tiny, encoder=ColourText(), answerer=None, test_fraction=0.5, cache_dir=tmp_path / "workers")
+    a, _ = train(here, tmp_path / "a.safetensors", cfg)
+    with ProcessExecutor(2) as executor:
+        b, _ = train(there, tmp_path / "b.safetensors", cfg, executor=executor)
+    assert a.fingerprint == b.fingerprint
+    assert sorted(p.name for p in (tmp_path / "workers" / "frames").rglob("*.npy")) == sorted(p.name for p in (tmp_path / "serial" / "frames").rglob("*.npy"))

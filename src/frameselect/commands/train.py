@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from frameselect.commands._common import add_executor_args
+
 if TYPE_CHECKING:
     from frameselect.learned.api import TrainSetup
 
@@ -77,7 +79,10 @@ def run(args: argparse.Namespace) -> int:
         f"{len(run_setup.train_samples)} training and {len(run_setup.test_samples)} held-out questions "
         f"({len({s.video for s in run_setup.train_samples})} / {len({s.video for s in run_setup.test_samples})} videos)"
     )
-    result, phases = train(run_setup, args.out, config, store=args.store, progress=not args.no_progress)
+    from frameselect.executors import executor_scope, executor_spec
+
+    with executor_scope(executor_spec(args.executor, args.workers, args.ray_address)) as executor:
+        result, phases = train(run_setup, args.out, config, store=args.store, progress=not args.no_progress, executor=executor)
     if not phases:
         print(f"{args.out}: already trained with this configuration (fingerprint {result.fingerprint[:16]})")
     else:
@@ -147,6 +152,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--hidden", type=int, default=32, help="policy width (default: %(default)s)")
     p.add_argument("--test-fraction", type=float, default=0.25, help="share of videos held out (default: %(default)s)")
     p.add_argument("--pool", default="fps=1.0", help="candidate pool policy (default: %(default)s)")
+    add_executor_args(p)
     p.add_argument("--device", default="cpu", help="torch device of the policy and of a transformers answerer (default: %(default)s)")
     p.add_argument("--cache-dir", default=None, help="feature cache folder (default: ~/.cache/frameselect/features or $FRAMESELECT_CACHE)")
     p.add_argument("--store", default="frameselect-train.sqlite", help="SQLite file caching the answerer's outputs (default: %(default)s)")

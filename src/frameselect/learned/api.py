@@ -118,8 +118,13 @@ def train(
     store: str | os.PathLike[str] | None = None,
     progress: bool = False,
     stop_after: int | None = None,
+    executor: Any = None,
 ) -> tuple[TrainResult, dict[str, float]]:
-    """Encode the training pools and train; returns the result and the seconds spent per phase."""
+    """Encode the training pools and train; returns the result and the seconds spent per phase.
+
+    ``executor`` (a :class:`frameselect.executors.Executor`): the training videos' pools are encoded
+    into the feature cache on it first, a video per task (the data collection of issue-scale runs).
+    """
     from frameselect.answerers.likelihood import check_option_logprobs
     from frameselect.fingerprint import fingerprint
     from frameselect.learned.checkpoint import CheckpointError, read_header
@@ -144,6 +149,10 @@ def train(
             raise FrameselectError("stage 'grpo' needs an answerer: pass --answerer (e.g. label_ocr_reader)")
         check_option_logprobs(run.answerer)
     t0 = time.perf_counter()
+    if executor is not None:
+        from frameselect.executors import encode_videos
+
+        encode_videos(run.train_samples, run.encoder, run.pool, run.features_dir, executor)
     questions = load_questions(run.train_samples, run.encoder, run.pool, run.features_dir)
     t1 = time.perf_counter()
     st = Store(store) if store is not None else Store(":memory:")
