@@ -73,7 +73,17 @@ class SelectionError(FrameselectError, ValueError):
 
 
 class AnnotationError(FrameselectError, ValueError):
-    """A malformed annotation file; the message names file, line and field."""
+    """A malformed annotation file; the message names file, line and field.
+
+    The loaders also set where it is, for programs: ``path``, ``line`` or
+    ``index`` (of the record), ``key`` and ``field``.
+    """
+
+    path: str | None = None
+    line: int | None = None
+    index: int | None = None
+    key: str | None = None
+    field: str | None = None
 
 
 class DatasetNotFoundError(FrameselectError, FileNotFoundError):

@@ -81,7 +81,7 @@ def _write_report(args: argparse.Namespace) -> None:
     print(f"report: {os.path.relpath(path)}")
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("bench", help="the default benchmark: every selector on the offline haystack suite, real models")
     p.add_argument("--k", "-k", type=int, action="append", help="frame budget (repeatable; default: 8 and 16)")
     p.add_argument("--selector", "-s", action="append", help="only selectors matching this name or pattern (repeatable, comma-separated, wildcards)")

@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("export-selections", help="write a run's selections as JSON (the format import-selections reads as 'plain')")
     p.add_argument("run", help="run id (a unique prefix is enough; `frameselect show` lists them)")
     p.add_argument("--output", "-o", required=True, help="the JSON file to write")

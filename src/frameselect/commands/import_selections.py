@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from frameselect.selections import FORMATS
 
     p = sub.add_parser("import-selections", help="store published selections (TSPO, AKS, BOLT, VideoITG, plain JSON) as a run, to replay under any answerer")

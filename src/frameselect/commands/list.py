@@ -22,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("list", help="list registered selectors, encoders, evaluators, datasets, answerers or routers")
     p.add_argument("kind", choices=sorted(REGISTRIES))
     p.add_argument("pattern", nargs="?", default="*", help="wildcard filter, e.g. 'k*'")

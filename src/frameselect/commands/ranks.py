@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("ranks", help="rank stored selectors per dataset, metric and question kind; Kendall τ and significant inversions")
     p.add_argument("--by", default="kind", help="question field to rank within (default: %(default)s; 'none' for no breakdown)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level for inversions (default: %(default)s)")

@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("report", help="write a self-contained HTML report (tables, ranks, timelines, cost, replays) of a store")
     add_store_arg(p)
     p.add_argument("-o", "--output", default="report.html", help="HTML file to write (default: %(default)s)")

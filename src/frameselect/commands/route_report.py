@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("route-report", help="compare routed runs with constant-budget runs at the same mean budget")
     p.add_argument("--study", action="store_true", help="first run the constant reference and the routers (cached and resumable)")
     p.add_argument("--dataset", "-d", default="tiny")

@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("select", help="run one selector on your own features (.npy files) and print the chosen frames as JSON")
     p.add_argument("--selector", "-s", required=True, help="registered selector name (see 'frameselect list selectors')")
     p.add_argument("--k", "-k", type=int, required=True, help="frame budget")

@@ -84,7 +84,7 @@ def _samples_table(records: list[SampleRecord]) -> Table:
     return table
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("show", help="list stored runs, or show one run")
     p.add_argument("run", nargs="?", default=None, help="run id (a unique prefix is enough)")
     p.add_argument("--samples", action="store_true", help="also list every sample's status and selection")

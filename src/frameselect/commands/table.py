@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("table", help="stored runs as selectors × metrics, with bootstrap confidence intervals")
     p.add_argument("runs", nargs="*", metavar="RUN", help="run ids or unique prefixes (default: every run in the store)")
     add_format_arg(p)

@@ -131,7 +131,7 @@ def _report(args: argparse.Namespace, run_setup: TrainSetup, checkpoint: Path) -
     print(text)
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("train", help="train the learned selector bayes_grpo (supervised prior, then GRPO on the answerer's likelihood)")
     p.add_argument("--dataset", "-d", default="haystack", help="registered dataset with evidence spans (default: %(default)s)")
     p.add_argument("--dataset-param", "-D", action="append", help="dataset parameter name=value (repeatable), e.g. n_videos=16")

@@ -128,11 +128,11 @@ def annotation_error(where: Where, field: str | None, problem: str) -> Annotatio
     """An :class:`AnnotationError` naming file, line/record and field."""
     place = f"{where}: field {field!r}" if field else str(where)
     err = AnnotationError(f"{place}: {problem} (fix the annotation file, or pass annotations= pointing to an intact copy)")
-    err.path = str(where.path)  # type: ignore[attr-defined]
-    err.line = where.line  # type: ignore[attr-defined]
-    err.index = where.index  # type: ignore[attr-defined]
-    err.key = where.key  # type: ignore[attr-defined]
-    err.field = field  # type: ignore[attr-defined]
+    err.path = str(where.path)
+    err.line = where.line
+    err.index = where.index
+    err.key = where.key
+    err.field = field
     return err
 
 

@@ -507,8 +507,8 @@ def build_report(store: Store | str | os.PathLike[str], *, options: ReportOption
 
     opts = options or ReportOptions()
     own = not isinstance(store, Store)
-    if own and not Path(os.fspath(store)).exists():  # type: ignore[arg-type]
-        raise ReportError(f"no store at {os.fspath(store)}")  # type: ignore[arg-type]
+    if not isinstance(store, Store) and not Path(os.fspath(store)).exists():
+        raise ReportError(f"no store at {os.fspath(store)}")
     st = store if isinstance(store, Store) else Store(store)
     try:
         datasets = _dataset_views(st, opts, progress or (lambda _msg: None))
