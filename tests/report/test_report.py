@@ -6,6 +6,7 @@ import dataclasses
 import json
 import re
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,6 @@ from frameselect.types import Query
 INJECTED = "<script>window.__pwned = 1;</script><img src=x onerror='window.__pwned = 2'>"
 
 
-@datasets.register("report_hostile")
 class HostileTiny(InMemoryDataset):
     """``tiny`` with a question and a question kind that carry markup (registered for these tests)."""
 
@@ -43,7 +43,15 @@ class HostileTiny(InMemoryDataset):
 
 
 @pytest.fixture(scope="module")
-def store_path(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+def store_path(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+    # registered for this module only, so registry-wide suites elsewhere never see it
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(datasets._entries, "report_hostile", HostileTiny)
+        HostileTiny.registered_name = "report_hostile"
+        yield _make_store(tmp_path_factory)
+
+
+def _make_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     tmp = tmp_path_factory.mktemp("report")
     store = tmp / "runs.sqlite"
     cache = tmp / "cache"
