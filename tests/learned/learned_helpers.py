@@ -34,58 +34,12 @@ class ColourText(Encoder):
         return l2_normalize(np.stack(out) + 1e-3)
 
 
-SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"]
-QWEN_TEMPLATE = (
-    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
-    "{% if message['content'] is string %}{{ message['content'] }}{% else %}{% for c in message['content'] %}"
-    "{% if c['type'] == 'video' %}<|vision_start|><|video_pad|><|vision_end|>"
-    "{% elif c['type'] == 'text' %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
-SIDE = 56
-
-
 def tiny_qwen2_vl(seed: int = 0) -> Any:
-    """A randomly initialised Qwen2-VL built from a config, with the torchvision-free input builder."""
-    import torch
-    import transformers
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
+    """A randomly initialised Qwen2-VL built from a config (tests/hub/test_vlm.py's), with the torchvision-free input builder."""
     from frameselect.answerers._vlm_inputs import QwenVideoConfig, QwenVLInputs
     from frameselect.answerers.transformers_vlm import Qwen2VL
+    from part_examples import _vlm_helpers
 
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=320, special_tokens=SPECIAL, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(
-        ["The video lasts for 10.00 seconds and 3 frames are sampled.", "What colour is the car? A. red B. blue", "user assistant"] * 5, trainer
-    )
-    tokenizer = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>")
-    processor = QwenVLInputs(tokenizer, QwenVideoConfig(min_pixels=SIDE * SIDE, max_pixels=SIDE * SIDE), chat_template=QWEN_TEMPLATE)
-    ids = {s: tokenizer.convert_tokens_to_ids(s) for s in SPECIAL}
-    text = {
-        "vocab_size": len(tokenizer),
-        "hidden_size": 32,
-        "intermediate_size": 64,
-        "num_hidden_layers": 1,
-        "num_attention_heads": 2,
-        "num_key_value_heads": 1,
-        "max_position_embeddings": 512,
-        "rope_scaling": {"type": "mrope", "mrope_section": [2, 3, 3]},
-        "bos_token_id": None,
-        "eos_token_id": ids["<|im_end|>"],
-        "pad_token_id": ids["<|endoftext|>"],
-    }
-    vision = {"depth": 1, "embed_dim": 32, "hidden_size": 32, "num_heads": 2, "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2}
-    config = transformers.Qwen2VLConfig(
-        text_config=text,
-        vision_config=vision,
-        image_token_id=ids["<|image_pad|>"],
-        video_token_id=ids["<|video_pad|>"],
-        vision_start_token_id=ids["<|vision_start|>"],
-        vision_end_token_id=ids["<|vision_end|>"],
-    )
-    torch.manual_seed(seed)
-    model = transformers.Qwen2VLForConditionalGeneration(config).eval()
-    return Qwen2VL(model=model, processor=processor, max_new_tokens=2)
+    h = _vlm_helpers()
+    processor = QwenVLInputs(h._qwen_tokenizer(), QwenVideoConfig(min_pixels=h.SIDE * h.SIDE, max_pixels=h.SIDE * h.SIDE), chat_template=h.QWEN_TEMPLATE)
+    return Qwen2VL(model=h._qwen_model("qwen2_vl", processor.tokenizer, seed), processor=processor, max_new_tokens=2)
