@@ -160,21 +160,22 @@ def run_reference(video: str, fps: float, digest: Digest) -> dict[str, Any]:
 
 def run_ours(video: str, fps: float, digest: Digest, policy: str | None = None, thread_type: str | None = None) -> dict[str, Any]:
     from frameselect.video import candidates
-    from frameselect.video.decode import VideoFrameSource, decode_counter
+    from frameselect.video.decode import DecodeCounter, VideoFrameSource
 
     if thread_type:
         VideoFrameSource.thread_type = thread_type
+    counter = DecodeCounter()
     t0 = time.perf_counter()
-    pool = candidates(video, policy or f"fps={fps:g}", video_id="bench")  # no content hash: not decoding
+    pool = candidates(video, policy or f"fps={fps:g}", video_id="bench", counter=counter)  # no content hash: not decoding
     probe_s = time.perf_counter() - t0
-    before = decode_counter.frames_decoded
+    before = counter.frames_decoded
     for i, rgb in pool.source.iter(range(len(pool))):  # type: ignore[union-attr]
         digest.add(int(pool.frame_indices[i]), rgb)
     errors = np.abs(np.asarray(pool.source.time_errors))  # type: ignore[union-attr]
     return {
         "pool": len(pool),
         "probe_s": probe_s,
-        "frames_decoded": decode_counter.frames_decoded - before,
+        "frames_decoded": counter.frames_decoded - before,
         "error_mean_s": float(errors.mean()),
         "error_max_s": float(errors.max()),
     }
