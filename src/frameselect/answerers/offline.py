@@ -75,7 +75,7 @@ from frameselect.answerers.base import Answerer, AnswerRequest, option_letters
 from frameselect.cache import Cache, default_cache_dir
 from frameselect.fingerprint import hash_bytes
 from frameselect.registry import answerers
-from frameselect.types import Answer, CandidatePool, Sample
+from frameselect.types import Answer, Sample
 
 __all__ = ["LabelReader", "OcrReader", "LabelOcrReader", "guess_letter", "quoted", "word_match", "LIKELIHOOD_SHARPNESS"]
 
@@ -132,27 +132,6 @@ def _label_distribution(text: str, temperature: float) -> NDArray[np.float64]:
     return q
 
 
-def _decode(pool: CandidatePool, indices: Sequence[int], gap: int = 32) -> list[NDArray[np.uint8]]:
-    """Decode pool frames in runs of nearby frames: one pass per run, not one pass over the whole span.
-
-    A pool's frame source decodes forward from the first wanted frame to the
-    last; for k frames spread over a long video that decodes the whole video.
-    Frames more than ``gap`` stream frames apart are decoded in separate passes.
-    """
-    order = sorted(range(len(indices)), key=lambda j: int(pool.frame_indices[indices[j]]))
-    groups: list[list[int]] = []
-    for j in order:
-        if groups and int(pool.frame_indices[indices[j]]) - int(pool.frame_indices[indices[groups[-1][-1]]]) <= gap:
-            groups[-1].append(j)
-        else:
-            groups.append([j])
-    out: list[NDArray[np.uint8] | None] = [None] * len(indices)
-    for group in groups:
-        for j, frame in zip(group, pool.frames([indices[j] for j in group])):
-            out[j] = frame
-    return [f for f in out if f is not None]
-
-
 class _FrameReadings:
     """Per-frame class probabilities and OCR text, from the caches or computed."""
 
@@ -190,7 +169,7 @@ class _FrameReadings:
         if missing:
             from frameselect.encoders._mobilenet_v2 import classify
 
-            frames = _decode(pool, [idx[j] for j in missing])
+            frames = pool.frames([idx[j] for j in missing])  # one request: the source seeks past groups of pictures it does not need
             probs, _ = classify(np.stack(frames), self.size, self.crop)
             for j, p in zip(missing, probs):
                 self._save("probs", keys[j], p.astype(np.float32))
@@ -212,7 +191,7 @@ class _FrameReadings:
         if missing:
             from frameselect.encoders._ocr import read_text
 
-            for j, frame in zip(missing, _decode(pool, [idx[j] for j in missing])):
+            for j, frame in zip(missing, pool.frames([idx[j] for j in missing])):
                 text = " ".join(t for t, _ in read_text(frame, self.ocr_max_side, self.ocr_min_score))
                 self._save("ocr", keys[j], np.frombuffer(json.dumps(text).encode("utf-8"), dtype=np.uint8))
                 out[j] = text
