@@ -175,6 +175,8 @@ def test_p_is_stored_as_a_json_number(tmp_path: Path, capsys: pytest.CaptureFixt
         (["-s", "uniform", "-k", "0"], "frame budget k must be an integer of at least 1, got 0"),
         (["-s", "uniform", "--evaluator", "mc_accuracy"], "evaluator(s) ['mc_accuracy'] score answers: pass an answering backend"),
         (["-s", "uniform", "-p", "x=1", "--router", "text_cue"], "-p sets selector parameters and cannot be combined with --router"),
+        (["-s", "uniform", "--bank", "uniform,kcenter"], "--bank names the selectors a --router may assign: give --router too"),
+        (["-s", "uniform", "--cache-dir", "/proc/no-such-cache"], "cannot use the cache folder /proc/no-such-cache"),
     ],
 )
 def test_input_errors_name_the_input_and_decode_nothing(
@@ -216,3 +218,24 @@ def test_p_that_applies_to_every_selector_goes_to_each(tmp_path: Path, capsys: p
     with Store(store) as st:
         stored = {info.selector: info.config["selector"]["params"]["min_scene_len"] for info in st.runs()}
     assert stored == {"scenedetect_content": 3, "scenedetect_adaptive": 3}
+
+
+def test_store_errors_end_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A file that is no store, a store that cannot be opened and an unknown run id: one line each, no traceback."""
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(b"not a database at all, but long enough to have a header " * 4)
+    err = _show_error(["show", "--store", str(junk)], capsys)
+    assert err.startswith(f"frameselect: error: cannot open the store {junk}: file is not a database")
+    err = _error(["run", "-s", "uniform", "--store", "/proc/no-such-dir/s.sqlite"], capsys)
+    assert err.startswith("frameselect: error: cannot open the store /proc/no-such-dir/s.sqlite")
+    store = tmp_path / "s.sqlite"
+    Store(store).close()
+    err = _show_error(["show", "nosuchrun", "--store", str(store)], capsys)
+    assert err.strip() == f"frameselect: error: no run 'nosuchrun' in {store}; `frameselect show` lists the runs"
+
+
+def _show_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.out + captured.err
+    return captured.err

@@ -104,6 +104,11 @@ def test_negative_limit(tiny, tmp_path: Path, decoded: list[int]) -> None:  # ty
     assert message.startswith("limit must be a whole number of samples (0 or more), got -1")
 
 
+def test_bank_without_a_router(tiny, tmp_path: Path, decoded: list[int]) -> None:  # type: ignore[no-untyped-def]
+    message = _refused(tiny, tmp_path, decoded, selector="uniform", bank=["uniform", "kcenter"])
+    assert message.startswith("bank= names the selectors a router may assign: pass router= too")
+
+
 def test_parameters_for_a_selector_instance(tiny, tmp_path: Path, decoded: list[int]) -> None:  # type: ignore[no-untyped-def]
     message = _refused(tiny, tmp_path, decoded, selector=frameselect.selectors.create("uniform"), selector_params={"k": 3})
     assert "given for a selector instance" in message

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from frameselect.errors import ConfigError
 from frameselect.fingerprint import hash_bytes
 from frameselect.video.decode import VideoInfo
 
@@ -73,7 +74,10 @@ class Cache:
     def __post_init__(self) -> None:
         if self.root is not None:
             self.root = Path(self.root)
-            self.root.mkdir(parents=True, exist_ok=True)
+            try:
+                self.root.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise ConfigError(f"cannot use the cache folder {self.root}: {exc} (cache_dir=, CLI --cache-dir)") from None
 
     # -- generic array entries -------------------------------------------
     def _path(self, bucket: str, key: str, suffix: str) -> Path | None:

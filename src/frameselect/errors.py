@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "FrameselectError",
     "UnknownNameError",
+    "UnknownRunError",
     "DuplicateNameError",
     "VideoError",
     "VideoNotFoundError",
@@ -70,6 +71,13 @@ class CorruptVideoError(VideoError):
 
 class SelectionError(FrameselectError, ValueError):
     """Bad arguments or inputs to a selector (k < 1, NaN scores, ...)."""
+
+
+class UnknownRunError(FrameselectError, KeyError):
+    """No stored run has this id (or the prefix is ambiguous); the message lists what to do."""
+
+    def __str__(self) -> str:  # a KeyError would quote its message
+        return str(self.args[0]) if self.args else ""
 
 
 class AnnotationError(FrameselectError, ValueError):

@@ -237,6 +237,8 @@ def plan_run(
     enc: Encoder | None = resolve("encoders", encoder) if encoder is not None else None
     ans: Answerer | None = resolve("answerers", answerer) if answerer is not None else None
     rt = resolve("routers", router) if router is not None else None
+    if bank and rt is None:
+        raise ConfigError("bank= names the selectors a router may assign: pass router= too (CLI --router), or drop bank=")
     bank_parts: list[Selector] = [resolve("selectors", b) for b in bank] if bank else [sel]
     for kind, part in [("selectors", sel), *(("selectors", b) for b in bank_parts), *(("evaluators", e) for e in evs)]:
         check_needs(kind, part, enc)

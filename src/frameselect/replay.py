@@ -81,10 +81,7 @@ def replay(
     """
     ex = executor_spec(executor, workers, ray_address)
     with open_store(store) as st:
-        try:
-            parent = st.run(run_id)
-        except KeyError as exc:
-            raise FrameselectError(str(exc.args[0])) from None
+        parent = st.run(run_id)
         plan = plan_replay(parent, answerer, dataset=dataset, evaluators=evaluators, answerer_params=answerer_params, label=label)
         with Run(plan, store=st, cache_dir=cache_dir, progress=progress, on_record=on_record, by=by) as run:
             if ex == "serial":

@@ -404,10 +404,7 @@ def export_selections(run_id: str, *, store: Any, dataset: Any = None, cache_dir
     own = not isinstance(store, Store)
     st = store if isinstance(store, Store) else Store(Path(store))
     try:
-        try:
-            info = st.run(run_id)
-        except KeyError as exc:
-            raise FrameselectError(str(exc.args[0])) from None
+        info = st.run(run_id)
         ds = dataset_from_config(info.config) if dataset is None else resolve("datasets", dataset) if isinstance(dataset, str) else dataset
         by_id = {s.id: s for s in ds}
         cache = Cache(Path(cache_dir) if cache_dir is not None else default_cache_dir() / "features")

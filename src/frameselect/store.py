@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from frameselect._version import __version__
+from frameselect.errors import ConfigError, UnknownRunError
 from frameselect.types import SampleRecord, Selection
 
 __all__ = ["Store", "RunInfo"]
@@ -110,14 +111,17 @@ class Store:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        if self.path.parent and not self.path.parent.exists():
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.execute("PRAGMA foreign_keys=ON")
-        self._conn.executescript(_SCHEMA)
-        self._migrate()
+        try:
+            if self.path.parent and not self.path.parent.exists():
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute("PRAGMA foreign_keys=ON")
+            self._conn.executescript(_SCHEMA)
+            self._migrate()
+        except (sqlite3.Error, OSError) as exc:
+            raise ConfigError(f"cannot open the store {self.path}: {exc} (store=, CLI --store: a frameselect SQLite file, or a new path)") from None
 
     def _migrate(self) -> None:
         """Stores written before ``records`` had its own ``k`` and ``policy`` columns get them.
@@ -181,9 +185,9 @@ class Store:
         exact = [r for r in rows if r[0] == run_id]
         rows = exact or rows
         if not rows:
-            raise KeyError(f"no run {run_id!r} in {self.path}; `frameselect show` lists the runs")
+            raise UnknownRunError(f"no run {run_id!r} in {self.path}; `frameselect show` lists the runs")
         if len(rows) > 1:
-            raise KeyError(f"run id prefix {run_id!r} is ambiguous in {self.path}: {', '.join(r[0][:12] for r in rows)}")
+            raise UnknownRunError(f"run id prefix {run_id!r} is ambiguous in {self.path}: {', '.join(r[0][:12] for r in rows)}")
         r = rows[0]
         return RunInfo(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6]), json.loads(r[7]))
 

@@ -152,10 +152,7 @@ def load_runs(store: Store, run_ids: Sequence[str] | None = None, *, cluster: st
     if run_ids:
         infos = []
         for rid in run_ids:
-            try:
-                infos.append(store.run(rid))
-            except KeyError as exc:
-                raise FrameselectError(str(exc.args[0]) if exc.args else str(exc)) from None
+            infos.append(store.run(rid))
     else:
         infos = store.runs()
     runs: list[StoredRun] = []

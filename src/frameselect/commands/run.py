@@ -43,6 +43,8 @@ def _plans(args: argparse.Namespace) -> list[Any]:
 
     if not args.selector and not args.router:
         raise ConfigError("give --selector NAME (repeatable) or --router NAME")
+    if args.bank and not args.router:
+        raise ConfigError("--bank names the selectors a --router may assign: give --router too, or drop --bank")
     params = parse_params(args.param, "-p/--param")
     dataset = resolve("datasets", args.dataset, **parse_params(args.dataset_param, "-D/--dataset-param"))
     common: dict[str, Any] = dict(  # parts shared by every run of the invocation are created once
