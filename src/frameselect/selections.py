@@ -323,9 +323,9 @@ def import_selections(
     from frameselect.fingerprint import fingerprint
     from frameselect.parts import part_config
     from frameselect.pipeline import _Context, build_pool, resolve
+    from frameselect.plan import check_pool
     from frameselect.run import RunResult, aggregate
     from frameselect.store import Store
-    from frameselect.video.decode import parse_policy
 
     p = Path(path)
     if not p.is_file():
@@ -333,7 +333,7 @@ def import_selections(
     ds = resolve("datasets", dataset) if isinstance(dataset, str) else dataset if isinstance(dataset, Dataset) else InMemoryDataset(list(dataset))
     evs = [resolve("evaluators", e) for e in evaluators]
     evs = [e for e in evs if not e.needs_answer and not e.needs]
-    policy = str(parse_policy(pool))
+    policy = check_pool(pool)
     published = read_published(fmt, p, k=k, unit=unit)
     samples = list(ds)
     pairs = match_samples(published, samples)

@@ -13,9 +13,9 @@ def run(args: argparse.Namespace) -> int:
 
     dataset = args.dataset
     if args.dataset_param:
-        from frameselect.registry import datasets
+        from frameselect.plan import resolve
 
-        dataset = datasets.create(args.dataset, **parse_params(args.dataset_param))
+        dataset = resolve("datasets", args.dataset, **parse_params(args.dataset_param, "-D/--dataset-param"))
     result = import_selections(
         args.format,
         args.file,

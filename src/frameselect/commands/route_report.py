@@ -16,9 +16,9 @@ def run(args: argparse.Namespace) -> int:
         if args.study:
             dataset = args.dataset
             if args.dataset_param:
-                from frameselect.registry import datasets
+                from frameselect.plan import resolve
 
-                dataset = datasets.create(args.dataset, **parse_params(args.dataset_param))
+                dataset = resolve("datasets", args.dataset, **parse_params(args.dataset_param, "-D/--dataset-param"))
             routing_study(
                 dataset,
                 store=store,

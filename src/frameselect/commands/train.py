@@ -61,10 +61,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         run_setup = setup(
             args.dataset,
-            parse_params(args.dataset_param),
+            parse_params(args.dataset_param, "-D/--dataset-param"),
             encoder=args.encoder,
             answerer=None if args.answerer == "none" else args.answerer,
-            answerer_params=parse_params(args.answerer_param),
+            answerer_params=parse_params(args.answerer_param, "-A/--answerer-param"),
             test_fraction=args.test_fraction,
             seed=args.seed,
             pool=args.pool,
@@ -111,11 +111,11 @@ def _report(args: argparse.Namespace, run_setup: TrainSetup, checkpoint: Path) -
 
     samples = list(run_setup.test_samples)
     if args.eval_dataset:
-        extra = resolve("datasets", args.eval_dataset, **parse_params(args.eval_dataset_param))
+        extra = resolve("datasets", args.eval_dataset, **parse_params(args.eval_dataset_param, "--eval-dataset-param"))
         seen = {s.video for s in samples}
         # ids may repeat across datasets (haystack_00/... in every suite): prefixed; shared videos are left out
         samples += [dataclasses.replace(s, id=f"{args.eval_dataset}:{s.id}") for s in extra if s.video not in seen]
-    answerer = make_answerer(args.report_answerer or args.answerer, parse_params(args.answerer_param), run_setup.features_dir, args.device)
+    answerer = make_answerer(args.report_answerer or args.answerer, parse_params(args.answerer_param, "-A/--answerer-param"), run_setup.features_dir, args.device)
     text = held_out_report(
         str(checkpoint),
         samples,
