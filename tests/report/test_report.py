@@ -192,3 +192,15 @@ def test_rank_charts_and_timelines_show_the_best_runs_only(store_path: tuple[Pat
     assert html.count("<tr><td>") == 4 + 1  # the table still holds every run
     run_options = re.findall(r'<select class="f-run"><option value="">any</option>(.*?)</select>', html)[0]
     assert run_options.count("<option") == 2
+
+
+def test_tau_between_rankings_keeps_ties() -> None:
+    """τ_b from the values: a tie in one ranking is not an order (hand-computed: τ_b = 2/√6)."""
+    from frameselect.htmlreport import tau_matrix
+    from frameselect.stats import Ranking
+
+    a = Ranking(("d", "m", "all"), ("x", "y", "z"), {"x": 0.5, "y": 0.4, "z": 0.3})
+    b = Ranking(("d", "m", "kind=needle"), ("x", "y", "z"), {"x": 0.6, "y": 0.6, "z": 0.2})
+    tau = tau_matrix([a, b])
+    assert tau[0, 0] == pytest.approx(1.0) and tau[1, 1] == pytest.approx(1.0)
+    assert tau[0, 1] == pytest.approx(2 / 6**0.5) and tau[1, 0] == pytest.approx(2 / 6**0.5)

@@ -33,7 +33,7 @@ import numpy as np
 
 from frameselect.errors import FrameselectError
 from frameselect.htmlreport import figures
-from frameselect.stats import Interval, format_interval, format_p, kendall_tau
+from frameselect.stats import Interval, Ranking, format_interval, format_p, kendall_tau
 from frameselect.store import Store
 from frameselect.tables import StoredRun, TableSection, build_tables, load_runs, rank_report
 from frameselect.types import Sample
@@ -166,6 +166,17 @@ def _group_name(key: tuple[str, ...], datasets: int) -> str:
     return " · ".join(parts)
 
 
+def tau_matrix(rankings: Sequence[Ranking]) -> np.ndarray:
+    """Kendall τ_b between every two rankings of one metric, from their values (ties stay ties), over shared entries."""
+    tau = np.full((len(rankings), len(rankings)), math.nan)
+    for i, a in enumerate(rankings):
+        for j, b in enumerate(rankings):
+            shared = [e for e in a.order if e in b.order]
+            if len(shared) >= 2:
+                tau[i, j] = kendall_tau([a.values[e] for e in shared], [b.values[e] for e in shared])
+    return tau
+
+
 def _ranks_views(runs: Sequence[StoredRun], metric: str, by: str | None, n_boot: int, seed: int) -> tuple[str, str, list[str]]:
     report = rank_report(runs, [metric], by, n_boot=n_boot, seed=seed)
     rankings = [r for r in report.rankings if len(r.order) >= 2]
@@ -176,13 +187,7 @@ def _ranks_views(runs: Sequence[StoredRun], metric: str, by: str | None, n_boot:
     entries = list(dict.fromkeys(e for r in rankings for e in r.order))
     ranks = {e: [float(r.order.index(e) + 1) if e in r.order else math.nan for r in rankings] for e in entries}
     bump = figures.bump_chart(columns, ranks, title=f"ranks on {metric}")
-    tau = np.full((len(rankings), len(rankings)), math.nan)
-    for i, a in enumerate(rankings):
-        for j, b in enumerate(rankings):
-            shared = [e for e in a.order if e in b.values and not math.isnan(b.values[e])]
-            if len(shared) >= 2:
-                tau[i, j] = kendall_tau([-a.order.index(e) for e in shared], [-b.order.index(e) for e in shared])
-    heat = figures.tau_heatmap(columns, tau, title=f"Kendall τ_b between rankings on {metric}")
+    heat = figures.tau_heatmap(columns, tau_matrix(rankings), title=f"Kendall τ_b between rankings on {metric}")
     inversions = [
         f"{inv.better} > {inv.worse} on {_group_name(inv.key_a, n_datasets)} "
         f"(Δ {inv.in_a.mean_diff:+.3f}, p={format_p(inv.in_a.p_value)}), but the other way on {_group_name(inv.key_b, n_datasets)} "

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["bump_chart", "tau_heatmap", "cost_scatter", "budget_boxes", "timeline", "TimelineRow", "training_curves"]
+__all__ = ["bump_chart", "tau_heatmap", "cost_scatter", "budget_boxes", "timeline", "TimelineRow"]
 
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
@@ -171,17 +171,4 @@ def timeline(
     ax.set_xlim(0, max(duration, 1e-6))
     ax.set_xlabel("time (s)", fontsize=8)
     ax.tick_params(labelsize=7)
-    return _svg(fig)
-
-
-def training_curves(steps: Sequence[int], series: Mapping[str, Sequence[float]]) -> str:
-    """Training curves (one panel per series) sharing the step axis."""
-    plt = _plt()
-    names = list(series)
-    fig, axes = plt.subplots(1, len(names), figsize=(3.2 * len(names), 2.6), squeeze=False)
-    for ax, name in zip(axes[0], names):
-        ax.plot(list(steps), list(series[name]), color="#1f77b4")
-        ax.set_title(name, fontsize=9)
-        ax.set_xlabel("step", fontsize=8)
-        ax.grid(alpha=0.3)
     return _svg(fig)
