@@ -87,6 +87,7 @@ def _agent_from_file(path: str, heads: int) -> Any:
     return agent
 
 
+@functools.lru_cache(maxsize=4)
 def _random_agent(dim: int, heads: int, seed: int) -> Any:
     import torch
 
@@ -118,10 +119,9 @@ def tspo_scores(agent: Any, image: NDArray[Any], text: NDArray[Any], window: int
         pe = torch.zeros(1, t, d)
         pe[0, :, 0::2] = torch.sin(pos * div)
         pe[0, :, 1::2] = torch.cos(pos * div)
-        mask = torch.zeros(t, t)
-        for j in range(t):
-            for k in range(window):
-                mask[j, min(max(j - window // 2 + k, 0), t - 1)] = 1.0
+        # frame j attends to frames j - window//2 ... j - window//2 + window - 1, clamped at the ends
+        cols = (torch.arange(t)[:, None] - window // 2 + torch.arange(window)[None, :]).clamp_(0, t - 1)
+        mask = torch.zeros(t, t).scatter_(1, cols, 1.0)
         temporal, heads = agent.temporal, agent.heads
         h = x + pe
         q, key, v = (layer(h).view(1, t, heads, d // heads).permute(0, 2, 1, 3) for layer in (temporal.Self_q, temporal.Self_k, temporal.Self_v))
