@@ -541,7 +541,8 @@ class _Driver:
         plan = self.plan
         self.answerer = plan.answerer if plan.needs_answers else None
         self.on_driver = self.answerer is not None and answers_on_driver(self.answerer)
-        shipped = dataclasses.replace(plan, answerer=None) if self.answerer is None or self.on_driver else plan
+        # workers get their samples with each task: the plan travels without the dataset (and without an answerer they do not call)
+        shipped = dataclasses.replace(plan, samples=(), answerer=None if self.answerer is None or self.on_driver else plan.answerer)
         parts = ship((shipped, step))
         cache_root = run.ctx.cache.root
         job = WorkerJob(
