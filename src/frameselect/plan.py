@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -198,11 +197,6 @@ def load_samples(ds: Dataset, limit: int | None = None) -> list[Sample]:
     except (OSError, ValueError, LookupError, TypeError) as exc:
         raise ConfigError(f"dataset {ds.name!r} cannot be read ({type(exc).__name__}): {exc}") from exc
     return samples[:limit] if limit is not None else samples
-
-
-def json_safe(value: Any) -> Any:
-    """``value`` as the store can write it (paths and other objects become strings)."""
-    return json.loads(json.dumps(value, default=str))
 
 
 def default_label(sel: Selector, k: int, router: Any, bank: Sequence[Selector] = ()) -> str:

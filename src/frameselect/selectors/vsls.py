@@ -19,7 +19,6 @@ from numpy.typing import NDArray
 
 from frameselect.errors import SelectionError
 from frameselect.registry import selectors
-from frameselect.selectors.base import fill_to_k
 from frameselect.selectors.tstar import Detections, TStar, TStarSearch, _frame_confidence, _sample, _spline_distribution, _spread, detections_for
 from frameselect.types import CandidatePool, Features, Query
 
@@ -242,5 +241,4 @@ class VSLS(TStar):
             window=self.window,
             alpha=self.relation_alpha,
         )
-        chosen = vsls_top(state.score, k)
-        return chosen if self.reference_exact else fill_to_k(chosen, k, len(pool))
+        return vsls_top(state.score, k)  # min(k, N) distinct frames in either mode: nothing to fill
