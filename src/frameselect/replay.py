@@ -83,10 +83,8 @@ def replay(
     with open_store(store) as st:
         parent = st.run(run_id)
         plan = plan_replay(parent, answerer, dataset=dataset, evaluators=evaluators, answerer_params=answerer_params, label=label)
+        stored = {s.id: st.selection(parent.run_id, s.id) for s in plan.samples}
         with Run(plan, store=st, cache_dir=cache_dir, progress=progress, on_record=on_record, by=by) as run:
-            if ex == "serial":
-                return run.execute(lambda p: stored_selection_step(p, parent, st, run.ctx))
-            stored = {s.id: st.selection(parent.run_id, s.id) for s in plan.samples}
             return run.execute_with(StoredSelectionStep(parent.run_id, stored), ex)
 
 
@@ -120,11 +118,6 @@ def plan_replay(
         parent_run=parent.run_id,
         needs_answers=True,
     )
-
-
-def stored_selection_step(p: Prepared, parent: RunInfo, st: Store, ctx: RunContext) -> None:
-    """The prepare step of replay: the sample's stored selection on its pool (built from the cached probe)."""
-    apply_stored_selection(p, st.selection(parent.run_id, p.sample.id), parent.run_id, ctx)
 
 
 def apply_stored_selection(p: Prepared, stored: tuple[Selection, Mapping[str, Any]] | None, parent_id: str, ctx: RunContext) -> None:
