@@ -11,16 +11,14 @@ builds its own from the stored run (:mod:`frameselect.replay`).
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from frameselect.answerers.base import Answerer
 from frameselect.datasets.base import Dataset, InMemoryDataset
 from frameselect.encoders.base import Encoder
-from frameselect.errors import ConfigError, FrameselectError
+from frameselect.errors import ConfigError, FrameselectError, PartConfigError
 from frameselect.evaluators.base import Evaluator
 from frameselect.fingerprint import fingerprint
 from frameselect.parts import part_config
@@ -36,7 +34,6 @@ __all__ = [
     "Plan",
     "plan_run",
     "resolve",
-    "parameters_of",
     "check_needs",
     "check_budget",
     "check_limit",
@@ -82,19 +79,6 @@ def _singular(kind: str) -> str:
     return {"routers": "router", "routing": "router"}.get(kind, kind[:-1] if kind.endswith("s") else kind)
 
 
-def parameters_of(factory: Callable[..., Any]) -> list[str] | None:
-    """The keyword parameters a part's factory takes (None: it takes any, via ``**kwargs``)."""
-    if dataclasses.is_dataclass(factory):
-        return [f.name for f in dataclasses.fields(factory) if f.init and not f.name.startswith("_")]
-    try:
-        signature = inspect.signature(factory)
-    except (TypeError, ValueError):
-        return None
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values()):
-        return None
-    return [n for n, p in signature.parameters.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and n != "self"]
-
-
 def resolve(kind: str, part: Any, **params: Any) -> Any:
     """A part from a registered name (created with ``params``) or an instance (returned as is).
 
@@ -106,13 +90,10 @@ def resolve(kind: str, part: Any, **params: Any) -> Any:
         if params:
             raise ConfigError(f"parameters {sorted(params)} given for a {what} instance ({type(part).__name__}); pass them to its constructor instead")
         return part
-    factory = get_registry(kind).get(part)
-    valid = parameters_of(factory)
-    unknown = sorted(set(params) - set(valid)) if valid is not None else []
-    if unknown:
-        raise ConfigError(f"{what} {part!r} has no parameter {', '.join(map(repr, unknown))}; its parameters: {', '.join(valid or []) or '(none)'}")
     try:
-        return factory(**params)
+        return get_registry(kind).create(part, **params)  # an unknown parameter: the registry names the ones the part has
+    except PartConfigError as exc:
+        raise ConfigError(str(exc)) from None
     except (TypeError, ValueError, ImportError) as exc:
         given = ", ".join(f"{k}={v!r}" for k, v in params.items()) or "its defaults"
         raise ConfigError(f"{what} {part!r} cannot be created with {given}: {type(exc).__name__}: {exc}") from exc

@@ -16,19 +16,18 @@ from frameselect.errors import ConfigError
 
 def selector_params_for(names: Sequence[str], params: dict[str, Any]) -> dict[str, Any]:
     """``-p`` values apply to every selector of the invocation, or the invocation is refused (saying which do not take them)."""
-    from frameselect.plan import parameters_of
+    from frameselect.parts import parameter_names
     from frameselect.registry import selectors
 
     if not params or len(names) <= 1:
         return params
 
     def missing(name: str) -> list[str]:
-        valid = parameters_of(selectors.get(name))
-        return [] if valid is None else sorted(set(params) - set(valid))
+        return sorted(set(params) - set(parameter_names(selectors.get(name))))
 
     for name in names:
         if missing(name):
-            valid = parameters_of(selectors.get(name))
+            valid = parameter_names(selectors.get(name))
             takers = [n for n in names if not missing(n)]
             raise ConfigError(
                 f"-p {', '.join(missing(name))} does not apply to selector {name!r} (its parameters: {', '.join(valid or []) or 'none'})"
