@@ -166,15 +166,30 @@ def tstar_search(
         _spread(score, confidences, frames, window)
         p_dist = _spline_distribution(visited, score)
         iterations += 1
-        for f in frames:
-            for target in list(remaining):
-                if conf[f, target] > 0:
-                    best = _frame_confidence(solo, weights, f)
-                    score[f] = best
-                    if solo[f, target] > 0 and best > threshold:
-                        remaining.remove(target)
-                        break
+        _verify(score, frames, remaining, conf, solo, weights, threshold)
     return TStarSearch(score, visited, iterations, remaining)
+
+
+def _verify(
+    score: NDArray[np.float64],
+    frames: Sequence[int],
+    remaining: list[int],
+    conf: NDArray[np.float64],
+    solo: NDArray[np.float64],
+    weights: NDArray[np.float64],
+    threshold: float,
+) -> None:
+    """The searcher's verification: a sampled frame where a remaining target is detected is re-scored from
+    ``solo`` (the single-frame detections), and the target is found (removed) when it is detected there and
+    the frame's best weighted confidence exceeds ``threshold``; at most one target per frame."""
+    for f in frames:
+        for target in list(remaining):
+            if conf[f, target] > 0:
+                best = _frame_confidence(solo, weights, f)
+                score[f] = best
+                if solo[f, target] > 0 and best > threshold:
+                    remaining.remove(target)
+                    break
 
 
 def tstar_draw(score: NDArray[np.float64], k: int, random_state: np.random.RandomState) -> list[int] | None:
@@ -412,8 +427,9 @@ class TStar(Selector):
         if self.grid_rows < 1 or self.grid_cols < 1 or self.budget <= 0 or self.max_budget < 1 or self.window < 0 or self.n_targets < 1 or self.n_cues < 0:
             raise SelectionError(f"tstar needs grid_rows, grid_cols, max_budget, n_targets >= 1, budget > 0, window, n_cues >= 0; got {self}")
 
-    def search(self, pool: CandidatePool, query: Query | None, features: Features, rs: np.random.RandomState) -> TStarSearch:
-        det = detections_for(
+    def _detections(self, features: Features, query: Query | None) -> Detections:
+        """Target and cue confidences per frame, from this selector's detector settings."""
+        return detections_for(
             features,
             query,
             detector=self.detector,
@@ -424,14 +440,19 @@ class TStar(Selector):
             n_cues=self.n_cues,
             min_confidence=self.min_confidence,
         )
-        return tstar_search(
-            det, rs, grid=(self.grid_rows, self.grid_cols), threshold=self.threshold, budget=self.budget, max_budget=self.max_budget, window=self.window
-        )
 
     def _select(self, pool: CandidatePool, query: Query | None, k: int, features: Features, rng: np.random.Generator) -> list[int]:
         self._check()
         rs = np.random.RandomState(int(rng.integers(0, 2**32)))
-        state = self.search(pool, query, features, rs)
+        state = tstar_search(
+            self._detections(features, query),
+            rs,
+            grid=(self.grid_rows, self.grid_cols),
+            threshold=self.threshold,
+            budget=self.budget,
+            max_budget=self.max_budget,
+            window=self.window,
+        )
         return _finish(state.score, k, rs, self.reference_exact, pool)
 
 

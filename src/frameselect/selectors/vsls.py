@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 
 from frameselect.errors import SelectionError
 from frameselect.registry import selectors
-from frameselect.selectors.tstar import Detections, TStar, TStarSearch, _frame_confidence, _sample, _spline_distribution, _spread, detections_for
+from frameselect.selectors.tstar import Detections, TStar, TStarSearch, _frame_confidence, _sample, _spline_distribution, _spread, _verify
 from frameselect.types import CandidatePool, Features, Query
 
 __all__ = ["VSLS", "RELATION_TYPES", "relation_bonus", "vsls_search", "vsls_top", "question_relations"]
@@ -127,14 +127,7 @@ def vsls_search(
         _spread(score, confidences, frames, window)
         p_dist = _spline_distribution(visited, score)
         iterations += 1
-        for f in frames:
-            for target in list(remaining):
-                if conf[f, target] > 0:
-                    best = _frame_confidence(conf, weights, f)
-                    score[f] = best
-                    if best > threshold:
-                        remaining.remove(target)
-                        break
+        _verify(score, frames, remaining, conf, conf, weights, threshold)  # VSLS verifies with the same detections
     return TStarSearch(score, visited, iterations, remaining), satisfied
 
 
@@ -218,17 +211,7 @@ class VSLS(TStar):
 
     def _select(self, pool: CandidatePool, query: Query | None, k: int, features: Features, rng: np.random.Generator) -> list[int]:
         self._check()
-        det = detections_for(
-            features,
-            query,
-            detector=self.detector,
-            objects=self.objects,
-            targets=self.targets,
-            cues=self.cues,
-            n_targets=self.n_targets,
-            n_cues=self.n_cues,
-            min_confidence=self.min_confidence,
-        )
+        det = self._detections(features, query)
         rs = np.random.RandomState(int(rng.integers(0, 2**32)))
         state, _ = vsls_search(
             det,
