@@ -20,19 +20,7 @@ from frameselect.selectors.tstar import Detections
 from frameselect.selectors.vsls import VSLS, question_relations, relation_bonus, vsls_search, vsls_top
 from frameselect.testing import check_selector
 from frameselect.types import CandidatePool, Features, Query
-
-
-def detections(seed: int, n: int, n_targets: int, n_cues: int) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    conf = np.zeros((n, n_targets + n_cues))
-    for o in range(n_targets + n_cues):
-        for _ in range(rng.integers(1, 4)):
-            start = int(rng.integers(0, n))
-            length = int(rng.integers(2, max(3, n // 8)))
-            lo, hi = (0.3, 0.95) if o < n_targets else (0.05, 0.6)
-            conf[start : start + length, o] = rng.uniform(lo, hi, size=len(conf[start : start + length, o]))
-    return conf
-
+from seeded_detections import detections  # noqa: E402
 
 REFERENCE: list[dict[str, Any]] = [
     dict(seed=0, n=60, targets=1, cues=2, k=8, relations=[['t0', 'c0', 'spatial']], threshold=0.7, budget=0.5,
