@@ -45,17 +45,13 @@ REFERENCE: list[tuple[int, int, int, int, dict[str, Any], list[int], list[int]]]
 ]  # fmt: skip
 
 
-def _quota(feats: np.ndarray, rel: np.ndarray, k: int, segments: int = 16, beta: float = 0.5, tau: float = 1.0, **_: Any) -> list[int]:
-    from scipy.special import softmax
+def _quota(
+    feats: np.ndarray, rel: np.ndarray, k: int, segments: int = 16, beta: float = 0.5, tau: float = 1.0, temperature: float = 0.5, **_: Any
+) -> list[int]:
+    from frameselect.selectors.qca import qca_quotas
 
-    from frameselect.selectors.qca import qca_dispersion_weights
-
-    x = feats / (np.linalg.norm(feats, axis=1, keepdims=True) + np.float32(1e-8))
-    lengths = qca_segment_lengths(len(x), segments)
-    offsets = np.cumsum([0, *lengths[:-1]])
-    means = np.asarray([np.mean(rel[o : o + n]) for o, n in zip(offsets, lengths)], dtype=np.float32)
-    score = beta * qca_dispersion_weights(x, segments) + (1 - beta) * softmax(means / tau)
-    return [int(q) for q in qca_redistribute(qca_quota(len(x), score, k), np.asarray(lengths), score, k)]
+    x = (feats / (np.linalg.norm(feats, axis=1, keepdims=True) + np.float32(1e-8))).astype(np.float32)
+    return [int(q) for q in qca_quotas(x, np.asarray(rel, dtype=np.float64), k, segments, beta, tau, temperature)[2]]
 
 
 def _run(sel: QCA, feats: np.ndarray, rel: np.ndarray, k: int) -> list[int]:

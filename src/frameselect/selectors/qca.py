@@ -20,7 +20,17 @@ from frameselect.registry import selectors
 from frameselect.selectors.base import Selector, fill_to_k
 from frameselect.types import CandidatePool, Features, Query
 
-__all__ = ["QCA", "qca_segment_lengths", "qca_dispersion_weights", "qca_quota", "qca_redistribute", "qca_candidates", "qca_farthest_points", "qca_select"]
+__all__ = [
+    "QCA",
+    "qca_segment_lengths",
+    "qca_dispersion_weights",
+    "qca_quota",
+    "qca_redistribute",
+    "qca_candidates",
+    "qca_farthest_points",
+    "qca_quotas",
+    "qca_select",
+]
 
 #: the reference's floor for the halving relevance threshold
 _MIN_THRESHOLD = 1e-6
@@ -153,6 +163,24 @@ def qca_farthest_points(feats: NDArray[np.float32], cand: NDArray[np.int64], anc
     return [int(i) for i in cand[selected]][:m]
 
 
+def qca_quotas(
+    x: NDArray[np.float32], rel: NDArray[np.float64], k: int, segments: int, beta: float, tau: float, temperature: float
+) -> tuple[list[int], NDArray[np.int64], NDArray[np.int64]]:
+    """Segment lengths, offsets and frame quotas: dispersion and softmax-matching scores, largest-remainder quota, redistribution.
+
+    ``x``: L2-normalised frame features (float32); ``rel``: per-frame matching scores.
+    """
+    from scipy.special import softmax
+
+    lengths = qca_segment_lengths(len(x), segments)
+    offsets = np.cumsum([0, *lengths[:-1]]).astype(np.int64)
+    means = [float(np.mean(rel[o : o + length])) for o, length in zip(offsets, lengths)]
+    matching = softmax(np.asarray(means, dtype=np.float32) / tau)
+    score = beta * qca_dispersion_weights(x, segments, temperature) + (1 - beta) * matching
+    quota = np.asarray(qca_redistribute(qca_quota(len(x), score, k), np.asarray(lengths), score, k), dtype=np.int64)
+    return list(lengths), offsets, quota
+
+
 def qca_select(
     feats: NDArray[np.floating],
     relevance: NDArray[np.floating],
@@ -169,20 +197,13 @@ def qca_select(
     reference), ``relevance`` (N,) the image-text matching scores of the same
     frames. Needs ``N >= segments``.
     """
-    from scipy.special import softmax
-
     n = len(feats)
     if n < segments:
         raise SelectionError(f"qca needs at least segments={segments} frames, got {n}; lower segments or use a larger pool")
     x = np.asarray(feats, dtype=np.float32)
     x = x / (np.linalg.norm(x, axis=1, keepdims=True) + np.float32(1e-8))
     rel = np.asarray(relevance, dtype=np.float64)
-    lengths = qca_segment_lengths(n, segments)
-    offsets = np.cumsum([0, *lengths[:-1]])
-    means = [float(np.mean(rel[o : o + length])) for o, length in zip(offsets, lengths)]
-    matching = softmax(np.asarray(means, dtype=np.float32) / tau)
-    score = beta * qca_dispersion_weights(x, segments, temperature) + (1 - beta) * matching
-    quota = qca_redistribute(qca_quota(n, score, k), np.asarray(lengths), score, k)
+    lengths, offsets, quota = qca_quotas(x, rel, k, segments, beta, tau, temperature)
     out: set[int] = set()
     for offset, length, m in zip(offsets, lengths, quota):
         if m <= 0 or length == 0:
