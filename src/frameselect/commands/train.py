@@ -115,7 +115,9 @@ def _report(args: argparse.Namespace, run_setup: TrainSetup, checkpoint: Path) -
         seen = {s.video for s in samples}
         # ids may repeat across datasets (haystack_00/... in every suite): prefixed; shared videos are left out
         samples += [dataclasses.replace(s, id=f"{args.eval_dataset}:{s.id}") for s in extra if s.video not in seen]
-    answerer = make_answerer(args.report_answerer or args.answerer, parse_params(args.answerer_param, "-A/--answerer-param"), run_setup.features_dir, args.device)
+    answerer = make_answerer(
+        args.report_answerer or args.answerer, parse_params(args.answerer_param, "-A/--answerer-param"), run_setup.features_dir, args.device
+    )
     text = held_out_report(
         str(checkpoint),
         samples,
