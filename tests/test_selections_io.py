@@ -172,3 +172,10 @@ def test_cli_export_then_import_tspo_records_matched_by_video_and_question(
         got = {r.sample_id: r.timestamps for r in st.records(info.run_id)}
     assert got == {r.sample_id: pytest.approx(r.timestamps) for r in exported["run"].records}
     assert info.selector == "tspo-published" and info.config["selector"]["params"]["file"] == tspo.name
+
+
+def test_the_command_lists_the_importers_formats() -> None:
+    from frameselect.commands.import_selections import FORMATS as CLI_FORMATS
+    from frameselect.selections import FORMATS
+
+    assert CLI_FORMATS == FORMATS

@@ -74,3 +74,10 @@ def test_bench_parser_defaults_equal_the_runner_defaults(monkeypatch: pytest.Mon
     monkeypatch.setenv("FRAMESELECT_BENCH_STORE", "elsewhere.sqlite")
     assert (bench.N_VIDEOS, bench.MINUTES) == (runner.BenchConfig.n_videos, runner.BenchConfig.minutes)
     assert bench.default_store() == runner.default_store() == "elsewhere.sqlite"
+
+
+def test_import_frameselect_and_the_parser_load_no_numpy() -> None:
+    """The package and the command line's parser (--help) import nothing that holds arrays."""
+    numpy_loaded = "import json, sys; print(json.dumps('numpy' in sys.modules))"
+    assert fresh("import frameselect\n" + numpy_loaded) is False
+    assert fresh("from frameselect.cli import build_parser\nbuild_parser()\n" + numpy_loaded) is False

@@ -39,10 +39,9 @@ import dataclasses
 import enum
 import inspect
 import os
+import sys
 from collections.abc import Mapping
 from typing import Any, ClassVar, TypedDict, TypeVar
-
-import numpy as np
 
 from frameselect.errors import PartConfigError
 
@@ -145,11 +144,12 @@ def to_json(value: Any) -> Any:
     """``value`` as a plain JSON value; live objects become ``{"__object__": "module.Class"}``."""
     if value is None or isinstance(value, (bool, str)):
         return value
-    if isinstance(value, (np.bool_,)):
+    np = sys.modules.get("numpy")  # a numpy value exists only once numpy is imported: listing parts never imports it
+    if np is not None and isinstance(value, np.bool_):
         return bool(value)
-    if isinstance(value, (int, np.integer)):
+    if isinstance(value, int) or (np is not None and isinstance(value, np.integer)):
         return int(value)
-    if isinstance(value, (float, np.floating)):
+    if isinstance(value, float) or (np is not None and isinstance(value, np.floating)):
         return float(value)
     if isinstance(value, enum.Enum):
         return to_json(value.value)
@@ -161,7 +161,7 @@ def to_json(value: Any) -> Any:
         return [to_json(v) for v in value]
     if isinstance(value, (set, frozenset)):
         return sorted((to_json(v) for v in value), key=repr)
-    if isinstance(value, np.ndarray) and value.ndim <= 1 and value.size <= 64:
+    if np is not None and isinstance(value, np.ndarray) and value.ndim <= 1 and value.size <= 64:
         return [to_json(v) for v in value.tolist()]
     return {"__object__": f"{type(value).__module__}.{type(value).__qualname__}"}
 

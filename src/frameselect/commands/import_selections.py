@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 
 from frameselect.commands._common import add_store_arg, parse_params
-from frameselect.report import markdown_table
+
+#: :data:`frameselect.selections.FORMATS`, spelled out so that building the parser imports nothing heavy (a test keeps them equal)
+FORMATS = ("plain", "tspo", "aks", "bolt", "videoitg")
 
 
 def run(args: argparse.Namespace) -> int:
+    from frameselect.report import markdown_table
     from frameselect.selections import import_selections
 
     dataset = args.dataset
@@ -37,8 +40,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from frameselect.selections import FORMATS
-
     p = sub.add_parser("import-selections", help="store published selections (TSPO, AKS, BOLT, VideoITG, plain JSON) as a run, to replay under any answerer")
     p.add_argument("format", choices=FORMATS, help="the file's format (see frameselect.selections)")
     p.add_argument("file", help="the published selections file")
