@@ -52,7 +52,8 @@ from typing import Any  # noqa: E402
 import numpy as np  # noqa: E402
 
 THUMB = 16  # thumbnails keep one pixel in 16 x 16
-IDENT = 32  # identity thumbnails (every frame of the reference): one pixel in 32 x 32, a subset of THUMB's
+IDENT = 32  # identity thumbnails (every frame of the reference, luma): one pixel in 32 x 32 ...
+IDENT_START = THUMB // 2 + THUMB  # ... at pixels a THUMB thumbnail also holds (its odd rows and columns)
 WRONG_LEVELS = 2.0
 
 
@@ -173,8 +174,9 @@ def run_full_pass(video: str, fps: float, digest: Digest) -> dict[str, Any]:
 def run_reference(video: str, fps: float, digest: Digest, ident: str | None = None) -> dict[str, Any]:
     """Exact by index: one plain pass, no seek, no skip; keeps the pool's frames and their neighbours.
 
-    With ``ident`` (a path), also saves every frame's identity thumbnail (one
-    pixel in 32 x 32) and presentation time, to tell which frame a peer returned.
+    With ``ident`` (a path), also saves every frame's identity thumbnail (its
+    luma, one pixel in 32 x 32) and presentation time, to tell which frame a
+    peer returned.
     """
     import av
 
@@ -183,20 +185,21 @@ def run_reference(video: str, fps: float, digest: Digest, ident: str | None = No
     with av.open(video) as c:  # presentation order from the packets' timestamps
         pts_sorted = sorted(int(p.pts) for p in c.demux(video=0) if p.size and p.pts is not None)
     order = {p: i for i, p in enumerate(pts_sorted)}
-    thumbs: list[np.ndarray] = [np.empty(0, np.uint8)] * len(pts_sorted)
+    lumas: list[np.ndarray] = [np.empty(0, np.uint8)] * len(pts_sorted)
     with av.open(video) as c:
         stream = c.streams.video[0]
         stream.thread_type = "AUTO"
         time_base = float(stream.time_base)
         for f in c.decode(stream):
             i = order[int(f.pts)]
-            if i in keep or ident:
-                rgb = f.to_ndarray(format="rgb24")
-                if i in keep:
-                    digest.add(i, rgb)
-                thumbs[i] = np.ascontiguousarray(rgb[IDENT // 2 :: IDENT, IDENT // 2 :: IDENT])
+            if i in keep:
+                digest.add(i, f.to_ndarray(format="rgb24"))
+            if ident:  # the luma plane as decoded: no conversion, so every frame is cheap
+                plane = f.planes[0]
+                y = np.frombuffer(plane, np.uint8).reshape(plane.height, plane.line_size)[:, : plane.width]
+                lumas[i] = np.ascontiguousarray(y[IDENT_START::IDENT, IDENT_START::IDENT])
     if ident:
-        np.savez(ident, thumbs=np.stack(thumbs), times=np.asarray(pts_sorted, np.float64) * time_base)
+        np.savez(ident, lumas=np.stack(lumas), times=np.asarray(pts_sorted, np.float64) * time_base)
     return {}
 
 
@@ -406,12 +409,17 @@ def wrong_frames(got: dict[str, Any], ref: dict[str, Any], indices: list[int]) -
     return wrong, missing
 
 
+def _luma(rgb: np.ndarray) -> np.ndarray:
+    """BT.601 limited-range luma of RGB pixels, as the encoder computed it (within rounding)."""
+    return np.asarray(16.0 + (65.481 * rgb[..., 0] + 128.553 * rgb[..., 1] + 24.966 * rgb[..., 2]) / 255.0, dtype=np.float32)
+
+
 class Identity:
     """Tells which frame of the file a returned frame is: the closest identity thumbnail near its target."""
 
     def __init__(self, path: str, fps: float, shape: tuple[int, int]) -> None:
         data = np.load(path)
-        self.thumbs = data["thumbs"].astype(np.float32)
+        self.lumas = data["lumas"].astype(np.float32)
         self.times = data["times"]
         self.shape = shape  # (rows, columns) of a THUMB thumbnail
         count = max(1, int(np.ceil((self.times[-1] - self.times[0]) * fps - 1e-9)))
@@ -430,9 +438,9 @@ class Identity:
             if mine is None:
                 continue
             rows, cols = self.shape
-            small = _thumb(mine[1]).reshape(rows, cols, 3)[1::2, 1::2]
+            small = _luma(_thumb(mine[1]).reshape(rows, cols, 3)[1::2, 1::2])
             lo, hi = np.searchsorted(self.times, [self.targets[j] - self.window, self.targets[j] + self.window])
-            diffs = np.abs(self.thumbs[lo:hi] - small).reshape(hi - lo, -1).mean(axis=1)
+            diffs = np.abs(self.lumas[lo:hi] - small).reshape(hi - lo, -1).mean(axis=1)
             best = lo + int(np.argmin(diffs))
             offsets.append(float(self.times[best] - self.targets[j]))
             n = int(self.nearest[j])
