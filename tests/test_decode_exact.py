@@ -93,6 +93,7 @@ def _source(pool, *, skip: bool) -> VideoFrameSource:  # type: ignore[no-untyped
         src.time_base,
         rotation=src.rotation,
         keyframe_pts=src.keyframe_pts if skip else None,
+        open_keyframe_pts=src.open_keyframe_pts if skip else None,
         skip_nonref=skip,
         frame_pts=src.frame_pts,
         counter=DecodeCounter(),
@@ -142,6 +143,54 @@ def test_scattered_requests_including_leading_pictures(files: dict[str, Path], n
         assert sorted(got) == wanted
         for i in wanted:
             np.testing.assert_array_equal(got[i], reference[int(pool.source.pool_pts[i])])  # type: ignore[union-attr]
+
+
+def test_open_keyframes_are_found(files: dict[str, Path]) -> None:
+    """The open-GOP file's keyframes after the first are open (leading pictures); the closed files' are not."""
+    for name in ("bframes", "vfr"):
+        info = probe(files[name])
+        assert info.open_keyframe_pts is not None and info.open_keyframe_pts.size == 0
+    info = probe(files["open_gop"])
+    keys = info.keyframe_pts
+    assert keys is not None and info.open_keyframe_pts is not None
+    leading_after = {key for key in keys.tolist() if key != keys[0]}
+    assert set(info.open_keyframe_pts.tolist()) == leading_after and len(leading_after) >= 3
+
+
+@pytest.mark.parametrize("name", ["bframes", "open_gop", "vfr"])
+@pytest.mark.parametrize("policy", ["keyframes", "fps=1,approx"])
+def test_keyframe_pools_are_exact(files: dict[str, Path], name: str, policy: str) -> None:
+    """Keyframes decoded back to back (closed groups) or by seeks (open ones) are the frames a full decode gives."""
+    path = files[name]
+    pool = candidates(path, policy)
+    reference = _by_index(path)
+    got = dict(pool.source.iter(range(len(pool))))  # type: ignore[union-attr]
+    assert sorted(got) == list(range(len(pool))) and len(pool) >= 3
+    for i, frame in got.items():
+        np.testing.assert_array_equal(frame, reference[int(pool.source.pool_pts[i])])  # type: ignore[union-attr]
+
+
+def test_the_rest_of_a_group_before_a_closed_one_is_not_decoded(files: dict[str, Path]) -> None:
+    path = files["bframes"]  # 90 frames, a keyframe every 25, closed groups
+    pool = candidates(path, "all")
+    src = pool.source
+    wanted = [19, 44, 69]  # one frame 6 before the end of each group: short rests, which are decoded on unless known closed
+    counts = {}
+    for closed in (True, False):
+        source = VideoFrameSource(
+            src.path,  # type: ignore[union-attr]
+            src.pool_pts,  # type: ignore[union-attr]
+            src.time_base,  # type: ignore[union-attr]
+            keyframe_pts=src.keyframe_pts,  # type: ignore[union-attr]
+            open_keyframe_pts=src.open_keyframe_pts if closed else None,  # type: ignore[union-attr]
+            frame_pts=src.frame_pts,  # type: ignore[union-attr]
+        )
+        got = dict(source.iter(wanted))
+        reference = _by_index(path)
+        for i in wanted:
+            np.testing.assert_array_equal(got[i], reference[int(src.pool_pts[i])])  # type: ignore[union-attr]
+        counts[closed] = source.counter.frames_decoded
+    assert counts[True] < counts[False]
 
 
 def test_sparse_pools_skip_whole_groups_of_pictures(files: dict[str, Path]) -> None:

@@ -137,7 +137,10 @@ class VideoInfo:
     coded frames by). ``decode_cost[i]``: how many frames must be decoded,
     from the keyframe before it in decoding order, to get frame ``i`` (1 for
     a keyframe; ``None`` when unknown). ``declared_duration``: what the
-    container says, ``None`` when it says nothing.
+    container says, ``None`` when it says nothing. ``open_keyframe_pts``:
+    the keyframes that open a group of pictures (frames decoded after them
+    are shown before them, and may refer to the frames decoded before them);
+    ``None`` when unknown.
     """
 
     path: str
@@ -149,6 +152,7 @@ class VideoInfo:
     rotation: int = 0
     decode_cost: NDArray[np.int64] | None = None
     declared_duration: float | None = None
+    open_keyframe_pts: NDArray[np.int64] | None = None
 
     @property
     def timestamps(self) -> NDArray[np.float64]:
@@ -230,6 +234,7 @@ def probe(path: str | os.PathLike[str], *, counter: DecodeCounter | None = None)
     finally:
         container.close()
     cost: NDArray[np.int64] | None = None
+    open_keys: NDArray[np.int64] | None = None
     if missing_pts or not pts_list:
         # Containers without packet timestamps (some AVI): decode to learn them.
         pts_arr, last_duration, rotation = _decode_pts(path, counter or DecodeCounter())
@@ -238,6 +243,7 @@ def probe(path: str | os.PathLike[str], *, counter: DecodeCounter | None = None)
         pts_arr = np.asarray(pts_list, dtype=np.int64)[order]
         last_duration = int(np.asarray(durations)[order][-1])
         cost = _decode_costs(keys)[order]
+        open_keys = _open_keyframes(pts_list, keys)
         rotation = _check_first_frame(path, counter or DecodeCounter())
     if pts_arr.size == 0:
         raise NoFramesError(path, "the video stream holds no decodable frame")
@@ -261,6 +267,7 @@ def probe(path: str | os.PathLike[str], *, counter: DecodeCounter | None = None)
         rotation=rotation,
         decode_cost=cost,
         declared_duration=declared,
+        open_keyframe_pts=open_keys,
     )
 
 
@@ -297,6 +304,26 @@ def _decode_costs(keys: Sequence[bool]) -> NDArray[np.int64]:
         run = 1 if key else run + 1
         out[i] = run
     return out
+
+
+def _open_keyframes(pts: Sequence[int], keys: Sequence[bool]) -> NDArray[np.int64]:
+    """Pts of the keyframes whose group is open: a frame decoded after one is shown before it, or the reverse.
+
+    ``pts`` and ``keys`` are in decoding order. A closed keyframe's group
+    refers to nothing decoded before it, and nothing decoded before it is
+    shown after it: the frames before it need not be sent to decode the group.
+    """
+    pts_arr = np.asarray(pts, dtype=np.int64)
+    key_arr = np.asarray(keys, dtype=bool)
+    key_pts = pts_arr[key_arr]
+    group = np.cumsum(key_arr) - 1  # decoding-order group of each packet (-1: before the first keyframe)
+    opened = np.zeros(key_pts.size, dtype=bool)
+    after = (group >= 0) & ~key_arr
+    np.logical_or.at(opened, group[after], pts_arr[after] < key_pts[group[after]])
+    shown_later = np.concatenate([[np.iinfo(np.int64).min], np.maximum.accumulate(pts_arr)[:-1]])
+    opened |= shown_later[key_arr] > key_pts
+    result: NDArray[np.int64] = np.unique(key_pts[opened])
+    return result
 
 
 def _rotation(frame: Any) -> int:
@@ -482,6 +509,7 @@ def candidates(
         info.time_base,
         rotation=info.rotation,
         keyframe_pts=info.keyframe_pts,
+        open_keyframe_pts=info.open_keyframe_pts,
         time_errors=errors,
         frame_pts=info.pts,
         counter=counter,
@@ -580,6 +608,7 @@ class VideoFrameSource(FrameSource):
         *,
         rotation: int = 0,
         keyframe_pts: NDArray[np.int64] | None = None,
+        open_keyframe_pts: NDArray[np.int64] | None = None,
         time_errors: NDArray[np.float64] | None = None,
         skip_nonref: bool = True,
         frame_pts: NDArray[np.int64] | None = None,
@@ -591,6 +620,7 @@ class VideoFrameSource(FrameSource):
         self.time_base = time_base
         self.rotation = int(rotation) % 360
         self.keyframe_pts = None if keyframe_pts is None else np.asarray(keyframe_pts, dtype=np.int64)
+        self.open_keyframe_pts = None if open_keyframe_pts is None else np.asarray(open_keyframe_pts, dtype=np.int64)
         self.time_errors = None if time_errors is None else np.asarray(time_errors, dtype=np.float64)
         self.skip_nonref = skip_nonref
         self.frame_pts = None if frame_pts is None else np.asarray(frame_pts, dtype=np.int64)
@@ -650,8 +680,11 @@ class VideoFrameSource(FrameSource):
         seeking to its keyframe decodes them correctly. Once a group's wanted
         frames are out, a seek (which resets the decoder) jumps to the next
         group holding a wanted frame: the rest of the group and the groups
-        between never reach the decoder. Without known keyframes: one pass
-        from the start (exact, not fast).
+        between never reach the decoder. The next group, when it holds a
+        wanted frame too, is decoded on without a seek when it is closed (the
+        rest of the group is not sent, see :meth:`_decode_run`) or the rest
+        is short. Without known keyframes: one pass from the start (exact,
+        not fast).
         """
         if self.keyframe_pts is None or self.keyframe_pts.size == 0:
             return [(None, set(wanted))]
@@ -662,12 +695,20 @@ class VideoFrameSource(FrameSource):
         runs: list[tuple[int | None, set[int]]] = []
         previous = -2
         for g, pts_set in sorted(by_group.items()):
-            if runs and g == previous + 1 and self._tail(max(runs[-1][1]), int(self.keyframe_pts[g])) <= SEEK_MIN_TAIL:
-                runs[-1][1].update(pts_set)  # the frames up to the next group are few: decoding on beats a seek
+            key = int(self.keyframe_pts[g])
+            if runs and g == previous + 1 and (self._closed(key) or self._tail(max(runs[-1][1]), key) <= SEEK_MIN_TAIL):
+                runs[-1][1].update(pts_set)  # the rest of the group is not sent (closed next group) or short: beats a seek
             else:
                 runs.append((int(self.keyframe_pts[g]) if g > 0 else None, set(pts_set)))
             previous = g
         return runs
+
+    def _closed(self, key: int) -> bool:
+        """Whether the group of this keyframe refers to nothing decoded before it (no leading pictures)."""
+        if self.open_keyframe_pts is None:
+            return False
+        i = int(np.searchsorted(self.open_keyframe_pts, key))
+        return not (i < self.open_keyframe_pts.size and int(self.open_keyframe_pts[i]) == key)
 
     def _tail(self, last_wanted: int, next_key: int) -> int:
         """Frames shown after ``last_wanted`` and before ``next_key`` (a large number when unknown)."""
@@ -683,13 +724,17 @@ class VideoFrameSource(FrameSource):
         container = _open(self.path)
         try:
             stream = container.streams.video[0]
-            runs = self._runs(sorted(remaining))
-            sparse = len(runs) > 1 and len(remaining) < SPARSE_FRAMES_PER_RUN * len(runs)
-            stream.thread_type = self.sparse_thread_type if sparse else self.thread_type
-            for target, run in runs:
-                if target is not None:
-                    container.seek(target, stream=stream, backward=True, any_frame=False)  # also resets the decoder
-                yield from self._decode_run(container, stream, run, remaining, size)
+            if self._keyframes_only(remaining):
+                stream.thread_type = self.thread_type
+                yield from self._decode_keyframes(container, stream, remaining, size)
+            else:
+                runs = self._runs(sorted(remaining))
+                sparse = len(runs) > 1 and len(remaining) < SPARSE_FRAMES_PER_RUN * len(runs)
+                stream.thread_type = self.sparse_thread_type if sparse else self.thread_type
+                for target, run in runs:
+                    if target is not None:
+                        container.seek(target, stream=stream, backward=True, any_frame=False)  # also resets the decoder
+                    yield from self._decode_run(container, stream, run, remaining, size)
         except av.error.FFmpegError as exc:  # demuxing failed: the data ends early
             raise TruncatedVideoError(self.path, f"reading failed with {len(remaining)} wanted frame(s) left ({exc})") from exc
         finally:
@@ -700,6 +745,55 @@ class VideoFrameSource(FrameSource):
                 f"{len(remaining)} pool frame(s) never decoded (first missing at {min(remaining) * float(self.time_base):.3f}s); the file may be cut short",
             )
 
+    def _keyframes_only(self, wanted: set[int]) -> bool:
+        """Whether every wanted frame is a keyframe of a closed group (then they decode back to back)."""
+        if self.keyframe_pts is None or self.open_keyframe_pts is None or len(wanted) < 2:
+            return False
+        keys = set(self.keyframe_pts.tolist())
+        return all(pts in keys and self._closed(pts) for pts in wanted)
+
+    def _decode_keyframes(self, container: Any, stream: Any, remaining: set[int], size: tuple[int, int] | None) -> Iterator[tuple[int, NDArray[np.uint8]]]:
+        """Send the wanted keyframes' packets one after another to a decoder that is never reset.
+
+        A seek resets the decoder, so a decoder with frame threads would hand
+        out each keyframe only when drained; here the packets are read by a
+        second, seeking demuxer, and the decoder (frame threads) decodes the
+        next keyframes while the first come out. Each keyframe of a closed
+        group decodes alone, so the frames are exact.
+        """
+        import av
+
+        reader = _open(self.path)
+        try:
+            rstream = reader.streams.video[0]
+            codec = stream.codec_context
+            packet: Any = None
+            for pts in sorted(remaining):
+                reader.seek(pts, stream=rstream, backward=True, any_frame=False)
+                for packet in reader.demux(rstream):
+                    if packet.size and packet.pts is not None and int(packet.pts) >= pts:
+                        break
+                if packet is None or packet.pts is None or int(packet.pts) != pts:
+                    continue  # not found: reported as missing
+                try:
+                    frames = codec.decode(packet)
+                except av.error.FFmpegError as exc:
+                    raise CorruptVideoError(self.path, f"the keyframe at {pts * float(self.time_base):.3f}s does not decode ({exc})") from exc
+                yield from self._wanted(frames, remaining, remaining, size)
+            yield from self._wanted(codec.decode(None), remaining, remaining, size)
+        finally:
+            reader.close()
+
+    def _wanted(self, frames: Any, run: set[int], remaining: set[int], size: tuple[int, int] | None) -> Iterator[tuple[int, NDArray[np.uint8]]]:
+        """Count decoded frames; convert and yield those of ``run`` (and strike them off ``run`` and ``remaining``)."""
+        for frame in frames:
+            self.counter.add()
+            if frame.pts is None or int(frame.pts) not in run:
+                continue
+            run.discard(int(frame.pts))
+            remaining.discard(int(frame.pts))
+            yield int(frame.pts), self._upright(frame, size)
+
     def _decode_run(
         self, container: Any, stream: Any, run: set[int], remaining: set[int], size: tuple[int, int] | None
     ) -> Iterator[tuple[int, NDArray[np.uint8]]]:
@@ -707,6 +801,8 @@ class VideoFrameSource(FrameSource):
 
         With ``skip_nonref``, the decoder skips non-reference frames whose
         packet (pts) is not wanted: ``skip_frame`` is switched per packet.
+        Once every wanted frame before the next keyframe was sent and that
+        keyframe's group is closed, the packets up to it are not sent at all.
         Once the packets of every wanted frame are in, the decoder is drained
         rather than fed more packets (its reordering and threads would hold
         the last frames back for a few packets more); the next run's seek
@@ -718,10 +814,18 @@ class VideoFrameSource(FrameSource):
         skipping = False
         codec.skip_frame = "DEFAULT"
         unsent = set(run)
+        pending = sorted(run)  # unsent pts, ascending, struck off lazily
+        first = 0
+        holding, next_key = False, None
         packets = container.demux(stream)
         for packet in packets:
             if packet.size and packet.pts is not None:
-                unsent.discard(int(packet.pts))
+                pts = int(packet.pts)
+                if packet.is_keyframe:
+                    holding, next_key = False, self._next_key(pts)
+                elif holding:
+                    continue  # the rest of a group before a closed one: nothing wanted needs it
+                unsent.discard(pts)
             if self.skip_nonref and packet.size:
                 want = packet.pts is None or int(packet.pts) in run
                 if want == skipping:
@@ -734,15 +838,23 @@ class VideoFrameSource(FrameSource):
                     frames = [*frames, *codec.decode(None)]
             except av.error.FFmpegError as exc:
                 raise self._decode_failure(packet, packets, remaining, exc) from exc
-            for frame in frames:
-                self.counter.add()
-                if frame.pts is None or int(frame.pts) not in run:
-                    continue
-                run.discard(int(frame.pts))
-                remaining.discard(int(frame.pts))
-                yield int(frame.pts), self._upright(frame, size)
+            yield from self._wanted(frames, run, remaining, size)
             if not run or drain:
                 return
+            while first < len(pending) and pending[first] not in unsent:
+                first += 1
+            if next_key is not None and pending[first] >= next_key:
+                holding = True  # everything wanted lies past the next (closed) keyframe
+
+    def _next_key(self, key: int | None) -> int | None:
+        """The keyframe after ``key`` (``None``: the first one), when its group is closed; else ``None``."""
+        if self.keyframe_pts is None or self.open_keyframe_pts is None:
+            return None
+        i = 0 if key is None else int(np.searchsorted(self.keyframe_pts, key, side="right"))
+        if i >= self.keyframe_pts.size:
+            return None
+        nxt = int(self.keyframe_pts[i])
+        return nxt if self._closed(nxt) else None
 
     def _decode_failure(self, packet: Any, rest: Iterator[Any], remaining: set[int], exc: Exception) -> VideoError:
         """Corruption when more data follows the packet that failed, truncation when it was the last."""
