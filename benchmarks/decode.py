@@ -347,7 +347,7 @@ def available(name: str) -> str | None:
 
     top = module.split(".")[0]
     if importlib.util.find_spec(top) is None:
-        return f"{top} not installed (scripts/bench-peers.sh installs it)"
+        return f"{top} not installed (scripts/bench-peers.sh installs the peers that load here)"
     proc = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True, timeout=300)
     if proc.returncode:
         lines = [line.strip() for line in proc.stderr.splitlines() if line.strip()]
