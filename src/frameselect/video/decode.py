@@ -4,8 +4,9 @@ Building a pool reads the container's packets once (no pixel decoding) to
 learn every frame's exact presentation timestamp, which is correct on
 variable-frame-rate files, then decodes the first frame to prove the stream
 decodes. Frames are decoded later, on demand, by :class:`VideoFrameSource`
-in one forward pass over the stream for any set of pool indices: a seek
-only over groups of pictures that hold no wanted frame, never one seek per
+in one forward pass over the stream for any set of pool indices: seeks
+only to leave out groups of pictures (or their rests) holding no wanted
+frame, never one seek per
 candidate (keyframe-only requests: one decoder fed the keyframes back to
 back), and only wanted frames are converted to RGB, straight to the size
 asked for.
