@@ -6,10 +6,9 @@ variable-frame-rate files, then decodes the first frame to prove the stream
 decodes. Frames are decoded later, on demand, by :class:`VideoFrameSource`
 in one forward pass over the stream for any set of pool indices: seeks
 only to leave out groups of pictures (or their rests) holding no wanted
-frame, never one seek per
-candidate (keyframe-only requests: one decoder fed the keyframes back to
-back), and only wanted frames are converted to RGB, straight to the size
-asked for.
+frame, never one seek per candidate (keyframe-only requests: one decoder
+fed the keyframes back to back), and only wanted frames are converted to
+RGB, straight to the size asked for.
 Frames are shown upright, as a player shows them: a display matrix
 (rotation side data, as phones write) is applied. Nothing holds all frames of
 a video in memory.
