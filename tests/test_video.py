@@ -247,6 +247,8 @@ def test_probe_round_trips_through_the_cache(tmp_path: Path) -> None:
     assert back.declared_duration == pytest.approx(info.declared_duration)
     np.testing.assert_array_equal(back.decode_cost, info.decode_cost)  # type: ignore[arg-type]
     assert list(back.keyframe_pts) == list(info.keyframe_pts)  # type: ignore[arg-type]
+    assert back.open_keyframe_pts is not None and info.open_keyframe_pts is not None
+    assert list(back.open_keyframe_pts) == list(info.open_keyframe_pts) == []  # x264 closes its groups by default
     # an entry written before rotation and keyframes were recorded is a miss (probed again)
     meta = next((tmp_path / "c" / "probe").rglob("h.json"))
     meta.write_text(meta.read_text().replace('"version": 2', '"version": 1'))

@@ -192,6 +192,7 @@ class Cache:
             rotation=int(meta.get("rotation", 0)),
             decode_cost=None if cost is None else cost.astype(np.int64),
             declared_duration=None if meta.get("declared_duration") is None else float(meta["declared_duration"]),
+            open_keyframe_pts=None if meta.get("open_keyframe_pts") is None else np.asarray(meta["open_keyframe_pts"], dtype=np.int64),
         )
 
     def save_probe(self, video_hash: str, info: VideoInfo) -> None:
@@ -207,6 +208,8 @@ class Cache:
             "rotation": info.rotation,
             "has_cost": info.decode_cost is not None,
             "declared_duration": info.declared_duration,
+            # absent in older entries: then unknown, which only costs speed (see VideoFrameSource)
+            "open_keyframe_pts": None if info.open_keyframe_pts is None else [int(p) for p in info.open_keyframe_pts],
             "path": info.path,
             "tb_num": info.time_base.numerator,
             "tb_den": info.time_base.denominator,
