@@ -248,10 +248,14 @@ class DKTS(Selector):
     ``max_segment_len`` cannot cover the pool, the bound is raised to
     ``ceil(N / k)``.
 
-    Cost: O(N * band * D) for the kernel band, O(N * band) for the scatters
-    and O(k * N * band) for the dynamic programme (band = 338): about 0.17 s
-    for N = 3600, k = 32, D = 512 on one core (dHash of the 72x128 pixels
-    about 50 ms of it), above the 50 ms target; full KTS would be O(k N^2).
+    Cost: dHash of every frame (the 36 x 32 taps of each 72x128 frame, two
+    exact-integer matrix products: 20-35 ms at N = 3600), the kernel band
+    (N x 338 dot products of D = 512 through float32 BLAS: 25-35 ms) and
+    the dynamic programme (k - 1 passes over the reachable ends, each
+    ``band`` wide: 30-50 ms): 0.1-0.14 s for N = 3600, k = 32, D = 512 on
+    one core, above the 50 ms target. Each stage is part of the method;
+    cutting the band into other blocks would change BLAS's rounding of the
+    kernel and could move a change point. Full KTS would be O(k N^2).
     """
 
     needs = frozenset({"embeddings", "pixels"})

@@ -243,7 +243,9 @@ class MGSampler(Selector):
     Cost: about 1.2 s for 3600 frames of 72x128 on one core, far above the
     50 ms target: SSIM needs three windowed sums and a dozen per-pixel
     operations over all 33 M pixels (already exact integer sums through
-    BLAS); the pick itself is negligible.
+    BLAS); the pick itself is negligible. One plain copy of the 100 MB
+    pixel stack takes 10-13 ms on one core, so the dozen-odd passes SSIM
+    makes cannot fit in 50 ms (``benchmarks/selector_floors.py``).
     """
 
     needs = frozenset({"pixels"})
