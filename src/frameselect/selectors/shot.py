@@ -36,8 +36,10 @@ __all__ = [
     "keep_top_k",
 ]
 
-#: frames converted together (bounds memory on long pools)
-CHUNK = 256
+#: frames converted together: bounds memory on long pools, and keeps the dozen per-pixel
+#: temporaries of a chunk near the cache (32 frames of 72 x 128 converted 1.3-2x faster than 256
+#: on one core; conversions and sums are per pixel and per frame, so the chunk changes no value)
+CHUNK = 32
 
 # --------------------------------------------------------------------------- colour conversions
 
