@@ -81,16 +81,17 @@ def _hsv_planes(rgb: NDArray[np.uint8]) -> tuple[NDArray[np.uint8], NDArray[np.u
     index = v.astype(np.int32)
     index <<= 8
     index |= diff
-    s = s_table[index]
+    s = np.take(s_table, index)
     r16, g16, b16, d16 = r.astype(np.int16), g.astype(np.int16), b.astype(np.int16), diff.astype(np.int16)
     num = r16 - g16 + 4 * d16  # max is b
-    np.copyto(num, b16 - r16 + 2 * d16, where=v == g)  # max is g (unless r)
-    np.copyto(num, g16 - b16, where=v == r)  # max is r
+    # switch by multiplying with the 0/1 masks (exact small integers; a masked copy is several times slower)
+    num += (v == g) * (b16 - r16 + 2 * d16 - num)  # max is g (unless r)
+    num += (v == r) * (g16 - b16 - num)  # max is r
     index = num.astype(np.int32)
     index += 255
     index <<= 8
     index |= diff
-    return h_table[index], s, v
+    return np.take(h_table, index), s, v
 
 
 def rgb_to_hsv(rgb: NDArray[np.uint8]) -> NDArray[np.uint8]:
