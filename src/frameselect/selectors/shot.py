@@ -310,8 +310,9 @@ class ContentDetector(Selector):
     component (Canny + dilation) is not implemented: a non-zero edge weight
     is an error; with the default weight 0 the output is unaffected.
 
-    Cost: about 0.9 s for 3600 frames of 72x128 on one core, far above the
-    50 ms target: the HSV conversion of all 33 M pixels dominates. Even
+    Cost: 0.25-0.35 s for 3600 frames of 72x128 on one core, far above the
+    50 ms target: the HSV conversion of all 33 M pixels dominates (about
+    ten integer passes and two table look-ups per pixel). Even
     OpenCV's SIMD ``cvtColor(COLOR_RGB2HSV)`` (bit-exact with
     :func:`rgb_to_hsv`) takes about 47 ms for those pixels on one core,
     before any difference is taken (``benchmarks/selector_floors.py``).
@@ -421,9 +422,9 @@ class KatnaDetector(Selector):
     difference at each chunk; here the whole pool is one series. It runs on
     every decoded frame at full size; here on the pool's frames at width 128.
 
-    Cost: about 1.0-1.4 s for 3600 frames of 72x128 on one core, far above
-    the 50 ms target: the float32 L*u*v* conversion of all 33 M pixels
-    dominates. OpenCV's own ``cvtColor(COLOR_RGB2Luv)`` takes about 0.33 s
+    Cost: 0.6-0.9 s for 3600 frames of 72x128 on one core, far above the
+    50 ms target: the float32 L*u*v* conversion of all 33 M pixels
+    dominates (nine table look-ups and about 25 float32 passes per pixel). OpenCV's own ``cvtColor(COLOR_RGB2Luv)`` takes about 0.33 s
     for them on one core (``benchmarks/selector_floors.py``), and is not
     this formula (up to one level apart).
     """
