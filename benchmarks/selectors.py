@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[tuple[str, str, float | None, str]] = []
     for name in names:
         try:
-            needs = frozenset(getattr(selectors.get(name), "needs", frozenset()))
+            needs = frozenset(selectors.create(name).needs)  # an instance: some selectors derive it from their settings
             seconds = uniform_s if name == "uniform" else time_selector(name, pool, query, args.k, features_for(needs, arrays, cache), args.repeats)
             rows.append((name, ",".join(sorted(needs)) or "-", seconds, ""))
         except Exception as exc:  # report and go on: one broken selector must not hide the others
