@@ -58,6 +58,15 @@ def test_ssim_of_two_flat_images_is_the_luminance_term(window: str) -> None:
     assert ssim(np.zeros((12, 12), np.uint8), np.full((12, 12), 255, np.uint8), window) == pytest.approx(C1 / (255.0**2 + C1), rel=1e-6)
 
 
+def test_window_sums_are_exact() -> None:
+    from frameselect.selectors.motion import _box_valid
+
+    g = np.random.default_rng(3).integers(0, 256, size=(4, 30, 41)).astype(np.int64)
+    for values in (g, g * g, g[:-1] * g[1:]):
+        expected = np.lib.stride_tricks.sliding_window_view(values, (7, 7), axis=(1, 2)).sum(axis=(-2, -1))
+        assert np.array_equal(_box_valid(values.astype(np.float32), 7), expected)
+
+
 def test_ssim_matches_scikit_image() -> None:
     metrics = pytest.importorskip("skimage.metrics")
     rng = np.random.default_rng(5)

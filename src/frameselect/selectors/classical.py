@@ -300,12 +300,16 @@ class KMeans(Selector):
     frames to centroids minimising total squared distance, which is each
     centroid's nearest frame whenever those differ).
 
-    Cost: k-means++ seeding (k distance passes and k weighted draws) and
-    Lloyd rounds of two (N, D) x (D, k) products each, run until the
-    assignment settles (about ten rounds on random unit vectors): 60-70 ms
-    for N = 3,600, D = 512, k = 32 on one idle core, above the 50 ms target.
-    Fewer rounds or a cheaper seeding would change the clustering; the
-    reference (scikit-learn) runs even more (``max_iter=300``, ten
+    Cost: k-means++ seeding (k matrix-vector passes over the embeddings
+    and k weighted draws, about 8-15 ms) and Lloyd rounds of two (N, D) x
+    (D, k) float32 products each, run until the assignment settles (10
+    rounds on the benchmark's random unit vectors: 45-50 ms for the products
+    alone, ``benchmarks/selector_floors.py``), then the float64 cost matrix
+    of the final assignment: 60-70 ms for N = 3,600, D = 512, k = 32 on one
+    core, above the 50 ms target. Fewer rounds or a cheaper seeding would
+    change the clustering, and so would products in another precision or
+    blocking (a point nearly equidistant from two centres changes sides);
+    the reference (scikit-learn) runs even more (``max_iter=300``, ten
     initialisations in older releases).
     """
 
@@ -486,10 +490,15 @@ class FacilityLocation(Selector):
     the latency (O(N²·D)).
 
     Cost: the similarity product alone is N²·D / 2 multiply-adds (3.3 G at
-    N = 3,600, D = 512), about 0.1-0.2 s on one core, so this selector cannot
-    reach the 50 ms target at that size without changing its definition (a
-    sparse or sampled similarity would change the objective). The greedy
-    itself, with incremental gains, takes a few milliseconds.
+    N = 3,600, D = 512): 80-85 ms through float32 BLAS ``syrk`` on one
+    x86-64 core (``benchmarks/selector_floors.py``), so this selector cannot
+    reach the 50 ms target at that size without changing its definition:
+    the first greedy step needs every column sum of ``max(s, 0)``, which no
+    product of smaller matrices gives, and a sparse or sampled similarity
+    is another objective. The incremental greedy adds 60-80 ms on random
+    unit vectors, where each pick raises the coverage of many frames; a lazy
+    greedy (Minoux) picks the same frames but was no faster there, since
+    its stale bounds send it back to about 5,000 rows.
     """
 
     needs = frozenset({"embeddings", "relevance"})

@@ -114,18 +114,17 @@ def focus_arms(timestamps: NDArray[np.float64], coarse_stride: int, fps: float) 
     return [(int(a), int(b) - 1) for a, b in zip(edges[:-1], edges[1:], strict=True) if b > a]
 
 
-def _update_arm_stats(arm: _Arm, known: dict[int, float]) -> None:
-    """``FOCUS._update_arms_with_scores`` for one arm: record its drawn frames' scores, recompute mean and variance."""
-    seen = {i for i, _ in arm.scores}
-    for idx in arm.sampled:
-        if idx in known and idx not in seen:
-            arm.scores.append((idx, known[idx]))
-            seen.add(idx)
-    if arm.scores:
-        values = [s for _, s in arm.scores]
-        arm.samples = len(values)
-        arm.mean, variance = _mean_var_as_numpy(values)
-        arm.variance = variance if len(values) > 1 else 0.0
+def _record_coarse(arm: _Arm, known: dict[int, float]) -> None:
+    """``FOCUS._update_arms_with_scores`` for one arm after coarse sampling: record its probes' scores, set mean and variance.
+
+    The arm has recorded nothing yet and its probes (centre and distinct
+    others) are distinct, so each is recorded once, in the order drawn.
+    """
+    values = [known[i] for i in arm.sampled]
+    arm.scores = list(zip(arm.sampled, values))
+    arm.samples = len(values)
+    arm.mean, variance = _mean_var_as_numpy(values)
+    arm.variance = variance if len(values) > 1 else 0.0
 
 
 def _mean_var_as_numpy(values: list[float]) -> tuple[float, float]:
@@ -201,10 +200,32 @@ def _fine_sampling(arms: Sequence[_Arm], n: int, plan: FocusPlan, coarse: set[in
     return sorted(chosen)
 
 
+def _estimate_nearest(arm: _Arm) -> dict[int, float]:
+    """:func:`_estimate` with ``"nearest"`` in plain Python: the score of the nearest probe (the first on ties), clipped to [0, 1].
+
+    Probe indices are integers, so the distances are exact either way, and
+    ``min(max(v, 0), 1)`` is numpy's clip for every finite score: the same
+    numbers without a dozen numpy calls on arrays of a few elements.
+    """
+    xs = [i for i, _ in arm.scores]
+    ys = [min(max(v, 0.0), 1.0) for _, v in arm.scores]
+    out: dict[int, float] = {}
+    for c in range(arm.start, arm.end + 1):
+        best, dist = 0, abs(xs[0] - c)
+        for j in range(1, len(xs)):
+            d = abs(xs[j] - c)
+            if d < dist:
+                best, dist = j, d
+        out[c] = ys[best]
+    return out
+
+
 def _estimate(arm: _Arm, method: str) -> dict[int, float]:
     """``estimate_arm_scores``: every frame of the arm scored from the arm's sampled frames, clipped to [0, 1]."""
     if not arm.scores:
         return {}
+    if method == "nearest":
+        return _estimate_nearest(arm)
     xs = np.array([i for i, _ in arm.scores], dtype=float)
     ys = np.array([s for _, s in arm.scores], dtype=float)
     cands = np.arange(arm.start, arm.end + 1, dtype=float)
@@ -234,8 +255,9 @@ def _final_allocation(arms: Sequence[_Arm], remaining: int, selected: list[int],
     current = set(selected)
 
     def respects_gap(c: int) -> bool:
-        # no chosen frame f with |c - f| < gap: look up the 2 gap - 1 frames around c, or scan the chosen, whichever is fewer
-        if gap <= 0:
+        # no chosen frame f with |c - f| < gap: look up the 2 gap - 1 frames around c, or scan the chosen, whichever is fewer.
+        # Only frames not chosen yet are asked about, so a gap of 1 (|c - f| >= 1: c is not chosen) always holds.
+        if gap <= 1:
             return True
         if 2 * gap - 1 < len(current):
             return not any(f in current for f in range(c - gap + 1, c + gap))
@@ -248,8 +270,9 @@ def _final_allocation(arms: Sequence[_Arm], remaining: int, selected: list[int],
         return [candidates[int(j)] for j in draw]
 
     def draw_softmax(scored: list[tuple[int, float]], need: int) -> list[int]:
-        values = np.array([v for _, v in scored], dtype=np.float64)
-        lo, hi = values.min(), values.max()
+        listed = [v for _, v in scored]
+        values = np.array(listed, dtype=np.float64)
+        lo, hi = min(listed), max(listed)
         if hi > lo:
             values = (values - lo) / (hi - lo)
         else:
@@ -301,8 +324,8 @@ def focus_select(scores: NDArray[np.float64], timestamps: NDArray[np.float64], d
     # stage 1: coarse probes; each arm keeps its probes' scores
     coarse = _coarse_sampling(arms, p.extra_samples_per_region, rng)
     known = dict(zip(coarse, scores[coarse].tolist(), strict=True))
-    for arm in arms:
-        _update_arm_stats(arm, known)
+    for arm in arms:  # an arm's probes are its centre and distinct others (_coarse_sampling), all just scored
+        _record_coarse(arm, known)
     _update_ucb(arms, p.min_variance_threshold)
     # stages 2-3: fine probes around the centres of the arms with the highest UCB. Their scores join
     # the top-ratio pool only: the reference records in an arm just its coarse probes, so the arm

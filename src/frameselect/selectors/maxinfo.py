@@ -260,9 +260,13 @@ class MaxInfo(Selector):
       on the whole video).
 
     Cost: the randomized SVD is ``2 n_iter + 2`` products of the ``(N, D)``
-    matrix with ``rank + 10`` vectors, then O(N k^2) for maxvol: about
-    50 ms for N=3600, D=512, k=32 on an idle core (0.1-0.2 s measured on a
-    loaded 2-core machine).
+    float64 matrix with ``rank + 10`` vectors, then O(N k^2) for maxvol:
+    the 12 products alone take 55-60 ms for N=3600, D=512 on one x86-64
+    core (``benchmarks/selector_floors.py``), the selector 70-80 ms, above
+    the 50 ms target. The products are memory-bound (each reads the 15 MB
+    float64 matrix); float32 would halve that but change the basis in its
+    last bits, and with it, where two rows' coefficients nearly tie, the
+    rows maxvol takes.
     """
 
     needs = frozenset({"embeddings"})

@@ -19,8 +19,10 @@ from frameselect.video.pixels import read_frames
 
 __all__ = ["MGSampler", "rgb_to_gray", "ssim", "consecutive_ssim", "motion_guided_indices"]
 
-#: frames processed together when a selector streams over the pixels (bounds memory)
-CHUNK = 256
+#: frames processed together when a selector streams over the pixels: bounds memory, and keeps a
+#: chunk's temporaries near the cache (64 frames of 72 x 128 ran SSIM, gray and dHash 1.2-2x
+#: faster than 256 on one core; every result is per frame or exact, so the chunk changes no value)
+CHUNK = 64
 
 # OpenCV's fixed-point BT.601 luma weights for 8-bit RGB2GRAY (OpenCV 4+: RY15, GY15, BY15, gray_shift = 15)
 _R2Y, _G2Y, _B2Y, _GRAY_SHIFT = 9798, 19235, 3735, 15
@@ -50,24 +52,23 @@ _UNIFORM_WIN = 7
 _GAUSS_SIGMA, _GAUSS_TRUNCATE = 1.5, 3.5
 
 
-def _band(size: int, win: int) -> NDArray[np.float32]:
-    """(size, size - win + 1) 0/1 matrix whose column j sums inputs j .. j + win - 1."""
-    out = np.zeros((size, size - win + 1), dtype=np.float32)
-    for j in range(size - win + 1):
-        out[j : j + win, j] = 1.0
-    return out
-
-
 def _box_valid(x: NDArray[np.float32], win: int) -> NDArray[np.float32]:
     """Sum over every full ``win`` x ``win`` window of the last two axes of (M, h, w).
 
-    Two matrix products with 0/1 band matrices; exact for integer-valued
+    ``win - 1`` shifted additions along each axis; exact for integer-valued
     inputs whose window sums stay below 2**24 (gray values and their
-    products: at most 49 * 255**2).
+    products: at most 49 * 255**2), so the order of the additions does not
+    matter. (Two matrix products with 0/1 band matrices give the same sums
+    but spend 128 multiply-adds per output where 7 suffice: 2x slower.)
     """
     m, h, w = x.shape
-    rows = (x.reshape(m * h, w) @ _band(w, win)).reshape(m, h, w - win + 1)
-    out: NDArray[np.float32] = np.matmul(_band(h, win).T, rows)
+    cols = w - win + 1
+    rows = x[:, :, 0:cols].copy()
+    for d in range(1, win):
+        rows += x[:, :, d : d + cols]
+    out: NDArray[np.float32] = rows[:, 0 : h - win + 1].copy()
+    for d in range(1, win):
+        out += rows[:, d : d + h - win + 1]
     return out
 
 
@@ -240,10 +241,12 @@ class MGSampler(Selector):
     (``fill_to_k``). A pool without any motion is sampled as if motion
     were uniform (the reference would divide by zero).
 
-    Cost: about 1.2 s for 3600 frames of 72x128 on one core, far above the
-    50 ms target: SSIM needs three windowed sums and a dozen per-pixel
-    operations over all 33 M pixels (already exact integer sums through
-    BLAS); the pick itself is negligible.
+    Cost: 0.6-1 s for 3600 frames of 72x128 on one core, far above the
+    50 ms target: SSIM needs three windowed sums (exact integer sums by
+    shifted additions, 12 passes each) and a dozen per-pixel operations
+    over all 33 M pixels; the pick itself is negligible. One plain copy of
+    the 100 MB pixel stack takes 10-13 ms on one core, so the passes SSIM
+    makes cannot fit in 50 ms (``benchmarks/selector_floors.py``).
     """
 
     needs = frozenset({"pixels"})

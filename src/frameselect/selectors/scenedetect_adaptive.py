@@ -135,7 +135,7 @@ class AdaptiveDetector(Selector):
     which lets a cut come ``window_width`` frames earlier.
 
     Cost: dominated by ContentDetector's HSV conversion of every pixel,
-    about 0.8 s for 3600 frames of 72x128 on one core (the ratios and cuts
+    0.25-0.35 s for 3600 frames of 72x128 on one core (the ratios and cuts
     add under 5 ms), as ``scenedetect_content``.
     """
 

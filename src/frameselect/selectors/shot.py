@@ -36,8 +36,10 @@ __all__ = [
     "keep_top_k",
 ]
 
-#: frames converted together (bounds memory on long pools)
-CHUNK = 256
+#: frames converted together: bounds memory on long pools, and keeps the dozen per-pixel
+#: temporaries of a chunk near the cache (32 frames of 72 x 128 converted 1.3-2x faster than 256
+#: on one core; conversions and sums are per pixel and per frame, so the chunk changes no value)
+CHUNK = 32
 
 # --------------------------------------------------------------------------- colour conversions
 
@@ -79,16 +81,17 @@ def _hsv_planes(rgb: NDArray[np.uint8]) -> tuple[NDArray[np.uint8], NDArray[np.u
     index = v.astype(np.int32)
     index <<= 8
     index |= diff
-    s = s_table[index]
+    s = np.take(s_table, index)
     r16, g16, b16, d16 = r.astype(np.int16), g.astype(np.int16), b.astype(np.int16), diff.astype(np.int16)
     num = r16 - g16 + 4 * d16  # max is b
-    np.copyto(num, b16 - r16 + 2 * d16, where=v == g)  # max is g (unless r)
-    np.copyto(num, g16 - b16, where=v == r)  # max is r
+    # switch by multiplying with the 0/1 masks (exact small integers; a masked copy is several times slower)
+    num += (v == g) * (b16 - r16 + 2 * d16 - num)  # max is g (unless r)
+    num += (v == r) * (g16 - b16 - num)  # max is r
     index = num.astype(np.int32)
     index += 255
     index <<= 8
     index |= diff
-    return h_table[index], s, v
+    return np.take(h_table, index), s, v
 
 
 def rgb_to_hsv(rgb: NDArray[np.uint8]) -> NDArray[np.uint8]:
@@ -196,8 +199,8 @@ def _consecutive_abs_diff_sums(planes_of: _Planes, pixels: NDArray[np.uint8]) ->
     for start in range(0, n - 1, CHUNK):
         block = read_frames(pixels, start, min(start + CHUNK + 1, n))  # a cached stack is read, not mapped
         for c, plane in enumerate(planes_of(block)):
-            p16 = plane.astype(np.int16)
-            d = np.abs(p16[1:] - p16[:-1])
+            d = np.maximum(plane[1:], plane[:-1])
+            d -= np.minimum(plane[1:], plane[:-1])  # |difference| in uint8, exactly (8x faster than through int16)
             out[start : start + block.shape[0] - 1, c] = d.reshape(d.shape[0], -1).sum(axis=1, dtype=np.int64)
     return out
 
@@ -307,8 +310,12 @@ class ContentDetector(Selector):
     component (Canny + dilation) is not implemented: a non-zero edge weight
     is an error; with the default weight 0 the output is unaffected.
 
-    Cost: about 0.9 s for 3600 frames of 72x128 on one core, far above the
-    50 ms target: the HSV conversion of all 33 M pixels dominates.
+    Cost: 0.25-0.35 s for 3600 frames of 72x128 on one core, far above the
+    50 ms target: the HSV conversion of all 33 M pixels dominates (about
+    ten integer passes and two table look-ups per pixel). Even
+    OpenCV's SIMD ``cvtColor(COLOR_RGB2HSV)`` (bit-exact with
+    :func:`rgb_to_hsv`) takes about 47 ms for those pixels on one core,
+    before any difference is taken (``benchmarks/selector_floors.py``).
     """
 
     needs = frozenset({"pixels"})
@@ -415,8 +422,11 @@ class KatnaDetector(Selector):
     difference at each chunk; here the whole pool is one series. It runs on
     every decoded frame at full size; here on the pool's frames at width 128.
 
-    Cost: about 1.4 s for 3600 frames of 72x128 on one core, far above the
-    50 ms target: the float32 L*u*v* conversion of all 33 M pixels dominates.
+    Cost: 0.6-0.9 s for 3600 frames of 72x128 on one core, far above the
+    50 ms target: the float32 L*u*v* conversion of all 33 M pixels
+    dominates (nine table look-ups and about 25 float32 passes per pixel). OpenCV's own ``cvtColor(COLOR_RGB2Luv)`` takes about 0.33 s
+    for them on one core (``benchmarks/selector_floors.py``), and is not
+    this formula (up to one level apart).
     """
 
     needs = frozenset({"pixels"})

@@ -82,6 +82,14 @@ def _frame_confidence(conf: NDArray[np.float64], weights: NDArray[np.float64], f
     return float(np.max(row[hit] * weights[hit])) if hit.any() else 0.0
 
 
+def _best_confidences(conf: NDArray[np.float64], weights: NDArray[np.float64]) -> NDArray[np.float64]:
+    """:func:`_frame_confidence` of every frame at once (the same products; a maximum does not depend on order)."""
+    weighted = np.where(conf > 0, conf * weights[None, :], -np.inf)
+    best = weighted.max(axis=1, initial=-np.inf)
+    out: NDArray[np.float64] = np.where(np.isfinite(best), best, 0.0)
+    return out
+
+
 def _spread(score: NDArray[np.float64], confidences: Sequence[float], frames: Sequence[int], window: int) -> None:
     """``update_top_25_with_window``: frames at or above the 75th percentile lift their neighbours to score / (distance + 1), in order."""
     top = float(np.percentile(confidences, 75))
@@ -156,10 +164,11 @@ def tstar_search(
     remaining = list(det.targets)
     spend = min(max_budget, n * budget)
     iterations = 0
+    best = _best_confidences(conf, weights)
     while remaining and spend > 0:
         frames = _sample(n, per_grid, iterations == 0, p_dist, visited, random_state)
         spend -= per_grid
-        confidences = [_frame_confidence(conf, weights, f) for f in frames]
+        confidences = best[frames].tolist()
         for f, c in zip(frames, confidences):
             visited[f] = True
             score[f] = c

@@ -182,10 +182,12 @@ class VideoTree(Selector):
     shallowest first, then by relevance (earlier frame on ties); a tree
     smaller than ``k`` is filled by relevance (``fill_to_k``).
 
-    Cost: up to three k-means runs (8, 16, 32 clusters; 15 rounds each) and
-    Ward linkages, quadratic in the size of each expanded cluster: about
-    0.1 s for N = 3600, D = 512 on one core, above the 50 ms target because
-    of the repeated clustering the method itself prescribes.
+    Cost: up to three k-means runs (8, 16, 32 clusters; 15 rounds each, two
+    (N, D) x (D, clusters) float32 products per round: about 0.12 s alone
+    for N = 3600, D = 512 on one core, ``benchmarks/selector_floors.py``)
+    and Ward linkages, quadratic in the size of each expanded cluster:
+    0.2-0.27 s in all, above the 50 ms target because of the repeated
+    clustering the method itself prescribes.
     """
 
     needs = frozenset({"embeddings", "relevance"})

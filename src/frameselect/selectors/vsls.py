@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 
 from frameselect.errors import SelectionError
 from frameselect.registry import selectors
-from frameselect.selectors.tstar import Detections, TStar, TStarSearch, _frame_confidence, _sample, _spline_distribution, _spread, _verify
+from frameselect.selectors.tstar import Detections, TStar, TStarSearch, _best_confidences, _sample, _spline_distribution, _spread, _verify
 from frameselect.types import CandidatePool, Features, Query
 
 __all__ = ["VSLS", "RELATION_TYPES", "relation_bonus", "vsls_search", "vsls_top", "question_relations"]
@@ -113,11 +113,12 @@ def vsls_search(
     spend = min(max_budget, n * budget)
     iterations = 0
     unsatisfied = True
+    best = _best_confidences(conf, weights)
     while (remaining or unsatisfied) and spend > 0:
         unsatisfied = alpha > 0 and not all(satisfied)
         frames = _sample(n, per_grid, iterations == 0, p_dist, visited, random_state)
         spend -= per_grid
-        confidences = [_frame_confidence(conf, weights, f) for f in frames]
+        confidences = best[frames].tolist()
         detected = [set(np.flatnonzero(conf[f] > 0).tolist()) for f in frames]
         if alpha > 0:
             confidences = relation_bonus(confidences, detected, frames, relations, satisfied, alpha, boxes)
