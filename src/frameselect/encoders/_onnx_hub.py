@@ -8,8 +8,10 @@ not yet normalised, feature: normalisation stays in
 
 ``onnx-int8`` quantises dynamically (:func:`quantize_matmuls`): int8 weights
 per output channel for the MatMuls with a constant operand, activations
-quantised per batch; the attention output projections and the final
-projection stay fp32.
+quantised per batch; the attention output projections (a weighted MatMul
+fed, through reshapes, by the attention-weighted values) and the final
+projection (the last weighted MatMul) stay fp32. They are found from the
+graph's structure, not from names, so the rule holds for every architecture.
 
 torch, onnx and onnxruntime are imported inside the functions only.
 """
@@ -17,18 +19,17 @@ torch, onnx and onnxruntime are imported inside the functions only.
 from __future__ import annotations
 
 import copy
-import re
 import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["HUB_RECIPE", "export_tower", "quantize_matmuls", "KEEP_FP32"]
+__all__ = ["HUB_RECIPE", "export_tower", "quantize_matmuls", "matmuls_to_quantize"]
 
 #: bump when an export or quantisation recipe of the hub towers changes (old files are then ignored)
 HUB_RECIPE = "1"
-#: MatMuls left in fp32 by the int8 recipe: attention output projections and the final projections
-KEEP_FP32 = re.compile(r"(out_proj|attn/c_proj|visual_projection|text_projection|/head/|^/visual/MatMul|^/MatMul|proj/MatMul$)")
+#: ops that only move values between the attention product and the output projection
+_LAYOUT = frozenset({"Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Cast", "Identity"})
 
 
 def export_tower(model: Any, forward: Callable[..., Any], inputs: Mapping[str, Any], out: Path, token_axis: bool) -> None:
@@ -55,14 +56,22 @@ def export_tower(model: Any, forward: Callable[..., Any], inputs: Mapping[str, A
 
 
 def matmuls_to_quantize(path: Path) -> tuple[list[str], list[str]]:
-    """(MatMul nodes with a constant weight to quantise, those kept fp32 by :data:`KEEP_FP32`)."""
+    """(names of the weighted MatMuls to quantise, names of those kept fp32: attention outputs and the final projection)."""
     import onnx
 
     graph = onnx.load(str(path), load_external_data=False).graph
-    constants = {i.name for i in graph.initializer}
-    weighted = [n.name for n in graph.node if n.op_type == "MatMul" and any(i in constants for i in n.input)]
-    keep = [n for n in weighted if KEEP_FP32.search(n)]
-    return [n for n in weighted if n not in keep], keep
+    constants = {i.name for i in graph.initializer} | {o for n in graph.node if n.op_type == "Constant" for o in n.output}
+    producer = {o: n for n in graph.node for o in n.output}
+    weighted = [n for n in graph.node if n.op_type == "MatMul" and any(i in constants for i in n.input)]
+
+    def after_attention(node: Any) -> bool:
+        value = next(i for i in node.input if i not in constants)
+        while (source := producer.get(value)) is not None and source.op_type in _LAYOUT:
+            value = source.input[0]
+        return source is not None and source.op_type == "MatMul" and not any(i in constants for i in source.input)
+
+    keep = [n.name for n in weighted if after_attention(n)] + [weighted[-1].name] if weighted else []
+    return [n.name for n in weighted if n.name not in keep], keep
 
 
 def quantize_matmuls(fp32: Path, out: Path) -> None:

@@ -87,7 +87,8 @@ class HubEncoder(Encoder):
 
     has_text = True
     #: settings that do not change the vectors, and live objects the preprocessing label covers
-    identity_exclude: ClassVar[frozenset[str]] = frozenset({"batch_size", "device", "model_id", "tokenizer", "image_processor", "preprocess"})
+    #: (``runtime`` enters the id through :meth:`resolved_identity`, and only when it is not the default, so torch ids stay as they were)
+    identity_exclude: ClassVar[frozenset[str]] = frozenset({"batch_size", "device", "model_id", "tokenizer", "image_processor", "preprocess", "runtime"})
     #: precision used on a GPU when ``dtype`` is not given
     gpu_dtype: ClassVar[str] = "float16"
 
@@ -207,8 +208,9 @@ class HubEncoder(Encoder):
         return self._model if self.injected else self.model_id
 
     def resolved_identity(self) -> dict[str, Any]:
-        """Model name, the commit its revision resolved to, the dtype and the preprocessing."""
-        return {"model": self.model_id, "revision": self.resolved_revision(), "dtype": self._dtype_label(), "preprocess": self._preprocess_label()}
+        """Model name, the commit its revision resolved to, the dtype, the preprocessing, and an ONNX runtime."""
+        runtime = {} if self.runtime == "torch" else {"runtime": self.runtime}
+        return {"model": self.model_id, "revision": self.resolved_revision(), "dtype": self._dtype_label(), "preprocess": self._preprocess_label(), **runtime}
 
     # -- encoding -----------------------------------------------------------
     def encode_frames(self, frames: NDArray[np.uint8]) -> NDArray[np.float32]:
