@@ -105,7 +105,7 @@ class HubEncoder(Encoder):
     ) -> None:
         from frameselect.encoders._onnx import check_runtime
 
-        self.runtime = check_runtime(runtime, f"encoder {self._part_name()!r}")
+        self.runtime = check_runtime(runtime, f"encoder {self.name!r}")
         if runtime != "torch":
             self._check_onnx_settings(model, device, dtype)
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
@@ -123,13 +123,9 @@ class HubEncoder(Encoder):
         self._dtype: Any = None
         self._sessions: dict[str, Any] = {}
 
-    @classmethod
-    def _part_name(cls) -> str:
-        return str(vars(cls).get("registered_name", "") or cls.__name__)
-
     def _check_onnx_settings(self, model: Any, device: str | None, dtype: str | None) -> None:
         """ONNX Runtime runs the towers in float32 on the CPU: refuse other settings before anything loads."""
-        name = self._part_name()
+        name = self.name
         if device not in (None, "", "auto", "cpu"):
             raise ConfigError(f"encoder {name!r}: runtime={self.runtime!r} runs on the CPU; drop device={device!r} or use runtime='torch'")
         if dtype not in (None, "float32"):
@@ -227,9 +223,9 @@ class HubEncoder(Encoder):
     # -- ONNX Runtime ---------------------------------------------------------
     def onnx_stem(self, tower: str) -> str:
         """The cache file name (without recipe and precision) of ``tower``: encoder, model, weights and tower."""
-        key = {"encoder": self._part_name(), "model": self.model_id, "revision": self.resolved_revision(), "pretrained": getattr(self, "pretrained", None)}
+        key = {"encoder": self.name, "model": self.model_id, "revision": self.resolved_revision(), "pretrained": getattr(self, "pretrained", None)}
         safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.model_id)[-40:]
-        return f"{self._part_name()}-{safe}-{short_hash(json.dumps(key, sort_keys=True, default=str))}-{tower}"
+        return f"{self.name}-{safe}-{short_hash(json.dumps(key, sort_keys=True, default=str))}-{tower}"
 
     def _session(self, tower: str) -> Any:
         """The ONNX Runtime session of ``tower`` (``image`` or ``text``), exported into the cache on first use."""
@@ -614,7 +610,9 @@ class BlipItmEncoder(_TransformersEncoder):
 
     def __init__(self, model: Any = "Salesforce/blip-itm-large-coco", *, max_text_length: int | None = 35, **kwargs: Any) -> None:
         if kwargs.get("runtime", "torch") != "torch":
-            raise ConfigError(f"encoder 'blip_itm': runtime={kwargs['runtime']!r} is not available (its ITM head scores frame and query together); use runtime='torch'")
+            raise ConfigError(
+                f"encoder 'blip_itm': runtime={kwargs['runtime']!r} is not available (its ITM head scores frame and query together); use runtime='torch'"
+            )
         super().__init__(model, max_text_length=max_text_length, **kwargs)
 
     def resolved_identity(self) -> dict[str, Any]:
