@@ -144,7 +144,8 @@ def hub_encoders(texts: list[str], runtime: str) -> dict[str, Any]:
         clip_config.text_config.eos_token_id = clip_tok.eos_token_id
         clip = transformers.CLIPModel(clip_config).eval()
         siglip_config = transformers.SiglipConfig()  # the defaults are siglip-base-patch16-224's shapes
-        siglip_config.text_config.pad_token_id, siglip_config.text_config.eos_token_id = siglip_tok.pad_token_id, siglip_tok.eos_token_id
+        text = siglip_config.text_config
+        text.pad_token_id, text.eos_token_id, text.bos_token_id = siglip_tok.pad_token_id, siglip_tok.eos_token_id, None
         siglip = transformers.SiglipModel(siglip_config).eval()
         hub_encoders.models = {"clip ViT-B/32": (ClipEncoder, clip, clip_tok), "siglip base-patch16-224": (SiglipEncoder, siglip, siglip_tok)}  # type: ignore[attr-defined]
     models = hub_encoders.models  # type: ignore[attr-defined]
