@@ -168,7 +168,7 @@ def test_int8_quantises_matmul_weights_and_stays_close(kind: str, fixtures: dict
     assert len(int8_graphs) == 2
     for path in int8_graphs:
         ops = [n.op_type for n in onnx.load(str(path)).graph.node]
-        assert ops.count("MatMulInteger") >= 8  # q, k, v, fc1, fc2 of two layers (open_clip fuses q, k, v)
+        assert ops.count("MatMulInteger") >= 2 * 3  # per layer at least q, k, v (one MatMul in open_clip) and the two feed-forward ones
         assert "MatMul" in ops  # the attention output projections and the final projection stay fp32
 
 

@@ -50,7 +50,9 @@ def export_tower(model: Any, forward: Callable[..., Any], inputs: Mapping[str, A
     axes: dict[str, dict[int, str]] = {n: ({0: "batch", 1: "tokens"} if token_axis and inputs[n].dim() == 2 else {0: "batch"}) for n in names}
     axes["features"] = {0: "batch"}
     args = tuple(inputs[n].to("cpu") if not inputs[n].is_floating_point() else inputs[n].to("cpu", torch.float32) for n in names)
-    with torch.inference_mode(), warnings.catch_warnings():
+    # with gradients on, nn.MultiheadAttention (open_clip) takes its plain path, not the fused kernel no exporter knows
+    live.requires_grad_(True)
+    with torch.enable_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # tracer notes on shapes that are constant for a tower (image size, mask layout)
         torch.onnx.export(Tower(), args, str(out), input_names=names, output_names=["features"], dynamic_axes=axes, opset_version=17, dynamo=False)
 
