@@ -149,7 +149,7 @@ def hub_encoders(texts: list[str], runtime: str) -> dict[str, Any]:
         siglip = transformers.SiglipModel(siglip_config).eval()
         hub_encoders.models = {"clip ViT-B/32": (ClipEncoder, clip, clip_tok), "siglip base-patch16-224": (SiglipEncoder, siglip, siglip_tok)}  # type: ignore[attr-defined]
     models = hub_encoders.models  # type: ignore[attr-defined]
-    return {name: cls(model, tokenizer=tok, runtime=runtime, revision="random-weights") for name, (cls, model, tok) in models.items()}
+    return {name: cls(model, tokenizer=tok, runtime=runtime) for name, (cls, model, tok) in models.items()}
 
 
 def bench_hub(frames: NDArray[np.uint8], texts: list[str], repeats: int) -> None:
