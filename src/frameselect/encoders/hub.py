@@ -27,7 +27,8 @@ the embedding-cache key).
   (:mod:`frameselect.encoders._onnx_hub`). Each tower is exported from the
   loaded model into the cache on first use and reused afterwards; the
   runtime is part of the ``id``. Preprocessing and tokenisation are the
-  torch path's. ``blip_itm`` and SigLIP 2 have no ONNX path.
+  torch path's; an injected model is moved to the CPU in float32. ``blip_itm``
+  and SigLIP 2 have no ONNX path.
 
 ``blip_itm`` (the scorer of AKS) is different: its relevance is the
 probability of the image-text-matching head, which attends from the query
