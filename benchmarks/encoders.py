@@ -1,6 +1,6 @@
 """Throughput and agreement of every encoder runtime (eager torch fp32, ONNX fp32, ONNX int8).
 
-    .venv/bin/python benchmarks/encoders.py [--frames 96] [--repeats 3] [--batch 32]
+    .venv/bin/python benchmarks/encoders.py [--frames 96] [--repeats 3] [--batch 32] [--hub-frames 16] [--only offline|hub]
 
 Frames are real: evenly spread over the videos of the default benchmark's
 ``haystack`` suite (built into the cache first if absent). Texts are the 1000
@@ -9,6 +9,14 @@ the median throughput (runs interleaved across runtimes, after a warm-up, so
 the machine's load hits each alike), the ratio to eager torch fp32 measured
 in the same run, and the agreement with the fp32 features: mean and minimum
 cosine similarity, and for MobileNetV2 the top-1 ImageNet label agreement.
+
+The hub encoders (``clip``, ``siglip``) run models of the real shapes
+(ViT-B/32 CLIP, SigLIP base patch16-224) with RANDOM weights, since model
+hubs may be unreachable: their speed does not depend on the weights' values,
+but their agreement figures are those of random weights, not of the released
+checkpoints. Their tokenizer is a byte-level BPE trained on the texts.
+``open_clip`` needs torchvision and is left out when it cannot be imported.
+The machine's load average is printed beside the figures.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ import platform  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
+from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 from numpy.typing import NDArray  # noqa: E402
@@ -74,7 +83,7 @@ def bench_images(frames: NDArray[np.uint8], repeats: int, batch: int) -> None:
             times[rt].append(timed(lambda rt=rt: run(rt)))
     base_probs, base_pooled = results["torch"]
     base_t = statistics.median(times["torch"])
-    print(f"\nMobileNetV2 (imagenet_label), {len(frames)} frames of the haystack suite, batch {batch}")
+    print(f"\nMobileNetV2 (imagenet_label), {len(frames)} frames of the haystack suite, batch {batch}; load {_load()}")
     print(f"{'runtime':<11} {'frames/s':>9} {'x torch':>8} {'cos mean':>9} {'cos min':>9} {'top-1 agree':>12}")
     for rt in RUNTIMES:
         probs, pooled = results[rt]
@@ -95,7 +104,7 @@ def bench_texts(texts: list[str], repeats: int) -> None:
         for rt in RUNTIMES:
             times[rt].append(timed(lambda rt=rt: embed_texts(texts, runtime=rt)))
     base_t = statistics.median(times["torch"])
-    print(f"\nMiniLM (text side of imagenet_label and ocr_text), {len(texts)} texts")
+    print(f"\nMiniLM (text side of imagenet_label and ocr_text), {len(texts)} texts; load {_load()}")
     print(f"{'runtime':<11} {'texts/s':>9} {'x torch':>8} {'cos mean':>9} {'cos min':>9}")
     for rt in RUNTIMES:
         t = statistics.median(times[rt])
@@ -103,20 +112,100 @@ def bench_texts(texts: list[str], repeats: int) -> None:
         print(f"{rt:<11} {len(texts) / t:9.1f} {base_t / t:8.2f} {cos.mean():9.5f} {cos.min():9.5f}")
 
 
+def _bpe(texts: list[str], special: list[str], pad: str, **named: str) -> Any:
+    """A byte-level BPE tokenizer trained on ``texts`` (no hub download), wrapped for transformers."""
+    import transformers
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=4000, special_tokens=special, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    if "<s>" in special:
+        tok.post_processor = processors.TemplateProcessing(
+            single="<s> $A </s>", special_tokens=[("<s>", tok.token_to_id("<s>")), ("</s>", tok.token_to_id("</s>"))]
+        )
+    return transformers.PreTrainedTokenizerFast(tokenizer_object=tok, pad_token=pad, **named)
+
+
+def hub_encoders(texts: list[str], runtime: str) -> dict[str, Any]:
+    """Random-weight CLIP ViT-B/32 and SigLIP base patch16-224 encoders at ``runtime`` (the same weights for every runtime)."""
+    import torch
+    import transformers
+
+    from frameselect.encoders.hub import ClipEncoder, SiglipEncoder
+
+    if not hasattr(hub_encoders, "models"):
+        clip_tok = _bpe(texts, ["<pad>", "<s>", "</s>"], pad="<pad>", bos_token="<s>", eos_token="</s>")
+        siglip_tok = _bpe(texts, ["<pad>", "</s>"], pad="<pad>", eos_token="</s>")
+        siglip_tok.model_input_names = ["input_ids"]
+        torch.manual_seed(0)
+        clip_config = transformers.CLIPConfig()  # the defaults are ViT-B/32's shapes
+        clip_config.text_config.eos_token_id = clip_tok.eos_token_id
+        clip = transformers.CLIPModel(clip_config).eval()
+        siglip_config = transformers.SiglipConfig()  # the defaults are siglip-base-patch16-224's shapes
+        text = siglip_config.text_config
+        text.pad_token_id, text.eos_token_id, text.bos_token_id = siglip_tok.pad_token_id, siglip_tok.eos_token_id, None
+        siglip = transformers.SiglipModel(siglip_config).eval()
+        hub_encoders.models = {"clip ViT-B/32": (ClipEncoder, clip, clip_tok), "siglip base-patch16-224": (SiglipEncoder, siglip, siglip_tok)}  # type: ignore[attr-defined]
+    models = hub_encoders.models  # type: ignore[attr-defined]
+    return {name: cls(model, tokenizer=tok, runtime=runtime) for name, (cls, model, tok) in models.items()}
+
+
+def bench_hub(frames: NDArray[np.uint8], texts: list[str], repeats: int) -> None:
+    encs = {rt: hub_encoders(texts, rt) for rt in RUNTIMES}
+    for name in encs["torch"]:
+        for side in ("image", "text"):
+            items: Any = frames if side == "image" else texts
+
+            def run(rt: str, side: str = side, items: Any = items, name: str = name) -> NDArray[np.float32]:
+                enc = encs[rt][name]
+                return enc.encode_frames(items) if side == "image" else enc.encode_text(items)  # type: ignore[no-any-return]
+
+            results = {rt: run(rt) for rt in RUNTIMES}  # warm-up (and export on first use)
+            times: dict[str, list[float]] = {rt: [] for rt in RUNTIMES}
+            for _ in range(repeats):
+                for rt in RUNTIMES:
+                    times[rt].append(timed(lambda rt=rt: run(rt)))
+            base_t = statistics.median(times["torch"])
+            unit = "frames/s" if side == "image" else "texts/s"
+            print(f"\n{name} {side} tower, RANDOM weights of the real shapes, {len(items)} {'suite frames' if side == 'image' else 'texts'}; load {_load()}")
+            print(f"{'runtime':<11} {unit:>9} {'x torch':>8} {'cos mean':>9} {'cos min':>9}")
+            for rt in RUNTIMES:
+                t = statistics.median(times[rt])
+                cos = cosine(results[rt], results["torch"])
+                print(f"{rt:<11} {len(items) / t:9.1f} {base_t / t:8.2f} {cos.mean():9.5f} {cos.min():9.5f}")
+
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--frames", type=int, default=96)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--hub-frames", type=int, default=16, help="frames for the hub encoders (ViT-B is slow on a few cores)")
+    parser.add_argument("--hub-texts", type=int, default=128, help="texts for the hub encoders")
+    parser.add_argument("--only", choices=["offline", "hub"], default=None)
     args = parser.parse_args()
     import torch
 
     from frameselect.encoders._mobilenet_v2 import imagenet_class_names
 
-    print(f"{platform.processor() or platform.machine()}, torch {torch.__version__} with {torch.get_num_threads()} threads")
-    frames, questions = suite_frames(args.frames)
-    bench_images(frames, args.repeats, args.batch)
-    bench_texts(list(imagenet_class_names()) + questions, args.repeats)
+    print(
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__} with {torch.get_num_threads()} threads; load average {_load()}"
+    )
+    frames, questions = suite_frames(max(args.frames, args.hub_frames))
+    texts = list(imagenet_class_names()) + questions
+    if args.only != "hub":
+        bench_images(frames[: args.frames], args.repeats, args.batch)
+        bench_texts(texts, args.repeats)
+    if args.only != "offline":
+        hub_texts = questions + list(imagenet_class_names())[: max(0, args.hub_texts - len(questions))]
+        bench_hub(frames[: args.hub_frames], hub_texts[: args.hub_texts], args.repeats)
+    print(f"\nload average at the end: {_load()}")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""ONNX Runtime paths for the offline encoders (MobileNetV2, MiniLM).
+"""ONNX Runtime paths for the offline encoders (MobileNetV2, MiniLM) and the hub encoders.
 
 ``runtime`` names how an encoder's network runs:
 
@@ -12,6 +12,10 @@
                  MatMuls with a constant operand; activations quantised per batch).
                  Faster, but it does not keep the fp32 features to a cosine of
                  0.999: see docs/performance.md for the measured agreement.
+
+The hub encoders (``clip``, ``siglip``, ``open_clip``) export their image
+and text towers separately (:func:`tower_session`); see
+:mod:`frameselect.encoders.hub` for their recipes.
 
 Graphs are exported on first use into ``<cache>/onnx/`` (``$FRAMESELECT_CACHE``
 or ``~/.cache/frameselect``), written atomically, and reused afterwards.
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import importlib.util
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -36,9 +41,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from frameselect.errors import FrameselectError
+from frameselect.errors import ConfigError, FrameselectError, MissingDependencyError
 
-__all__ = ["RUNTIMES", "check_runtime", "session", "onnx_dir"]
+__all__ = ["RUNTIMES", "check_runtime", "session", "tower_session", "new_session", "onnx_dir"]
 
 RUNTIMES = ("torch", "onnx", "onnx-int8")
 #: bump when an export or quantisation recipe changes (old files are then ignored)
@@ -46,9 +51,14 @@ RECIPE = "2"
 _LOCK = threading.Lock()
 
 
-def check_runtime(runtime: str) -> str:
+def check_runtime(runtime: str, part: str = "encoder") -> str:
+    """``runtime`` if it is one of :data:`RUNTIMES` and its packages are installed (checked without importing them)."""
     if runtime not in RUNTIMES:
-        raise FrameselectError(f"unknown runtime {runtime!r}; use one of {', '.join(RUNTIMES)}")
+        raise ConfigError(f"{part}: unknown runtime {runtime!r}; use one of {', '.join(RUNTIMES)}")
+    if runtime != "torch":
+        missing = [m for m in ("onnxruntime", "onnx") if importlib.util.find_spec(m) is None]
+        if missing:
+            raise MissingDependencyError(f"{part}: runtime={runtime!r} needs {' and '.join(missing)}: pip install 'frameselect[onnx]', or use runtime='torch'")
     return runtime
 
 
@@ -77,32 +87,54 @@ def _atomic(path: Path, write: Callable[[Path], None]) -> Path:
     return path
 
 
-def _graph(name: str, runtime: str, export: Callable[[Path], None], calibrate: Callable[[Path, Path], None]) -> Path:
+def _graph(name: str, runtime: str, export: Callable[[Path], None], calibrate: Callable[[Path, Path], None], recipe: str = RECIPE) -> Path:
     """The model file for ``runtime``, exported (and quantised) on first use."""
-    fp32 = onnx_dir() / f"{name}-r{RECIPE}-fp32.onnx"
+    fp32 = onnx_dir() / f"{name}-r{recipe}-fp32.onnx"
     if not fp32.exists():
         _atomic(fp32, export)
     if runtime == "onnx":
         return fp32
-    int8 = onnx_dir() / f"{name}-r{RECIPE}-int8.onnx"
+    int8 = onnx_dir() / f"{name}-r{recipe}-int8.onnx"
     if not int8.exists():
         _atomic(int8, lambda out: calibrate(fp32, out))
     return int8
 
 
+def new_session(path: Path) -> Any:
+    """A CPU session on ``path`` with every graph optimisation on, one intra-op thread per core this process may use.
+
+    ONNX Runtime's default counts physical cores only (half of them on a
+    hyper-threaded machine, and ignoring the process's CPU affinity); this
+    matches the threads eager torch gets, so the two paths compare fairly.
+    """
+    ort = _require()
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.intra_op_num_threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    options.log_severity_level = 3
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def tower_session(name: str, runtime: str, recipe: str, export: Callable[[Path], None], quantize: Callable[[Path, Path], None]) -> Any:
+    """A session for one tower of a hub encoder: ``name`` keys the file (model, weights, tower), ``recipe`` its version."""
+    _require()
+    if check_runtime(runtime) == "torch":
+        raise ValueError("the torch runtime has no ONNX session")
+    with _LOCK:
+        path = _graph(name, runtime, export, quantize, recipe)
+    return new_session(path)
+
+
 @functools.lru_cache(maxsize=8)
 def session(name: str, runtime: str) -> Any:
     """An ONNX Runtime session for model ``name`` (``mobilenet_v2`` or ``minilm``) at ``runtime``."""
-    ort = _require()
+    _require()
     if check_runtime(runtime) == "torch":
         raise ValueError("the torch runtime has no ONNX session")
     export, calibrate = _RECIPES[name]
     with _LOCK:
         path = _graph(name, runtime, export, calibrate)
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.log_severity_level = 3
-    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    return new_session(path)
 
 
 # -- MobileNetV2 -----------------------------------------------------------------------

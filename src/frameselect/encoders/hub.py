@@ -21,6 +21,14 @@ the embedding-cache key).
   ``id`` records ``revision`` if given, else ``local-<hash>`` with a cheap
   fingerprint of its weights, so two different random or fine-tuned models
   never share cached embeddings.
+* Runtime: ``runtime="torch"`` (default) runs the model eagerly;
+  ``"onnx"`` runs the image and text towers on ONNX Runtime in float32 on the
+  CPU, and ``"onnx-int8"`` quantises their MatMul weights to int8
+  (:mod:`frameselect.encoders._onnx_hub`). Each tower is exported from the
+  loaded model into the cache on first use and reused afterwards; the
+  runtime is part of the ``id``. Preprocessing and tokenisation are the
+  torch path's; an injected model is moved to the CPU in float32. ``blip_itm``
+  and SigLIP 2 have no ONNX path.
 
 ``blip_itm`` (the scorer of AKS) is different: its relevance is the
 probability of the image-text-matching head, which attends from the query
@@ -32,6 +40,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -40,6 +49,7 @@ from numpy.typing import NDArray
 
 from frameselect._hub import cached_commit, dtype_kwarg, dtype_name, module_device, module_dtype, pick_device, pick_dtype, short_hash, weights_fingerprint
 from frameselect.encoders.base import Encoder
+from frameselect.errors import ConfigError
 from frameselect.registry import encoders
 
 __all__ = ["HubEncoder", "OpenClipEncoder", "ClipEncoder", "SiglipEncoder", "BlipItmEncoder", "check_frames"]
@@ -78,7 +88,8 @@ class HubEncoder(Encoder):
 
     has_text = True
     #: settings that do not change the vectors, and live objects the preprocessing label covers
-    identity_exclude: ClassVar[frozenset[str]] = frozenset({"batch_size", "device", "model_id", "tokenizer", "image_processor", "preprocess"})
+    #: (``runtime`` enters the id through :meth:`resolved_identity`, and only when it is not the default, so torch ids stay as they were)
+    identity_exclude: ClassVar[frozenset[str]] = frozenset({"batch_size", "device", "model_id", "tokenizer", "image_processor", "preprocess", "runtime"})
     #: precision used on a GPU when ``dtype`` is not given
     gpu_dtype: ClassVar[str] = "float16"
 
@@ -91,7 +102,13 @@ class HubEncoder(Encoder):
         batch_size: int = 32,
         device: str | None = None,
         dtype: str | None = None,
+        runtime: str = "torch",
     ) -> None:
+        from frameselect.encoders._onnx import check_runtime
+
+        self.runtime = check_runtime(runtime, f"encoder {self.name!r}")
+        if runtime != "torch":
+            self._check_onnx_settings(model, device, dtype)
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
         self.injected = not isinstance(model, str)
@@ -105,19 +122,38 @@ class HubEncoder(Encoder):
         self._revision_label: str | None = None
         self._device: str = ""
         self._dtype: Any = None
+        self._sessions: dict[str, Any] = {}
+
+    def _check_onnx_settings(self, model: Any, device: str | None, dtype: str | None) -> None:
+        """ONNX Runtime runs the towers in float32 on the CPU: refuse other settings before anything loads."""
+        name = self.name
+        if device not in (None, "", "auto", "cpu"):
+            raise ConfigError(f"encoder {name!r}: runtime={self.runtime!r} runs on the CPU; drop device={device!r} or use runtime='torch'")
+        if dtype not in (None, "float32"):
+            raise ConfigError(f"encoder {name!r}: runtime={self.runtime!r} runs in float32; drop dtype={dtype!r} or use runtime='torch'")
+        label = model if isinstance(model, str) else type(model).__name__
+        if re.search("siglip2", label, re.IGNORECASE):
+            raise ConfigError(f"encoder {name!r}: SigLIP 2 ({label}) has no ONNX path (its patch layout varies per image); use runtime='torch'")
+
+    def _want_device(self) -> str | None:
+        return self.device if self.runtime == "torch" or self.device not in (None, "", "auto") else "cpu"
+
+    def _want_dtype(self) -> str | None:
+        return self.dtype if self.runtime == "torch" else "float32"
 
     # -- loading ------------------------------------------------------------
     def _ensure_loaded(self) -> None:
         if self._ready:
             return
+        want_device, want_dtype = self._want_device(), self._want_dtype()
         if self._model is None:
-            device = pick_device(self.device)
-            dtype = pick_dtype(self.dtype, device, self.gpu_dtype)
+            device = pick_device(want_device)
+            dtype = pick_dtype(want_dtype, device, self.gpu_dtype)
             self._load(device, dtype)
         else:
-            device = pick_device(self.device) if self.device is not None else module_device(self._model)
-            dtype = pick_dtype(self.dtype, device) if self.dtype is not None else module_dtype(self._model)
-            if self.device is not None or self.dtype is not None:
+            device = pick_device(want_device) if want_device is not None else module_device(self._model)
+            dtype = pick_dtype(want_dtype, device) if want_dtype is not None else module_dtype(self._model)
+            if want_device is not None or want_dtype is not None:
                 self._model.to(device=device, dtype=dtype)
         self._complete()
         self._model.eval()
@@ -156,9 +192,9 @@ class HubEncoder(Encoder):
     def _dtype_label(self) -> str:
         if self._ready:
             return dtype_name(self._dtype)
-        if self.injected and self.dtype is None:
+        if self.injected and self._want_dtype() is None:
             return dtype_name(module_dtype(self._model))
-        return dtype_name(pick_dtype(self.dtype, pick_device(self.device), self.gpu_dtype))
+        return dtype_name(pick_dtype(self._want_dtype(), pick_device(self._want_device()), self.gpu_dtype))
 
     def _preprocess_label(self) -> str:
         return "checkpoint"
@@ -169,20 +205,65 @@ class HubEncoder(Encoder):
         return self._model if self.injected else self.model_id
 
     def resolved_identity(self) -> dict[str, Any]:
-        """Model name, the commit its revision resolved to, the dtype and the preprocessing."""
-        return {"model": self.model_id, "revision": self.resolved_revision(), "dtype": self._dtype_label(), "preprocess": self._preprocess_label()}
+        """Model name, the commit its revision resolved to, the dtype, the preprocessing, and an ONNX runtime."""
+        runtime = {} if self.runtime == "torch" else {"runtime": self.runtime}
+        return {"model": self.model_id, "revision": self.resolved_revision(), "dtype": self._dtype_label(), "preprocess": self._preprocess_label(), **runtime}
 
     # -- encoding -----------------------------------------------------------
     def encode_frames(self, frames: NDArray[np.uint8]) -> NDArray[np.float32]:
         batch = check_frames(frames)
         self._ensure_loaded()
-        return self._run(batch, self._embed_images)
+        return self._run(batch, self._embed_images if self.runtime == "torch" else self._onnx_images)
 
     def encode_text(self, texts: Sequence[str]) -> NDArray[np.float32]:
         if isinstance(texts, str):
             raise TypeError("encode_text takes a list of strings; wrap a single query in a list")
         self._ensure_loaded()
-        return self._run(list(texts), self._embed_texts)
+        return self._run(list(texts), self._embed_texts if self.runtime == "torch" else self._onnx_texts)
+
+    # -- ONNX Runtime ---------------------------------------------------------
+    def onnx_stem(self, tower: str) -> str:
+        """The cache file name (without recipe and precision) of ``tower``: encoder, model, weights and tower."""
+        key = {"encoder": self.name, "model": self.model_id, "revision": self.resolved_revision(), "pretrained": getattr(self, "pretrained", None)}
+        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.model_id)[-40:]
+        return f"{self.name}-{safe}-{short_hash(json.dumps(key, sort_keys=True, default=str))}-{tower}"
+
+    def _session(self, tower: str) -> Any:
+        """The ONNX Runtime session of ``tower`` (``image`` or ``text``), exported into the cache on first use."""
+        if tower not in self._sessions:
+            from frameselect.encoders._onnx import tower_session
+            from frameselect.encoders._onnx_hub import HUB_RECIPE, export_tower, quantize_matmuls
+
+            forward, inputs, token_axis = self._tower(tower)
+
+            def export(out: Any) -> None:
+                export_tower(self._model, forward, inputs, out, token_axis)
+
+            self._sessions[tower] = tower_session(self.onnx_stem(tower), self.runtime, HUB_RECIPE, export, quantize_matmuls)
+        return self._sessions[tower]
+
+    def _run_session(self, tower: str, feeds: dict[str, Any]) -> Any:
+        import torch
+
+        session = self._session(tower)
+        names = [i.name for i in session.get_inputs()]
+        return torch.from_numpy(session.run(None, {n: np.ascontiguousarray(feeds[n].cpu().numpy()) for n in names})[0])
+
+    def _onnx_images(self, frames: NDArray[np.uint8]) -> Any:
+        return self._run_session("image", self._image_feeds(frames))
+
+    def _onnx_texts(self, texts: list[str]) -> Any:
+        return self._run_session("text", self._text_feeds(texts))
+
+    def _tower(self, tower: str) -> tuple[Any, dict[str, Any], bool]:
+        """(forward(model, **inputs), example inputs, whether the token axis varies) of ``tower``, for export."""
+        raise NotImplementedError
+
+    def _image_feeds(self, frames: NDArray[np.uint8]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _text_feeds(self, texts: list[str]) -> dict[str, Any]:
+        raise NotImplementedError
 
     def _run(self, items: Any, embed: Any) -> NDArray[np.float32]:
         import torch
@@ -228,8 +309,9 @@ class OpenClipEncoder(HubEncoder):
         batch_size: int = 32,
         device: str | None = None,
         dtype: str | None = None,
+        runtime: str = "torch",
     ) -> None:
-        super().__init__(model, revision=revision, model_id=model_id, batch_size=batch_size, device=device, dtype=dtype)
+        super().__init__(model, revision=revision, model_id=model_id, batch_size=batch_size, device=device, dtype=dtype, runtime=runtime)
         if isinstance(model, str) and model.startswith("hf-hub:") and revision is not None:
             raise ValueError("open_clip loads 'hf-hub:' models from the default branch only; drop revision= or load the model yourself and pass it in")
         self.pretrained = None if not isinstance(model, str) else pretrained
@@ -321,6 +403,28 @@ class OpenClipEncoder(HubEncoder):
         tokens = self._tokenizer(texts).to(self._device)
         return self._model.encode_text(tokens)
 
+    def _image_feeds(self, frames: NDArray[np.uint8]) -> dict[str, Any]:
+        import torch
+        from PIL import Image
+
+        return {"pixels": torch.stack([self._preprocess(Image.fromarray(f)) for f in frames])}
+
+    def _text_feeds(self, texts: list[str]) -> dict[str, Any]:
+        return {"tokens": self._tokenizer(texts)}
+
+    def _tower(self, tower: str) -> tuple[Any, dict[str, Any], bool]:
+        if tower == "image":
+            return _open_clip_image, self._image_feeds(np.zeros((2, 64, 64, 3), dtype=np.uint8)), False
+        return _open_clip_text, self._text_feeds(["a photo of a cat", "two"]), False  # open_clip pads to its context length
+
+
+def _open_clip_image(model: Any, pixels: Any) -> Any:
+    return model.encode_image(pixels)
+
+
+def _open_clip_text(model: Any, tokens: Any) -> Any:
+    return model.encode_text(tokens)
+
 
 class _TransformersEncoder(HubEncoder):
     """A transformers dual encoder: model class + tokenizer + image processor."""
@@ -342,8 +446,9 @@ class _TransformersEncoder(HubEncoder):
         batch_size: int = 32,
         device: str | None = None,
         dtype: str | None = None,
+        runtime: str = "torch",
     ) -> None:
-        super().__init__(model, revision=revision, model_id=model_id, batch_size=batch_size, device=device, dtype=dtype)
+        super().__init__(model, revision=revision, model_id=model_id, batch_size=batch_size, device=device, dtype=dtype, runtime=runtime)
         self._tokenizer = tokenizer
         self._image_processor = image_processor
         self.tokenizer, self.image_processor = tokenizer, image_processor  # as given (the configuration)
@@ -401,6 +506,25 @@ class _TransformersEncoder(HubEncoder):
 
     def _embed_texts(self, texts: list[str]) -> Any:
         return _pooled(self._model.get_text_features(**self._text_inputs(texts)))
+
+    def _image_feeds(self, frames: NDArray[np.uint8]) -> dict[str, Any]:
+        return self._pixel_inputs(frames)
+
+    def _text_feeds(self, texts: list[str]) -> dict[str, Any]:
+        return self._text_inputs(texts)
+
+    def _tower(self, tower: str) -> tuple[Any, dict[str, Any], bool]:
+        if tower == "image":
+            return _image_features, self._image_feeds(np.zeros((2, 64, 64, 3), dtype=np.uint8)), False
+        return _text_features, self._text_feeds(["a photo of a cat", "two"]), self.text_padding != "max_length"
+
+
+def _image_features(model: Any, **inputs: Any) -> Any:
+    return _pooled(model.get_image_features(**inputs))
+
+
+def _text_features(model: Any, **inputs: Any) -> Any:
+    return _pooled(model.get_text_features(**inputs))
 
 
 @encoders.register("clip")
@@ -486,6 +610,10 @@ class BlipItmEncoder(_TransformersEncoder):
     pairwise_relevance: ClassVar[bool] = True
 
     def __init__(self, model: Any = "Salesforce/blip-itm-large-coco", *, max_text_length: int | None = 35, **kwargs: Any) -> None:
+        if kwargs.get("runtime", "torch") != "torch":
+            raise ConfigError(
+                f"encoder 'blip_itm': runtime={kwargs['runtime']!r} is not available (its ITM head scores frame and query together); use runtime='torch'"
+            )
         super().__init__(model, max_text_length=max_text_length, **kwargs)
 
     def resolved_identity(self) -> dict[str, Any]:

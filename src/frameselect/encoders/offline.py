@@ -93,7 +93,7 @@ class ImagenetLabel(Encoder):
     def __init__(self, size: int = 224, crop: str = "center", temperature: float = 0.03, runtime: str = "torch") -> None:
         from frameselect.encoders._onnx import check_runtime
 
-        self.runtime = check_runtime(runtime)
+        self.runtime = check_runtime(runtime, f"encoder {self.name!r}")
         if crop not in ("center", "none"):
             raise ValueError(f"crop must be 'center' or 'none', got {crop!r}")
         if not 32 <= int(size) <= 512:
@@ -147,7 +147,7 @@ class OcrText(Encoder):
         from frameselect.encoders._onnx import check_runtime
 
         self.max_side, self.min_score = int(max_side), float(min_score)
-        self.runtime = check_runtime(runtime)
+        self.runtime = check_runtime(runtime, f"encoder {self.name!r}")
 
     #: both settings enter the id through the OCR engine's id
     identity_exclude: ClassVar[frozenset[str]] = frozenset({"max_side", "min_score"})

@@ -1,0 +1,258 @@
+"""ONNX Runtime paths of the hub encoders agree with eager torch, on tiny random-weight models built offline.
+
+The towers are exported from the very model the torch path runs, so the
+ONNX features must equal the eager ones up to float rounding, row by row,
+on fixed seeded frames and texts of several token lengths.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+pytest.importorskip("onnxruntime")
+pytest.importorskip("onnx")
+
+from frameselect.encoders.hub import BlipItmEncoder, ClipEncoder, OpenClipEncoder, SiglipEncoder  # noqa: E402
+from frameselect.errors import ConfigError, MissingDependencyError  # noqa: E402
+from frameselect.plan import resolve  # noqa: E402
+
+TEXTS = ["a red car on a road", "two dogs", "what is the man holding in his left hand?", "", "a photo of a cat sitting on a sofa next to a lamp"]
+
+
+def _frames(n: int = 9, seed: int = 3) -> np.ndarray:
+    """Frames of different sizes' worth of colour and texture (a random model must tell them apart)."""
+    rng = np.random.default_rng(seed)
+    base = rng.integers(0, 256, size=(n, 1, 1, 3))
+    noise = rng.integers(0, 96, size=(n, 45, 60, 3))
+    return np.clip(base + noise, 0, 255).astype(np.uint8)
+
+
+def _tokenizer(special: list[str], pad: str, **named: str) -> Any:
+    """A byte-level BPE tokenizer trained in milliseconds, wrapped for transformers."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=special, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(TEXTS * 5, trainer)
+    return transformers.PreTrainedTokenizerFast(tokenizer_object=tok, pad_token=pad, **named)
+
+
+@pytest.fixture(scope="module")
+def clip_tiny() -> tuple[Any, Any]:
+    from tokenizers import processors
+
+    tok = _tokenizer(["<pad>", "<s>", "</s>"], pad="<pad>", bos_token="<s>", eos_token="</s>")
+    tok._tokenizer.post_processor = processors.TemplateProcessing(single="<s> $A </s>", special_tokens=[("<s>", 1), ("</s>", 2)])
+    config = transformers.CLIPConfig(
+        text_config={
+            "vocab_size": len(tok),
+            "hidden_size": 32,
+            "intermediate_size": 37,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 2,
+            "max_position_embeddings": 32,
+            "pad_token_id": 0,
+            "bos_token_id": 1,
+            "eos_token_id": 2,
+        },
+        vision_config={"image_size": 32, "patch_size": 8, "hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2, "num_attention_heads": 2},
+        projection_dim=16,
+    )
+    torch.manual_seed(0)
+    return transformers.CLIPModel(config).eval(), tok
+
+
+@pytest.fixture(scope="module")
+def siglip_tiny() -> tuple[Any, Any]:
+    tok = _tokenizer(["<pad>", "</s>"], pad="<pad>", eos_token="</s>")
+    tok.model_input_names = ["input_ids"]  # as SiglipTokenizer: SigLIP reads padded ids without a mask
+    config = transformers.SiglipConfig(
+        text_config={
+            "vocab_size": len(tok),
+            "hidden_size": 32,
+            "intermediate_size": 37,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 2,
+            "max_position_embeddings": 24,
+            "pad_token_id": tok.pad_token_id,
+            "bos_token_id": None,
+            "eos_token_id": tok.eos_token_id,
+        },
+        vision_config={"image_size": 32, "patch_size": 8, "hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2, "num_attention_heads": 2},
+    )
+    torch.manual_seed(1)
+    return transformers.SiglipModel(config).eval(), tok
+
+
+@pytest.fixture()
+def open_clip_tiny() -> tuple[Any, Any, Any]:
+    open_clip = pytest.importorskip("open_clip")  # needs torchvision
+    from open_clip.factory import _MODEL_CONFIGS
+
+    _MODEL_CONFIGS["frameselect-onnx-tiny"] = {
+        "embed_dim": 16,
+        "vision_cfg": {"image_size": 32, "layers": 2, "width": 32, "patch_size": 8, "head_width": 16},
+        "text_cfg": {"context_length": 16, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 2},
+    }
+    torch.manual_seed(2)
+    model, _, preprocess = open_clip.create_model_and_transforms("frameselect-onnx-tiny", pretrained=None)
+    return model.eval(), preprocess, open_clip.get_tokenizer("frameselect-onnx-tiny")
+
+
+def _build(kind: str, fixtures: dict[str, Any], runtime: str, **kwargs: Any) -> Any:
+    if kind == "open_clip":
+        model, preprocess, tok = fixtures[kind]
+        return OpenClipEncoder(model, preprocess=preprocess, tokenizer=tok, runtime=runtime, batch_size=4, **kwargs)
+    model, tok = fixtures[kind]
+    cls = ClipEncoder if kind == "clip" else SiglipEncoder
+    return cls(model, tokenizer=tok, runtime=runtime, batch_size=4, **kwargs)
+
+
+@pytest.fixture(params=["clip", "siglip", "open_clip"])
+def kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture()
+def fixtures(kind: str, request: pytest.FixtureRequest) -> dict[str, Any]:
+    return {kind: request.getfixturevalue(f"{kind}_tiny")}
+
+
+def _onnx_files() -> list[Path]:
+    from frameselect.encoders._onnx import onnx_dir
+
+    return sorted(onnx_dir().glob("*.onnx")) if onnx_dir().exists() else []
+
+
+def _rows_cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.sum(a.astype(np.float64) * b, axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+
+
+# -- agreement ---------------------------------------------------------------------
+
+
+def test_onnx_towers_equal_eager_features(kind: str, fixtures: dict[str, Any]) -> None:
+    eager, onnx_fp32 = _build(kind, fixtures, "torch"), _build(kind, fixtures, "onnx")
+    frames = _frames()
+    ref_img, ref_txt = eager.encode_frames(frames), eager.encode_text(TEXTS)
+    img, txt = onnx_fp32.encode_frames(frames), onnx_fp32.encode_text(TEXTS)
+    assert img.shape == ref_img.shape and txt.shape == ref_txt.shape
+    assert np.all(_rows_cosine(img, ref_img) >= 0.9999), _rows_cosine(img, ref_img)
+    assert np.all(_rows_cosine(txt, ref_txt) >= 0.9999), _rows_cosine(txt, ref_txt)
+    np.testing.assert_allclose(img, ref_img, atol=2e-4)
+    np.testing.assert_allclose(txt, ref_txt, atol=2e-4)
+    # the random model tells the inputs apart, so agreement is not a constant vector agreeing with itself
+    assert float(np.min(ref_img @ ref_img.T)) < 0.99 and float(np.min(ref_txt @ ref_txt.T)) < 0.99
+    # one file per tower, exported on first use
+    assert [p.name.rsplit("-", 3)[1:] for p in _onnx_files()] == [["image", "r1", "fp32.onnx"], ["text", "r1", "fp32.onnx"]]
+
+
+def test_int8_quantises_matmul_weights_and_stays_close(kind: str, fixtures: dict[str, Any]) -> None:
+    import onnx
+
+    eager, int8 = _build(kind, fixtures, "torch"), _build(kind, fixtures, "onnx-int8")
+    frames = _frames()
+    img_cos = _rows_cosine(int8.encode_frames(frames), eager.encode_frames(frames))
+    txt_cos = _rows_cosine(int8.encode_text(TEXTS), eager.encode_text(TEXTS))
+    assert np.all(img_cos > 0.99) and np.all(txt_cos > 0.99), (img_cos, txt_cos)
+    int8_graphs = [p for p in _onnx_files() if p.name.endswith("int8.onnx")]
+    assert len(int8_graphs) == 2
+    for path in int8_graphs:
+        ops = [n.op_type for n in onnx.load(str(path)).graph.node]
+        assert ops.count("MatMulInteger") >= 2 * 3  # per layer at least q, k, v (one MatMul in open_clip) and the two feed-forward ones
+        assert "MatMul" in ops  # the attention output projections and the final projection stay fp32
+
+
+def test_tiny_clip_int8_keeps_the_listed_matmuls_in_fp32(clip_tiny: tuple[Any, Any]) -> None:
+    from frameselect.encoders._onnx_hub import matmuls_to_quantize
+
+    enc = ClipEncoder(clip_tiny[0], tokenizer=clip_tiny[1], runtime="onnx")
+    enc.encode_frames(_frames(2))
+    (image,) = [p for p in _onnx_files() if "-image-" in p.name]
+    quantize, keep = matmuls_to_quantize(image)
+    # per layer q, k, v, fc1, fc2 quantised; out_proj kept; and the visual projection kept
+    assert len(quantize) == 2 * 5 and len(keep) == 2 + 1
+    assert sum("out_proj" in n for n in keep) == 2 and sum("visual_projection" in n for n in keep) == 1
+
+
+# -- identity and the cache ---------------------------------------------------------------
+
+
+def test_runtime_is_part_of_the_id(kind: str, fixtures: dict[str, Any]) -> None:
+    ids = [_build(kind, fixtures, rt, dtype="float32").id for rt in ("torch", "onnx", "onnx-int8")]
+    assert len(set(ids)) == 3
+    assert "runtime=" not in ids[0]  # eager ids are the ones recorded before ONNX paths existed: their caches stay valid
+    assert ids[1] == ids[0][:-1] + ",runtime=onnx)" and ids[2] == ids[0][:-1] + ",runtime=onnx-int8)"  # nothing else differs
+
+
+def test_the_exported_file_is_reused(kind: str, fixtures: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    frames = _frames(3)
+    first = _build(kind, fixtures, "onnx").encode_frames(frames)
+    files = {p: p.stat().st_mtime_ns for p in _onnx_files()}
+    assert len(files) == 1
+
+    def no_export(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("exported again")
+
+    monkeypatch.setattr(torch.onnx, "export", no_export)
+    second = _build(kind, fixtures, "onnx").encode_frames(frames)  # a new encoder, the same weights: the same file
+    np.testing.assert_array_equal(second, first)
+    assert {p: p.stat().st_mtime_ns for p in _onnx_files()} == files
+
+
+def test_other_weights_get_their_own_file(clip_tiny: tuple[Any, Any]) -> None:
+    import copy
+
+    model, tok = clip_tiny
+    other = copy.deepcopy(model)
+    with torch.no_grad():
+        other.visual_projection.weight.mul_(-1.0)
+    a, b = ClipEncoder(model, tokenizer=tok, runtime="onnx"), ClipEncoder(other, tokenizer=tok, runtime="onnx")
+    frames = _frames(2)
+    np.testing.assert_allclose(a.encode_frames(frames), -b.encode_frames(frames), atol=1e-5)
+    assert a.onnx_stem("image") != b.onnx_stem("image") and len(_onnx_files()) == 2
+
+
+# -- refused at plan time -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["clip", "siglip", "open_clip"])
+def test_unknown_runtime_is_refused_naming_the_encoder(name: str) -> None:
+    with pytest.raises(ConfigError, match=rf"encoder '{name}': unknown runtime 'tensorrt'; use one of torch, onnx, onnx-int8"):
+        resolve("encoders", name, runtime="tensorrt")
+
+
+@pytest.mark.parametrize("name", ["clip", "siglip", "open_clip"])
+def test_missing_onnxruntime_is_refused_with_what_to_install(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    with pytest.raises(MissingDependencyError, match=rf"encoder '{name}': runtime='onnx' needs onnxruntime: pip install 'frameselect\[onnx\]'"):
+        {"clip": ClipEncoder, "siglip": SiglipEncoder, "open_clip": OpenClipEncoder}[name](runtime="onnx")
+    with pytest.raises(ConfigError, match="needs onnxruntime"):  # through the planner: a one-line configuration error
+        resolve("encoders", name, runtime="onnx")
+
+
+def test_settings_onnx_cannot_honour_are_refused() -> None:
+    with pytest.raises(ConfigError, match=r"encoder 'clip': runtime='onnx' runs on the CPU; drop device='cuda'"):
+        ClipEncoder(runtime="onnx", device="cuda")
+    with pytest.raises(ConfigError, match=r"encoder 'siglip': runtime='onnx-int8' runs in float32; drop dtype='float16'"):
+        SiglipEncoder(runtime="onnx-int8", dtype="float16")
+    with pytest.raises(ConfigError, match="SigLIP 2 .*google/siglip2-base-patch16-224.* no ONNX path"):
+        SiglipEncoder("google/siglip2-base-patch16-224", runtime="onnx")
+    with pytest.raises(ConfigError, match="encoder 'blip_itm': runtime='onnx' is not available"):
+        BlipItmEncoder(runtime="onnx")
+
+
+def test_onnx_runs_on_the_cpu_in_float32_whatever_the_machine(siglip_tiny: tuple[Any, Any]) -> None:
+    enc = SiglipEncoder(siglip_tiny[0], tokenizer=siglip_tiny[1], runtime="onnx")
+    assert "dtype=float32" in enc.id
+    enc.encode_text(TEXTS[:1])
+    assert enc._device == "cpu"
