@@ -315,8 +315,16 @@ def answers_on_driver(answerer: Any) -> bool:
     return _concurrency(answerer) > 1
 
 
+def usable_cpus() -> int:
+    """The cores this process may run on (its CPU affinity where the system tells it, as under ``taskset`` or a container's cpuset)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 def _init_worker(threads: int) -> None:
-    """A process worker's BLAS/torch threads (set before torch is imported), so workers do not oversubscribe the cores."""
+    """A process worker's torch/BLAS/ONNX Runtime threads (set before any of them is imported), so workers do not oversubscribe the cores."""
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[var] = str(threads)
 
@@ -378,9 +386,9 @@ class ProcessExecutor(Executor):
     name = "process"
 
     def __init__(self, workers: int | None = None, *, feature_cache: str = "shared") -> None:
-        self.workers = workers or os.cpu_count() or 1
+        self.workers = workers or usable_cpus()
         self.feature_cache = _check_feature_cache(feature_cache)
-        threads = max(1, (os.cpu_count() or 1) // self.workers)
+        threads = max(1, usable_cpus() // self.workers)
         self._pool = cf.ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker, initargs=(threads,))
 
     def submit(self, fn: Callable[..., T], *args: Any) -> cf.Future[T]:

@@ -38,7 +38,7 @@ from numpy.typing import NDArray
 
 from frameselect.errors import FrameselectError
 
-__all__ = ["RUNTIMES", "check_runtime", "session", "onnx_dir"]
+__all__ = ["RUNTIMES", "check_runtime", "session", "onnx_dir", "intra_op_threads"]
 
 RUNTIMES = ("torch", "onnx", "onnx-int8")
 #: bump when an export or quantisation recipe changes (old files are then ignored)
@@ -50,6 +50,18 @@ def check_runtime(runtime: str) -> str:
     if runtime not in RUNTIMES:
         raise FrameselectError(f"unknown runtime {runtime!r}; use one of {', '.join(RUNTIMES)}")
     return runtime
+
+
+def intra_op_threads() -> int:
+    """Threads an ONNX Runtime session may use in this process: ``$OMP_NUM_THREADS`` where set, else 0 (its default, one per core).
+
+    ONNX Runtime does not read ``OMP_NUM_THREADS`` itself. An executor's worker
+    (``process``, ``ray``) is given its share of the cores in that variable; a
+    session that took every core in each worker would oversubscribe them, and its
+    spinning threads would burn the CPU time the other workers need.
+    """
+    value = os.environ.get("OMP_NUM_THREADS", "")
+    return int(value) if value.isdigit() and int(value) > 0 else 0
 
 
 def onnx_dir() -> Path:
@@ -102,6 +114,7 @@ def session(name: str, runtime: str) -> Any:
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 3
+    options.intra_op_num_threads = intra_op_threads()
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
