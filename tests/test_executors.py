@@ -306,3 +306,18 @@ def test_bench_on_an_executor_runs_two_runs_at_once_and_equals_serial(tmp_path: 
         assert conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 6
         assert conn.execute("SELECT COUNT(*) FROM records").fetchone()[0] == 6 * serial.n_samples
         assert conn.execute("SELECT COUNT(*) FROM (SELECT DISTINCT run_id, sample_id FROM records)").fetchone()[0] == 6 * serial.n_samples
+
+
+def test_process_workers_get_their_share_of_the_cores_for_blas_and_onnx_runtime() -> None:
+    """numpy's OpenBLAS is loaded before a worker's initializer runs: it is limited all the same."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from frameselect.encoders._onnx import intra_op_threads
+    from frameselect.executors import usable_cpus
+
+    share = max(1, usable_cpus() // 2)
+    with ProcessExecutor(2) as ex:
+        info = ex.submit(threadpoolctl.threadpool_info).result()
+        onnx_threads = ex.submit(intra_op_threads).result()
+    blas = {(i["internal_api"], i["num_threads"]) for i in info if i["user_api"] == "blas"}
+    assert blas and {n for _, n in blas} == {share}
+    assert onnx_threads == share

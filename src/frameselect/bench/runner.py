@@ -248,6 +248,11 @@ def _run_bench(config: BenchConfig, executor: Any, *, log: Callable[[str], None]
         say(f"note: {note}")
 
     jobs = [(name, sel, k, ans_name, ans) for name, sel in chosen for k in config.budgets for ans_name, ans in answerer_parts]
+    in_flight = RUNS_IN_FLIGHT if executor is not None else 1
+    if in_flight > 1:  # the store's file, tables and WAL mode exist before two runs open it at once
+        from frameselect.store import Store
+
+        Store(config.store).close()
 
     def one(job: tuple[str, Any, int, str, Any]) -> BenchRow:
         name, sel, k, ans_name, ans = job
@@ -286,7 +291,7 @@ def _run_bench(config: BenchConfig, executor: Any, *, log: Callable[[str], None]
 
     rows: list[BenchRow] = []
     start_all = last = time.perf_counter()
-    for i, row in enumerate(_in_order(one, jobs, RUNS_IN_FLIGHT if executor is not None else 1)):
+    for i, row in enumerate(_in_order(one, jobs, in_flight)):
         rows.append(row)
         if i + 1 == len(jobs) or jobs[i + 1][0] != row.selector:  # the selector's last run is done
             now = time.perf_counter()
