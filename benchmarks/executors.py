@@ -7,7 +7,10 @@
    backends on the haystack suite) once per executor, each from an empty
    feature cache and an empty store (the suite's videos are built once and
    shared). Prints each wall time, its ratio to ``serial`` measured in the same
-   run, and whether every table equals serial's (timings aside).
+   run, the CPU seconds it took (this process, its workers, and daemons such as
+   a local Ray cluster's, read from ``/proc``: on a shared machine the part of the
+   comparison that other jobs' load does not move), and whether every table
+   equals serial's (timings aside).
 2. The driver's write rate: records per second that :meth:`Store.write_sample`
    takes (the ceiling of any number of workers: the driver alone writes, one
    transaction per sample), the rate a run of many cached samples reaches with
