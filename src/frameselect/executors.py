@@ -394,7 +394,7 @@ class InlineExecutor(Executor):
 
 
 class ProcessExecutor(Executor):
-    """A pool of ``workers`` local processes (spawned: no state inherited; one BLAS thread per core each)."""
+    """A pool of ``workers`` local processes (spawned: no state inherited), each with its share of the cores for torch, BLAS and ONNX Runtime threads."""
 
     name = "process"
 
