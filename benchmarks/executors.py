@@ -7,7 +7,10 @@
    backends on the haystack suite) once per executor, each from an empty
    feature cache and an empty store (the suite's videos are built once and
    shared). Prints each wall time, its ratio to ``serial`` measured in the same
-   run, and whether every table equals serial's (timings aside).
+   run, the CPU seconds it took (this process, its workers, and daemons such as
+   a local Ray cluster's, read from ``/proc``: on a shared machine the part of the
+   comparison that other jobs' load does not move), and whether every table
+   equals serial's (timings aside).
 2. The driver's write rate: records per second that :meth:`Store.write_sample`
    takes (the ceiling of any number of workers: the driver alone writes, one
    transaction per sample), the rate a run of many cached samples reaches with
@@ -42,6 +45,90 @@ def load() -> str:
     return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} cores"
 
 
+class TreeCPU:
+    """CPU seconds of this process and of every process started under it (workers, a local Ray cluster's daemons).
+
+    Read from ``/proc`` on a thread every ``interval`` s (each process's own user + system time, its
+    last reading kept after it exits; Linux only, elsewhere only this process). ``part()`` gives the
+    seconds since the last call, by kind: ``driver`` (this process), ``workers`` (pool processes and
+    Ray workers) and ``daemons`` (the rest: Ray's GCS, raylet and agents, the resource tracker).
+    """
+
+    def __init__(self, interval: float = 0.2) -> None:
+        import threading
+
+        self.tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        self.seen: dict[int, tuple[str, float]] = {}
+        self.taken: dict[str, float] = {"driver": 0.0, "workers": 0.0, "daemons": 0.0}
+        self.stop = threading.Event()
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._loop, args=(interval,), daemon=True)
+        self.thread.start()
+
+    def _loop(self, interval: float) -> None:
+        while not self.stop.wait(interval):
+            self._sample()
+
+    def _sample(self) -> None:
+        if not os.path.isdir("/proc/self"):
+            return
+        parents: dict[int, int] = {}
+        stats: dict[int, tuple[str, float]] = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as f:
+                    raw = f.read().decode(errors="replace")
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            fields = raw[raw.rindex(")") + 2 :].split()
+            parents[int(entry)] = int(fields[1])
+            stats[int(entry)] = (cmd, (int(fields[11]) + int(fields[12])) / self.tick)
+        mine, frontier = set(), [os.getpid()]
+        while frontier:
+            pid = frontier.pop()
+            kids = [c for c, p in parents.items() if p == pid and c not in mine]
+            mine.update(kids)
+            frontier.extend(kids)
+        with self.lock:
+            for pid in mine:
+                cmd, seconds = stats[pid]
+                self.seen[pid] = (cmd, max(seconds, self.seen.get(pid, ("", 0.0))[1]))
+
+    @staticmethod
+    def kind(cmd: str) -> str:
+        if "multiprocessing.spawn" in cmd and "resource_tracker" not in cmd:
+            return "workers"
+        if cmd.startswith("ray::") or "default_worker.py" in cmd:
+            return "workers"
+        return "daemons"
+
+    def totals(self) -> dict[str, float]:
+        import resource
+
+        self._sample()
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        out = {"driver": own.ru_utime + own.ru_stime, "workers": 0.0, "daemons": 0.0}
+        with self.lock:
+            for cmd, seconds in self.seen.values():
+                out[self.kind(cmd)] += seconds
+        return out
+
+    def part(self) -> dict[str, float]:
+        """CPU seconds by kind since the previous call."""
+        now = self.totals()
+        diff = {k: now[k] - self.taken[k] for k in now}
+        self.taken = now
+        return diff
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
 def table_key(row: Any) -> tuple[Any, ...]:
     return (row.selector, row.k, row.answerer)
 
@@ -50,10 +137,11 @@ def comparable(table: dict[str, float]) -> dict[str, float]:
     return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in table.items() if "latency" not in k}  # type: ignore[misc]
 
 
-def bench_on(name: str, args: argparse.Namespace, suite_dir: Path, work: Path) -> tuple[float, float, Any]:
+def bench_on(name: str, args: argparse.Namespace, suite_dir: Path, work: Path, cpu: TreeCPU) -> tuple[float, float, Any, dict[str, float]]:
     """One cold benchmark on executor ``name``: an empty feature cache and store, the shared suite.
 
     The executor is started first (its start-up timed apart: processes spawned, a Ray cluster started).
+    Returns start-up and bench seconds, the bench's result and its CPU seconds by kind (:class:`TreeCPU`).
     """
     from frameselect.bench.runner import BenchConfig, run_bench
     from frameselect.executors import ExecutorSpec, make_executor
@@ -77,9 +165,11 @@ def bench_on(name: str, args: argparse.Namespace, suite_dir: Path, work: Path) -
         if executor is not None:
             executor.submit(os.getpid).result()  # a worker is up
         started = time.perf_counter() - start
+        cpu.part()
         start = time.perf_counter()
         result = run_bench(config, log=lambda msg: None, executor=executor)
-        return started, time.perf_counter() - start, result
+        seconds = time.perf_counter() - start
+        return started, seconds, result, cpu.part()
     finally:
         if executor is not None:
             executor.close()
@@ -94,17 +184,26 @@ def executors_side_by_side(args: argparse.Namespace, work: Path) -> None:
     seconds: dict[str, float] = {}
     startup: dict[str, float] = {}
     results: dict[str, Any] = {}
-    for name in args.executors:
-        startup[name], seconds[name], results[name] = bench_on(name, args, suite_dir, work)
-        rows = results[name].rows
-        print(
-            f"{name:>8}: {seconds[name]:7.1f} s after {startup[name]:.1f} s start-up ({len(rows)} runs, {sum(r.computed for r in rows)} samples computed; {load()})",
-            flush=True,
-        )
+    cpus: dict[str, dict[str, float]] = {}
+    cpu = TreeCPU()
+    try:
+        for name in args.executors:
+            startup[name], seconds[name], results[name], cpus[name] = bench_on(name, args, suite_dir, work, cpu)
+            rows = results[name].rows
+            t = results[name].timings
+            print(
+                f"{name:>8}: {seconds[name]:7.1f} s after {startup[name]:.1f} s start-up (encode {t.get('encode', 0.0):.1f} s, selectors {t.get('selectors', 0.0):.1f} s; "
+                f"{len(rows)} runs, {sum(r.computed for r in rows)} samples computed; CPU s: "
+                + ", ".join(f"{k} {v:.1f}" for k, v in cpus[name].items())
+                + f"; {load()})",
+                flush=True,
+            )
+    finally:
+        cpu.close()
     base = results.get("serial")
     print()
-    print("| executor | workers | start-up s | bench s | speed-up vs serial | tables equal serial |")
-    print("|---|---|---|---|---|---|")
+    print("| executor | workers | start-up s | bench s | speed-up vs serial | CPU s (driver + workers + daemons) | CPU vs serial | tables equal serial |")
+    print("|---|---|---|---|---|---|---|---|")
     for name in args.executors:
         same = "–"
         if base is not None:
@@ -112,7 +211,13 @@ def executors_side_by_side(args: argparse.Namespace, work: Path) -> None:
             theirs = {table_key(r): comparable(r.table) for r in base.rows}
             same = "yes" if mine == theirs else f"NO ({sum(mine.get(k) != v for k, v in theirs.items())} differ)"
         ratio = seconds["serial"] / seconds[name] if "serial" in seconds else math.nan
-        print(f"| {name} | {1 if name == 'serial' else args.workers} | {startup[name]:.1f} | {seconds[name]:.1f} | {ratio:.2f}x | {same} |")
+        c = cpus[name]
+        total = sum(c.values())
+        cpu_ratio = total / sum(cpus["serial"].values()) if "serial" in cpus else math.nan
+        print(
+            f"| {name} | {1 if name == 'serial' else args.workers} | {startup[name]:.1f} | {seconds[name]:.1f} | {ratio:.2f}x "
+            f"| {total:.0f} ({c['driver']:.0f} + {c['workers']:.0f} + {c['daemons']:.0f}) | {cpu_ratio:.2f}x | {same} |"
+        )
     if "process" in seconds and "ray" in seconds:
         print(f"\nray / process wall time: {seconds['ray'] / seconds['process']:.2f} (goal: within 1.15); process vs serial goal: >= 1.6x")
 

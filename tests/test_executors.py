@@ -278,3 +278,46 @@ def test_a_routed_run_on_an_executor_equals_serial(tiny: Any, tmp_path: Path) ->
     inline = frameselect.evaluate(**kw, cache_dir=tmp_path / "c2", executor=InlineExecutor())
     assert inline.run_id == serial.run_id and comparable(inline.records) == comparable(serial.records)
     assert {r.metadata["route_policy"] for r in inline.records} <= {"uniform", "kcenter"} and inline.table["budget"] == serial.table["budget"]
+
+
+def test_bench_on_an_executor_runs_two_runs_at_once_and_equals_serial(tmp_path: Path) -> None:
+    from frameselect.bench.runner import RUNS_IN_FLIGHT, BenchConfig, run_bench
+
+    assert RUNS_IN_FLIGHT == 2
+    kw: dict[str, Any] = dict(
+        selectors=("uniform", "random", "fixed_fps"),
+        budgets=(4, 8),
+        answerers=("oracle",),
+        encoder="none",
+        cache_dir=str(tmp_path / "c"),
+        n_videos=2,
+        minutes=0.5,
+    )
+    serial = run_bench(BenchConfig(**kw, store=str(tmp_path / "s.sqlite")), log=lambda _: None)
+    inline = run_bench(BenchConfig(**kw, store=str(tmp_path / "i.sqlite")), log=lambda _: None, executor=InlineExecutor())
+    key = [(r.selector, r.k, r.answerer, r.run_id) for r in serial.rows]
+    assert key == [(r.selector, r.k, r.answerer, r.run_id) for r in inline.rows]  # rows in the serial order
+    assert [r.selector for r in serial.rows] == ["fixed_fps", "fixed_fps", "random", "random", "uniform", "uniform"]
+    assert [{k: v for k, v in r.table.items() if "latency" not in k} for r in inline.rows] == [
+        {k: v for k, v in r.table.items() if "latency" not in k} for r in serial.rows
+    ]
+    assert all(r.computed == serial.n_samples > 0 for r in inline.rows)
+    with sqlite3.connect(tmp_path / "i.sqlite") as conn:  # each run once, each sample once
+        assert conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 6
+        assert conn.execute("SELECT COUNT(*) FROM records").fetchone()[0] == 6 * serial.n_samples
+        assert conn.execute("SELECT COUNT(*) FROM (SELECT DISTINCT run_id, sample_id FROM records)").fetchone()[0] == 6 * serial.n_samples
+
+
+def test_process_workers_get_their_share_of_the_cores_for_blas_and_onnx_runtime() -> None:
+    """numpy's OpenBLAS is loaded before a worker's initializer runs: it is limited all the same."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from frameselect.encoders._onnx import intra_op_threads
+    from frameselect.executors import usable_cpus
+
+    share = max(1, usable_cpus() // 2)
+    with ProcessExecutor(2) as ex:
+        info = ex.submit(threadpoolctl.threadpool_info).result()
+        onnx_threads = ex.submit(intra_op_threads).result()
+    blas = {(i["internal_api"], i["num_threads"]) for i in info if i["user_api"] == "blas"}
+    assert blas and {n for _, n in blas} == {share}
+    assert onnx_threads == share

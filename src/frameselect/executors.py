@@ -315,10 +315,31 @@ def answers_on_driver(answerer: Any) -> bool:
     return _concurrency(answerer) > 1
 
 
+def usable_cpus() -> int:
+    """The cores this process may run on (its CPU affinity where the system tells it, as under ``taskset`` or a container's cpuset)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 def _init_worker(threads: int) -> None:
-    """A process worker's BLAS/torch threads (set before torch is imported), so workers do not oversubscribe the cores."""
+    """A process worker's torch/BLAS/ONNX Runtime threads, so workers do not oversubscribe the cores.
+
+    The variables reach libraries loaded after this (torch, ONNX Runtime through
+    :func:`frameselect.encoders._onnx.intra_op_threads`). numpy's OpenBLAS is
+    loaded before it (this module imports numpy) and has read them already:
+    threadpoolctl limits it where it is installed. Without that limit each
+    worker's OpenBLAS kept one thread per core, whose busy-waiting made a small
+    QR (maxinfo's SVD) cost up to 10x its single-thread CPU time with two workers.
+    """
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[var] = str(threads)
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - a dependency; kept optional for minimal installs
+        return
+    threadpool_limits(threads)
 
 
 # -- executors ---------------------------------------------------------------------------
@@ -373,14 +394,14 @@ class InlineExecutor(Executor):
 
 
 class ProcessExecutor(Executor):
-    """A pool of ``workers`` local processes (spawned: no state inherited; one BLAS thread per core each)."""
+    """A pool of ``workers`` local processes (spawned: no state inherited), each with its share of the cores for torch, BLAS and ONNX Runtime threads."""
 
     name = "process"
 
     def __init__(self, workers: int | None = None, *, feature_cache: str = "shared") -> None:
-        self.workers = workers or os.cpu_count() or 1
+        self.workers = workers or usable_cpus()
         self.feature_cache = _check_feature_cache(feature_cache)
-        threads = max(1, (os.cpu_count() or 1) // self.workers)
+        threads = max(1, usable_cpus() // self.workers)
         self._pool = cf.ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker, initargs=(threads,))
 
     def submit(self, fn: Callable[..., T], *args: Any) -> cf.Future[T]:

@@ -28,7 +28,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -175,6 +175,33 @@ def _prewarm(samples: Sequence[Any], encoder: Any, pool: str, features_dir: Path
     return ctx.counters.frames_encoded
 
 
+#: runs of the benchmark in flight at once on an executor: the next run's videos keep the workers busy
+#: while the last videos of the previous one finish (each run still has its own records and table)
+RUNS_IN_FLIGHT = 2
+
+
+def _in_order(fn: Callable[[Any], BenchRow], jobs: Sequence[Any], in_flight: int) -> Iterator[BenchRow]:
+    """``fn`` over ``jobs``, up to ``in_flight`` at once on threads (1: here, one after another); results in job order."""
+    if in_flight <= 1:
+        yield from map(fn, jobs)
+        return
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    with ThreadPoolExecutor(in_flight, thread_name_prefix="frameselect-bench") as pool:
+        pending: list[Future[BenchRow]] = []
+        todo = iter(jobs)
+        for job in todo:
+            pending.append(pool.submit(fn, job))
+            if len(pending) == in_flight:
+                break
+        while pending:
+            row = pending.pop(0).result()
+            job = next(todo, None)
+            if job is not None:
+                pending.append(pool.submit(fn, job))
+            yield row
+
+
 def run_bench(
     config: BenchConfig = BenchConfig(), *, log: Callable[[str], None] | None = None, progress: bool | None = False, executor: Any = None
 ) -> BenchResult:
@@ -220,48 +247,57 @@ def _run_bench(config: BenchConfig, executor: Any, *, log: Callable[[str], None]
     for note in notes:
         say(f"note: {note}")
 
-    rows: list[BenchRow] = []
-    start_all = time.perf_counter()
-    for name, sel in chosen:
+    jobs = [(name, sel, k, ans_name, ans) for name, sel in chosen for k in config.budgets for ans_name, ans in answerer_parts]
+    in_flight = RUNS_IN_FLIGHT if executor is not None else 1
+    if in_flight > 1:  # the store's file, tables and WAL mode exist before two runs open it at once
+        from frameselect.store import Store
+
+        Store(config.store).close()
+
+    def one(job: tuple[str, Any, int, str, Any]) -> BenchRow:
+        name, sel, k, ans_name, ans = job
         aware = bool(set(sel.needs) & QUERY_AWARE_NEEDS)
-        t_sel = time.perf_counter()
-        for k in config.budgets:
-            for ans_name, ans in answerer_parts:
-                t0 = time.perf_counter()
-                result = evaluate(
-                    selector=sel,
-                    evaluators=evaluators,
-                    dataset=dataset,
-                    k=k,
-                    encoder=encoder if set(sel.needs) & {"embeddings", "text", "relevance"} else None,
-                    answerer=ans,
-                    store=config.store,
-                    pool=config.pool,
-                    seed=config.seed,
-                    cache_dir=features_dir,
-                    by="kind",
-                    progress=progress,
-                    label=f"{name}@k={k}·{ans_name}",
-                    executor=executor or "serial",
-                )
-                failed = [r for r in result.records if r.status != "ok"]
-                rows.append(
-                    BenchRow(
-                        selector=name,
-                        k=k,
-                        answerer=ans_name,
-                        run_id=result.run_id,
-                        table=dict(result.table),
-                        by_kind=dict(result.breakdown.get("kind", {})),
-                        seconds=time.perf_counter() - t0,
-                        query_aware=aware,
-                        failed=len(failed),
-                        first_error=failed[0].error if failed else None,
-                        computed=result.counters.samples_done + result.counters.samples_failed,
-                    )
-                )
-        timings[f"selector:{name}"] = time.perf_counter() - t_sel
-        say(f"{name}: {timings[f'selector:{name}']:.1f} s" + (f" ({rows[-1].failed} failed: {rows[-1].first_error})" if rows[-1].failed else ""))
+        t0 = time.perf_counter()
+        result = evaluate(
+            selector=sel,
+            evaluators=evaluators,
+            dataset=dataset,
+            k=k,
+            encoder=encoder if set(sel.needs) & {"embeddings", "text", "relevance"} else None,
+            answerer=ans,
+            store=config.store,
+            pool=config.pool,
+            seed=config.seed,
+            cache_dir=features_dir,
+            by="kind",
+            progress=progress,
+            label=f"{name}@k={k}·{ans_name}",
+            executor=executor or "serial",
+        )
+        failed = [r for r in result.records if r.status != "ok"]
+        return BenchRow(
+            selector=name,
+            k=k,
+            answerer=ans_name,
+            run_id=result.run_id,
+            table=dict(result.table),
+            by_kind=dict(result.breakdown.get("kind", {})),
+            seconds=time.perf_counter() - t0,
+            query_aware=aware,
+            failed=len(failed),
+            first_error=failed[0].error if failed else None,
+            computed=result.counters.samples_done + result.counters.samples_failed,
+        )
+
+    rows: list[BenchRow] = []
+    start_all = last = time.perf_counter()
+    for i, row in enumerate(_in_order(one, jobs, in_flight)):
+        rows.append(row)
+        if i + 1 == len(jobs) or jobs[i + 1][0] != row.selector:  # the selector's last run is done
+            now = time.perf_counter()
+            timings[f"selector:{row.selector}"] = now - last
+            last = now
+            say(f"{row.selector}: {timings[f'selector:{row.selector}']:.1f} s" + (f" ({row.failed} failed: {row.first_error})" if row.failed else ""))
     timings["selectors"] = time.perf_counter() - start_all
 
     from frameselect.registry import evaluators as evaluator_registry

@@ -41,8 +41,14 @@ def _engine(max_side: int) -> Any:
         from rapidocr import RapidOCR
     except ImportError as exc:
         raise FrameselectError("OCR needs: pip install rapidocr onnxruntime") from exc
+    from frameselect.encoders._onnx import intra_op_threads
+
+    params: dict[str, Any] = {"Global.log_level": "error", "Det.limit_type": "max", "Det.limit_side_len": int(max_side), "Global.use_cls": False}
+    threads = intra_op_threads()
+    if threads:  # an executor's worker: its share of the cores, not all of them (rapidocr's -1 means the runtime's default)
+        params["EngineConfig.onnxruntime.intra_op_num_threads"] = threads
     with _LOCK:
-        return RapidOCR(params={"Global.log_level": "error", "Det.limit_type": "max", "Det.limit_side_len": int(max_side), "Global.use_cls": False})
+        return RapidOCR(params=params)
 
 
 def read_text(frame: NDArray[np.uint8], max_side: int = 320, min_score: float = 0.5) -> list[tuple[str, float]]:

@@ -43,7 +43,7 @@ from numpy.typing import NDArray
 
 from frameselect.errors import ConfigError, FrameselectError, MissingDependencyError
 
-__all__ = ["RUNTIMES", "check_runtime", "session", "tower_session", "new_session", "onnx_dir"]
+__all__ = ["RUNTIMES", "check_runtime", "session", "tower_session", "new_session", "onnx_dir", "intra_op_threads"]
 
 RUNTIMES = ("torch", "onnx", "onnx-int8")
 #: bump when an export or quantisation recipe changes (old files are then ignored)
@@ -60,6 +60,22 @@ def check_runtime(runtime: str, part: str = "encoder") -> str:
         if missing:
             raise MissingDependencyError(f"{part}: runtime={runtime!r} needs {' and '.join(missing)}: pip install 'frameselect[onnx]', or use runtime='torch'")
     return runtime
+
+
+def intra_op_threads() -> int:
+    """Threads an ONNX Runtime session may use in this process: ``$OMP_NUM_THREADS`` where set, else 0 (its default, one per core).
+
+    ONNX Runtime does not read ``OMP_NUM_THREADS`` itself. An executor's worker
+    (``process``, ``ray``) is given its share of the cores in that variable; a
+    session that took every core in each worker would oversubscribe them, and its
+    spinning threads would burn the CPU time the other workers need.
+    """
+    value = os.environ.get("OMP_NUM_THREADS", "")
+    return int(value) if value.isdigit() and int(value) > 0 else 0
+
+
+def _usable_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def onnx_dir() -> Path:
@@ -101,16 +117,17 @@ def _graph(name: str, runtime: str, export: Callable[[Path], None], calibrate: C
 
 
 def new_session(path: Path) -> Any:
-    """A CPU session on ``path`` with every graph optimisation on, one intra-op thread per core this process may use.
+    """A CPU session on ``path`` with every graph optimisation on and :func:`intra_op_threads` threads.
 
     ONNX Runtime's default counts physical cores only (half of them on a
-    hyper-threaded machine, and ignoring the process's CPU affinity); this
-    matches the threads eager torch gets, so the two paths compare fairly.
+    hyper-threaded machine, and ignoring the process's CPU affinity); one thread
+    per usable core matches the threads eager torch gets, so the two paths
+    compare fairly.
     """
     ort = _require()
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.intra_op_num_threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    options.intra_op_num_threads = intra_op_threads() or _usable_cores()
     options.log_severity_level = 3
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
