@@ -227,10 +227,10 @@ def kmeans_plus_plus(x: NDArray[np.floating], k: int, rng: np.random.Generator) 
 
 def _mean_variance(pts: NDArray[np.float32]) -> float:
     """The data's per-dimension variance averaged over dimensions, in float64 (one pass: Σ|x|² / N - |mean|²)."""
-    n, d = pts.shape
+    n, d = int(pts.shape[0]), int(pts.shape[1])
     mean = pts.sum(axis=0, dtype=np.float64) / n
     total = float(np.einsum("ij,ij->i", pts, pts).sum(dtype=np.float64))
-    return max(total / n - float(mean @ mean), 0.0) / float(d)
+    return max(total / n - float(mean @ mean), 0.0) / d
 
 
 def kmeans_centroids(x: NDArray[np.floating], k: int, rng: np.random.Generator, max_iter: int = 100, tol: float = 1e-4) -> FloatArray:
