@@ -119,6 +119,19 @@ def test_kmeans_three_clusters_and_centroids() -> None:
         assert select("kmeans", 3, embeddings=emb, seed=seed) == [1, 4, 7]
 
 
+def test_kmeans_centroids_are_the_means_of_their_clusters() -> None:
+    """Cluster sums are updated by the frames that move; at convergence each centroid is its cluster's mean."""
+    rng = np.random.default_rng(3)
+    centres = rng.normal(size=(6, 16))
+    x = (centres[rng.integers(0, 6, 400)] + 0.8 * rng.normal(size=(400, 16))).astype(np.float32)
+    cents = kmeans_centroids(x, 6, np.random.default_rng(0), max_iter=1000, tol=0.0)
+    x64 = x.astype(np.float64)
+    labels = np.argmin(((x64[:, None, :] - cents[None]) ** 2).sum(axis=2), axis=1)
+    means = np.array([x64[labels == c].mean(axis=0) for c in range(6)])
+    # the first round's sums are a float32 product, later changes are exact float64 additions
+    np.testing.assert_allclose(cents, means, rtol=0, atol=1e-6)
+
+
 def test_kmeans_plus_plus_is_seeded_and_distinct() -> None:
     x = np.random.default_rng(0).normal(size=(30, 4))
     a = kmeans_plus_plus(x, 8, np.random.default_rng(7))

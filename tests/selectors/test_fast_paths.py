@@ -11,7 +11,7 @@ import pytest
 
 from frameselect.selectors.aks import aks_leaves, aks_select
 from frameselect.selectors.base import normalize_minmax
-from frameselect.selectors.focus import _mean_var_as_numpy
+from frameselect.selectors.focus import _mean_var_as_numpy, _weighted_choice
 
 
 def awkward_values(rng: np.random.Generator, n: int, kind: int) -> list[float]:
@@ -78,3 +78,20 @@ def test_aks_with_one_sort_equals_a_sort_per_segment(seed: int) -> None:
     norm = normalize_minmax(scores)
     assert aks_leaves(norm, m, t1, t2, 5) == plain_aks_leaves(norm, m, t1, t2, 5)
     assert aks_select(scores, m, ratio, t1, t2, 5) == plain_aks_select(scores, m, ratio, t1, t2, 5)
+
+
+def test_focus_weighted_draw_equals_generator_choice_and_leaves_the_same_state() -> None:
+    """FOCUS's softmax draw without Generator.choice's argument checks: the same frames, the same stream after."""
+    for case in range(3000):
+        g = np.random.default_rng(case)
+        n = int(g.integers(1, 40))
+        size = int(g.integers(1, n + 1))
+        values = g.random(n)
+        if case % 3 == 0:
+            values = np.round(values, 1)  # ties
+        logits = values / 0.06  # FOCUS's softmax at its default temperature
+        probs = np.exp(logits - logits.max())
+        probs = probs / probs.sum()
+        ours, theirs = np.random.default_rng(10**6 + case), np.random.default_rng(10**6 + case)
+        assert _weighted_choice(ours, size, probs) == theirs.choice(n, size=size, p=probs, replace=False).tolist()
+        assert ours.bit_generator.state == theirs.bit_generator.state

@@ -121,6 +121,22 @@ def test_projection_matches_scikit_learn_truncated_svd(shape: tuple[int, int]) -
     np.testing.assert_allclose(np.abs(ours_exact), np.abs(exact), atol=1e-7)
 
 
+def test_float32_embeddings_run_the_svd_in_float32_as_scikit_learn_does() -> None:
+    """scikit-learn keeps float32 input in float32 (its random test matrix cast down); so do we."""
+    decomposition = pytest.importorskip("sklearn.decomposition")
+    rng = np.random.default_rng(2)
+    embeddings = (rng.normal(size=(6, 48))[np.arange(300) % 6] + 0.3 * rng.normal(size=(300, 48))).astype(np.float32)
+    reference = decomposition.TruncatedSVD(n_components=8, random_state=42).fit_transform(embeddings)
+    assert reference.dtype == np.float32
+    ours = truncated_svd_rows(embeddings, 8)
+    signs = np.sign(np.sum(reference * ours, axis=0))
+    np.testing.assert_allclose(ours * signs, reference, atol=5e-5)
+    # the float64 computation of the same values differs only in float32's last bits
+    wide = truncated_svd_rows(embeddings.astype(np.float64), 8)
+    np.testing.assert_allclose(np.abs(ours), np.abs(wide), atol=5e-5)
+    assert np.max(np.abs(np.abs(ours) - np.abs(wide))) > 0.0
+
+
 def test_bad_parameters_are_refused() -> None:
     embeddings = np.eye(6)
     with pytest.raises(ValueError, match="SVD method"):

@@ -175,3 +175,19 @@ def test_cli_reads_detections(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert out["indices"] == [0, 1, 2] and out["params"]["objects"] == ["cup", "table"] and out["params"]["cues"] == []
     assert main(["select", "-s", "tstar", "-k", "3", "--detections", str(tmp_path / "missing.json")]) != 0
     assert "no such file" in capsys.readouterr().err
+
+
+def test_percentile75_is_numpys_bit_for_bit() -> None:
+    """The search's 75th percentile equals ``np.percentile(values, 75)`` exactly, for lists and arrays."""
+    from frameselect.selectors.tstar import _percentile75
+
+    # 16 values: position 11.25 between the 12th and 13th smallest (1.0 and 4.0): 1.0 + 3.0 * 0.25
+    assert _percentile75([4.0, 1.0] + [0.0] * 11 + [5.0, 6.0, 7.0]) == 1.75
+    rng = np.random.default_rng(0)
+    for n in [1, 2, 3, 4, 5, 16, 17, 18, 19, 3600]:  # every fractional position: 0, 0.25, 0.5, 0.75
+        for scale in (1.0, 1e-3, 1e6):
+            values = rng.random(n) * scale
+            expected = np.float64(np.percentile(values, 75)).tobytes()
+            assert np.float64(_percentile75(values)).tobytes() == expected
+            assert np.float64(_percentile75(values.tolist())).tobytes() == expected
+    assert np.float64(_percentile75([-0.0])).tobytes() == np.float64(-0.0).tobytes()

@@ -44,6 +44,16 @@ def test_kmeans_separates_two_groups_from_any_start(seed: int) -> None:
     assert np.allclose(centres[labels[0]], x[:3].mean(axis=0), atol=1e-6)
 
 
+def test_kmeans_centres_are_the_means_of_their_members_after_many_moves() -> None:
+    """Cluster sums follow the points that change cluster; the returned centres are the last assignment's means."""
+    rng = np.random.default_rng(4)
+    x = (rng.normal(size=(5, 12))[rng.integers(0, 5, 300)] + 0.9 * rng.normal(size=(300, 12))).astype(np.float32)
+    labels, centres = kmeans_cosine(x, 5, np.random.default_rng(1), iter_limit=100, tol=1e-12)
+    x64 = x.astype(np.float64)
+    for c in range(5):
+        np.testing.assert_allclose(centres[c], x64[labels == c].mean(axis=0), rtol=0, atol=1e-6)
+
+
 def test_kmeans_single_cluster_and_one_per_point() -> None:
     x = circle(0, 40, 80, 120)
     labels, centres = kmeans_cosine(x, 1, np.random.default_rng(0))

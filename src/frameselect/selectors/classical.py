@@ -189,13 +189,6 @@ class MMR(Selector):
 # -- k-means ------------------------------------------------------------------
 
 
-def _sq_distances(x: NDArray[np.floating], centers: NDArray[np.floating]) -> FloatArray:
-    """Squared Euclidean distances, (N, C), float64, clipped at 0 against rounding."""
-    x64, c64 = np.asarray(x, dtype=np.float64), np.asarray(centers, dtype=np.float64)
-    d: FloatArray = np.einsum("ij,ij->i", x64, x64)[:, None] - 2.0 * (x64 @ c64.T) + np.einsum("ij,ij->i", c64, c64)[None, :]
-    return np.maximum(d, 0.0)
-
-
 def kmeans_plus_plus(x: NDArray[np.floating], k: int, rng: np.random.Generator) -> list[int]:
     """k-means++ seeding (Arthur & Vassilvitskii, SODA 2007): indices of the initial centres.
 
@@ -232,35 +225,56 @@ def kmeans_plus_plus(x: NDArray[np.floating], k: int, rng: np.random.Generator) 
     return centres
 
 
+def _mean_variance(pts: NDArray[np.float32]) -> float:
+    """The data's per-dimension variance averaged over dimensions, in float64 (one pass: Σ|x|² / N - |mean|²)."""
+    n, d = int(pts.shape[0]), int(pts.shape[1])
+    mean = pts.sum(axis=0, dtype=np.float64) / n
+    total = float(np.einsum("ij,ij->i", pts, pts).sum(dtype=np.float64))
+    return max(total / n - float(mean @ mean), 0.0) / d
+
+
 def kmeans_centroids(x: NDArray[np.floating], k: int, rng: np.random.Generator, max_iter: int = 100, tol: float = 1e-4) -> FloatArray:
     """Lloyd's algorithm (Lloyd 1957/1982) from k-means++ seeds; returns (k, D) centroids.
 
     Stops when the assignment no longer changes, when the centroids moved by
     at most ``tol`` times the data's mean per-dimension variance in total
     squared distance (scikit-learn's criterion), or after ``max_iter``
-    rounds. An empty cluster keeps its previous centroid. The two matrix
-    products per round (assignment, centroid sums) run in float32.
+    rounds. An empty cluster keeps its previous centroid. The assignment
+    product runs in float32 (the features' precision); each cluster's sum
+    is kept in float64 and, after the first round, updated only by the
+    frames that changed cluster, so a later round costs one (N, D) x (D, k)
+    product.
     """
     pts = np.asarray(x, dtype=np.float32)
     n = pts.shape[0]
     centroids = pts[kmeans_plus_plus(pts, k, rng)].astype(np.float64)
     k = centroids.shape[0]
-    threshold = tol * float(np.mean(np.var(pts, axis=0, dtype=np.float64)))
+    threshold = tol * _mean_variance(pts)
     labels = np.full(n, -1)
-    membership = np.zeros((k, n), dtype=np.float32)
+    sums = np.zeros(centroids.shape)
     for _ in range(max_iter):
         c32 = centroids.astype(np.float32)
         # argmin_c |x - c|^2 = argmin_c (|c|^2 - 2 x.c): |x|^2 is the same for every centre
-        new_labels = np.argmin(np.einsum("ij,ij->i", c32, c32)[None, :] - 2.0 * (pts @ c32.T), axis=1)
-        if np.array_equal(new_labels, labels):
+        distance = pts @ (c32 * np.float32(-2.0)).T
+        distance += np.einsum("ij,ij->i", c32, c32)[None, :]
+        new_labels = np.argmin(distance, axis=1)
+        moved = np.flatnonzero(new_labels != labels)
+        if moved.size == 0:
             break
+        if labels[0] < 0:  # the first round: one float32 product with the membership matrix
+            membership = np.zeros((k, n), dtype=np.float32)
+            membership[new_labels, np.arange(n)] = 1.0
+            sums = (membership @ pts).astype(np.float64)
+        else:  # +1 for the cluster a moved frame joins, -1 for the one it leaves
+            change = np.zeros((k, moved.size))
+            change[new_labels[moved], np.arange(moved.size)] = 1.0
+            change[labels[moved], np.arange(moved.size)] = -1.0
+            sums += change @ pts[moved].astype(np.float64)
         labels = new_labels
-        membership[:] = 0.0
-        membership[labels, np.arange(n)] = 1.0
-        counts = np.bincount(labels, minlength=k).astype(np.float64)
+        counts = np.bincount(labels, minlength=k)
         filled = counts > 0
         updated = centroids.copy()
-        updated[filled] = (membership[filled] @ pts).astype(np.float64) / counts[filled, None]
+        updated[filled] = sums[filled] / counts[filled, None]
         shift = float(np.sum((updated - centroids) ** 2))
         centroids = updated
         if shift <= threshold:
@@ -277,7 +291,13 @@ def _nearest_distinct(x: NDArray[np.floating], centroids: NDArray[np.floating]) 
     """
     from scipy.optimize import linear_sum_assignment
 
-    cost = _sq_distances(centroids, x)  # (k, N)
+    pts = np.asarray(x, dtype=np.float32)
+    c32 = np.asarray(centroids, dtype=np.float32)
+    # |c|^2 - 2 c.x + |x|^2 in float64, the product in float32 (the features' precision)
+    cost = (pts @ (c32 * np.float32(-2.0)).T).T.astype(np.float64)
+    cost += np.einsum("ij,ij->i", pts, pts, dtype=np.float64)[None, :]
+    cost += np.einsum("ij,ij->i", c32, c32, dtype=np.float64)[:, None]
+    np.maximum(cost, 0.0, out=cost)
     _rows, cols = linear_sum_assignment(cost)
     return sorted(int(c) for c in cols)
 
@@ -300,17 +320,26 @@ class KMeans(Selector):
     frames to centroids minimising total squared distance, which is each
     centroid's nearest frame whenever those differ).
 
+    Precision: distances are float32 products (the features' precision),
+    cluster sums float64 updated by the frames that change cluster, and the
+    final frame-to-centroid cost float64 built on a float32 product (it
+    was a float64 product up to version 0.1.0; fingerprints carry the
+    library version, so stored runs do not mix). Lloyd's trajectory turns on
+    rounding wherever a frame is nearly equidistant from two centres: on
+    300 seeded inputs (N 10-3,600, k 1-64; random, clustered and repeated
+    embeddings) 225 selections equal the former code's; the others are
+    other local optima, as often better as worse (inertia within 3.4 %).
+    The former code and this one each agree with Lloyd computed wholly in
+    float64 on 221 and 220 of those inputs.
+
     Cost: k-means++ seeding (k matrix-vector passes over the embeddings
-    and k weighted draws, about 8-15 ms) and Lloyd rounds of two (N, D) x
-    (D, k) float32 products each, run until the assignment settles (10
-    rounds on the benchmark's random unit vectors: 45-50 ms for the products
-    alone, ``benchmarks/selector_floors.py``), then the float64 cost matrix
-    of the final assignment: 60-70 ms for N = 3,600, D = 512, k = 32 on one
-    core, above the 50 ms target. Fewer rounds or a cheaper seeding would
-    change the clustering, and so would products in another precision or
-    blocking (a point nearly equidistant from two centres changes sides);
-    the reference (scikit-learn) runs even more (``max_iter=300``, ten
-    initialisations in older releases).
+    and k weighted draws, 8-12 ms) and Lloyd rounds of one (N, D) x (D, k)
+    float32 product each after the first (10 rounds on the benchmark's
+    random unit vectors), then the final assignment: 45-60 ms for
+    N = 3,600, D = 512, k = 32 on one loaded core (70-90 ms before), at
+    the 50 ms target. Fewer rounds or a cheaper seeding would change the
+    clustering; Hamerly's bounds skip no frame on these random vectors
+    (every frame is nearly equidistant from its two nearest centres).
     """
 
     needs = frozenset({"embeddings"})
@@ -451,7 +480,8 @@ def facility_location_greedy(similarity: NDArray[np.floating], relevance: NDArra
     r = np.zeros(n) if relevance is None else np.asarray(relevance, dtype=np.float64)
     w_cov, w_rel = (1.0 - lam) / n, lam / k
     covered = np.zeros(n, dtype=s.dtype)  # max similarity of each frame to S
-    coverage: FloatArray = np.sum(s, axis=1, dtype=np.float64)  # Σ_i max(s_ij - covered_i, 0); row j = column j
+    # Σ_i max(s_ij - covered_i, 0); row j = column j. Pairwise sums along the rows, in the similarity's precision
+    coverage: FloatArray = np.sum(s, axis=1).astype(np.float64)
     taken = np.zeros(n, dtype=bool)
     chosen: list[int] = []
     while len(chosen) < k:
@@ -465,8 +495,12 @@ def facility_location_greedy(similarity: NDArray[np.floating], relevance: NDArra
             if block.size == 0:
                 continue
             old, new = covered[block, None], s[j, block][:, None]
-            # max(s - old, 0) - max(s - new, 0) = clip(s, old, new) - old, as new > old
-            coverage -= np.sum(np.clip(s[block], old, new) - old, axis=0, dtype=np.float64)
+            # max(s - old, 0) - max(s - new, 0) = clip(s, old, new) - old, as new > old; summed over
+            # the block in the similarity's precision, then into the float64 coverage
+            part = s[block]
+            np.clip(part, old, new, out=part)
+            part -= old
+            coverage -= np.sum(part, axis=0)
             covered[block] = s[j, block]
     return chosen
 
@@ -489,13 +523,22 @@ class FacilityLocation(Selector):
     (float32, 4·N² bytes: 52 MB at N = 3,600), whose computation dominates
     the latency (O(N²·D)).
 
+    Precision: the similarity and the greedy's per-block sums are float32
+    (the features' precision), the running gains float64 (the block sums
+    were float64 up to version 0.1.0; fingerprints carry the library
+    version). On 300 seeded inputs (N 10-3,600, k 1-64; random, clustered
+    and repeated embeddings) 299 selections equal the former code's, and
+    289 equal the greedy computed wholly in float64 (as did the former
+    code's); every difference is a choice between identical frames, whose
+    float64 gains differ by at most 6e-17.
+
     Cost: the similarity product alone is N²·D / 2 multiply-adds (3.3 G at
     N = 3,600, D = 512): 80-85 ms through float32 BLAS ``syrk`` on one
     x86-64 core (``benchmarks/selector_floors.py``), so this selector cannot
     reach the 50 ms target at that size without changing its definition:
     the first greedy step needs every column sum of ``max(s, 0)``, which no
     product of smaller matrices gives, and a sparse or sampled similarity
-    is another objective. The incremental greedy adds 60-80 ms on random
+    is another objective. The incremental greedy adds 35-50 ms on random
     unit vectors, where each pick raises the coverage of many frames; a lazy
     greedy (Minoux) picks the same frames but was no faster there, since
     its stale bounds send it back to about 5,000 rows.

@@ -128,7 +128,7 @@ def vsls_search(
         _spread(score, confidences, frames, window)
         p_dist = _spline_distribution(visited, score)
         iterations += 1
-        _verify(score, frames, remaining, conf, conf, weights, threshold)  # VSLS verifies with the same detections
+        _verify(score, frames, remaining, conf, conf, weights, threshold, best)  # VSLS verifies with the same detections
     return TStarSearch(score, visited, iterations, remaining), satisfied
 
 
