@@ -321,3 +321,23 @@ def test_process_workers_get_their_share_of_the_cores_for_blas_and_onnx_runtime(
     blas = {(i["internal_api"], i["num_threads"]) for i in info if i["user_api"] == "blas"}
     assert blas and {n for _, n in blas} == {share}
     assert onnx_threads == share
+
+
+def test_a_local_ray_cluster_started_here_runs_its_workers_at_normal_priority() -> None:
+    """Ray's default worker niceness (15) would leave the tasks the cores only when nothing else wants them."""
+    pytest.importorskip("ray")
+    import subprocess
+
+    code = (
+        "import os\n"
+        "from frameselect.executors import RayExecutor\n"
+        "ex = RayExecutor(workers=2)\n"
+        "print('NICE', sorted({ex.submit(os.nice, 0).result() for _ in range(4)}), os.nice(0))\n"
+        "ex.close()\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(frameselect.__file__).parent.parent), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180, env=env)
+    line = [x for x in out.stdout.splitlines() if x.startswith("NICE")]
+    assert line, out.stderr[-2000:]
+    driver_nice = int(line[0].split()[-1])
+    assert line[0] == f"NICE [{driver_nice}] {driver_nice}"  # the workers' priority is the driver's

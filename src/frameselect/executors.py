@@ -417,7 +417,9 @@ class RayExecutor(Executor):
     Each task asks for ``num_cpus`` and ``num_gpus`` (GPU encoders and VLM
     backends); a task whose worker dies is retried up to ``max_retries``
     times. ``workers`` bounds the tasks in flight (default: the cluster's
-    CPUs over ``num_cpus``).
+    CPUs over ``num_cpus``). A local cluster started here runs its workers at
+    normal priority, as ``process`` workers run: Ray's default (nice 15) leaves
+    them the cores only when nothing else on the machine wants them.
     """
 
     name = "ray"
@@ -442,7 +444,8 @@ class RayExecutor(Executor):
         if not ray.is_initialized():
             address = address or os.environ.get("RAY_ADDRESS") or None
             local_cpus = workers if address is None and workers else None  # a local cluster of ``workers`` CPUs
-            ray.init(address=address, num_cpus=local_cpus, include_dashboard=False, log_to_driver=False, runtime_env=_runtime_env())
+            local = {"_system_config": {"worker_niceness": 0}} if address is None else {}
+            ray.init(address=address, num_cpus=local_cpus, include_dashboard=False, log_to_driver=False, runtime_env=_runtime_env(), **local)
             self._owns = address is None
         cpus = float(ray.cluster_resources().get("CPU", 1))  # type: ignore[no-untyped-call]
         self.workers = workers or max(1, int(cpus // max(num_cpus, 1e-9)))
