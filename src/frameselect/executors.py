@@ -444,8 +444,8 @@ class RayExecutor(Executor):
         if not ray.is_initialized():
             address = address or os.environ.get("RAY_ADDRESS") or None
             local_cpus = workers if address is None and workers else None  # a local cluster of ``workers`` CPUs
-            local = {"_system_config": {"worker_niceness": 0}} if address is None else {}
-            ray.init(address=address, num_cpus=local_cpus, include_dashboard=False, log_to_driver=False, runtime_env=_runtime_env(), **local)
+            system = {"worker_niceness": 0} if address is None else None  # a running cluster keeps its own settings
+            ray.init(address=address, num_cpus=local_cpus, include_dashboard=False, log_to_driver=False, runtime_env=_runtime_env(), _system_config=system)
             self._owns = address is None
         cpus = float(ray.cluster_resources().get("CPU", 1))  # type: ignore[no-untyped-call]
         self.workers = workers or max(1, int(cpus // max(num_cpus, 1e-9)))
