@@ -21,6 +21,7 @@ transformers = pytest.importorskip("transformers")
 from frameselect.encoders.hub import BlipItmEncoder, ClipEncoder, OpenClipEncoder, SiglipEncoder  # noqa: E402
 from frameselect.registry import encoders  # noqa: E402
 from frameselect.types import CandidatePool, InMemoryFrames, Query, Sample  # noqa: E402
+from tiny_hub import byte_bpe, tiny_clip, tiny_siglip  # noqa: E402
 
 TEXTS = ["a red car on a road", "two dogs", "what is the man holding in his left hand?"]
 
@@ -34,15 +35,7 @@ def _frames(n: int = 5, h: int = 40, w: int = 56, seed: int = 0) -> np.ndarray:
 
 
 def _byte_bpe(special: list[str], pad: str, **named: str) -> Any:
-    """A byte-level BPE tokenizer trained in milliseconds, wrapped for transformers."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=320, special_tokens=special, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(TEXTS * 5, trainer)
-    return transformers.PreTrainedTokenizerFast(tokenizer_object=tok, pad_token=pad, **named)
+    return byte_bpe(TEXTS, special, pad, **named)
 
 
 # -- tiny models ---------------------------------------------------------------
@@ -81,43 +74,13 @@ def clip_tokenizer() -> Any:
 
 @pytest.fixture(scope="module")
 def clip_tiny(clip_tokenizer: Any) -> tuple[Any, Any]:
-    config = transformers.CLIPConfig(
-        text_config={
-            "vocab_size": 49408,
-            "hidden_size": 32,
-            "intermediate_size": 37,
-            "num_hidden_layers": 1,
-            "num_attention_heads": 2,
-            "max_position_embeddings": 24,
-            "eos_token_id": 49407,
-        },
-        vision_config={"image_size": 32, "patch_size": 8, "hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 1, "num_attention_heads": 2},
-        projection_dim=16,
-    )
-    torch.manual_seed(0)
-    return transformers.CLIPModel(config).eval(), clip_tokenizer
+    return tiny_clip(49408, layers=1, max_positions=24, seed=0, eos_token_id=49407), clip_tokenizer
 
 
 @pytest.fixture(scope="module")
 def siglip_tiny() -> tuple[Any, Any]:
     tok = _byte_bpe(["<pad>", "</s>"], pad="<pad>", eos_token="</s>")
-    tok.model_input_names = ["input_ids"]  # as SiglipTokenizer: SigLIP reads padded ids without a mask
-    config = transformers.SiglipConfig(
-        text_config={
-            "vocab_size": len(tok),
-            "hidden_size": 32,
-            "intermediate_size": 37,
-            "num_hidden_layers": 1,
-            "num_attention_heads": 2,
-            "max_position_embeddings": 16,
-            "pad_token_id": tok.pad_token_id,
-            "bos_token_id": None,
-            "eos_token_id": tok.eos_token_id,
-        },
-        vision_config={"image_size": 32, "patch_size": 8, "hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 1, "num_attention_heads": 2},
-    )
-    torch.manual_seed(0)
-    return transformers.SiglipModel(config).eval(), tok
+    return tiny_siglip(tok, layers=1, max_positions=16, seed=0), tok
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,7 @@ pytest.importorskip("onnx")
 from frameselect.encoders.hub import BlipItmEncoder, ClipEncoder, OpenClipEncoder, SiglipEncoder  # noqa: E402
 from frameselect.errors import ConfigError, MissingDependencyError  # noqa: E402
 from frameselect.plan import resolve  # noqa: E402
+from tiny_hub import byte_bpe, tiny_clip, tiny_siglip  # noqa: E402
 
 TEXTS = ["a red car on a road", "two dogs", "what is the man holding in his left hand?", "", "a photo of a cat sitting on a sofa next to a lamp"]
 
@@ -35,15 +36,7 @@ def _frames(n: int = 9, seed: int = 3) -> np.ndarray:
 
 
 def _tokenizer(special: list[str], pad: str, **named: str) -> Any:
-    """A byte-level BPE tokenizer trained in milliseconds, wrapped for transformers."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=special, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(TEXTS * 5, trainer)
-    return transformers.PreTrainedTokenizerFast(tokenizer_object=tok, pad_token=pad, **named)
+    return byte_bpe(TEXTS, special, pad, vocab_size=300, **named)
 
 
 @pytest.fixture(scope="module")
@@ -52,45 +45,14 @@ def clip_tiny() -> tuple[Any, Any]:
 
     tok = _tokenizer(["<pad>", "<s>", "</s>"], pad="<pad>", bos_token="<s>", eos_token="</s>")
     tok._tokenizer.post_processor = processors.TemplateProcessing(single="<s> $A </s>", special_tokens=[("<s>", 1), ("</s>", 2)])
-    config = transformers.CLIPConfig(
-        text_config={
-            "vocab_size": len(tok),
-            "hidden_size": 32,
-            "intermediate_size": 37,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 2,
-            "max_position_embeddings": 32,
-            "pad_token_id": 0,
-            "bos_token_id": 1,
-            "eos_token_id": 2,
-        },
-        vision_config={"image_size": 32, "patch_size": 8, "hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2, "num_attention_heads": 2},
-        projection_dim=16,
-    )
-    torch.manual_seed(0)
-    return transformers.CLIPModel(config).eval(), tok
+    model = tiny_clip(len(tok), layers=2, max_positions=32, seed=0, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    return model, tok
 
 
 @pytest.fixture(scope="module")
 def siglip_tiny() -> tuple[Any, Any]:
     tok = _tokenizer(["<pad>", "</s>"], pad="<pad>", eos_token="</s>")
-    tok.model_input_names = ["input_ids"]  # as SiglipTokenizer: SigLIP reads padded ids without a mask
-    config = transformers.SiglipConfig(
-        text_config={
-            "vocab_size": len(tok),
-            "hidden_size": 32,
-            "intermediate_size": 37,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 2,
-            "max_position_embeddings": 24,
-            "pad_token_id": tok.pad_token_id,
-            "bos_token_id": None,
-            "eos_token_id": tok.eos_token_id,
-        },
-        vision_config={"image_size": 32, "patch_size": 8, "hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2, "num_attention_heads": 2},
-    )
-    torch.manual_seed(1)
-    return transformers.SiglipModel(config).eval(), tok
+    return tiny_siglip(tok, layers=2, max_positions=24, seed=1), tok
 
 
 @pytest.fixture()
