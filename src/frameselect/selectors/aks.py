@@ -27,23 +27,24 @@ def _top_order(scores: NDArray[np.float64]) -> NDArray[np.intp]:
     return np.argsort(-scores, kind="stable")
 
 
-def _ranks(scores: NDArray[np.float64]) -> NDArray[np.intp]:
-    """Each position's place in :func:`_top_order` (0 for the highest score)."""
+def _ranks(scores: NDArray[np.float64]) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """:func:`_top_order` and each position's place in it (0 for the highest score)."""
     order = _top_order(scores)
     rank = np.empty_like(order)
     rank[order] = np.arange(order.shape[0])
-    return rank
+    return order, rank
 
 
-def _segment_order(rank: NDArray[np.intp], start: int, stop: int) -> NDArray[np.intp]:
-    """``start + _top_order(scores[start:stop])``, from the whole pool's ranks.
+def _segment_top(order: NDArray[np.intp], rank: NDArray[np.intp], start: int, stop: int, m: int) -> NDArray[np.intp]:
+    """``start + _top_order(scores[start:stop])[:m]``, from the whole pool's order and ranks.
 
     Ordering by (descending score, position) restricted to a segment is the
-    segment's own order, so sorting the segment's (distinct) ranks gives it
+    segment's own order, so the segment's ``m`` smallest (distinct) ranks,
+    sorted, read through the pool's order give its top ``m`` positions
     without comparing scores again; one sort of the pool serves every
     segment the recursion visits.
     """
-    return start + np.argsort(rank[start:stop])
+    return order[np.sort(rank[start:stop])[:m]]
 
 
 def _mean(values: NDArray[np.float64]) -> float:
@@ -75,7 +76,12 @@ def aks_leaves(scores: NDArray[np.float64], m: int, t1: float = 0.8, t2: float =
     [(0, 1, 2), (1, 2, 2), (2, 3, 2), (3, 5, 2)]
     """
     scores = np.asarray(scores, dtype=np.float64)
-    rank = _ranks(scores)
+    return _leaves(scores, *_ranks(scores), m, t1, t2, all_depth)
+
+
+def _leaves(
+    scores: NDArray[np.float64], order: NDArray[np.intp], rank: NDArray[np.intp], m: int, t1: float, t2: float, all_depth: int
+) -> list[tuple[int, int, int]]:
     leaves: list[tuple[int, int, int]] = []
     level = [(0, len(scores))]
     depth = 0
@@ -85,7 +91,7 @@ def aks_leaves(scores: NDArray[np.float64], m: int, t1: float = 0.8, t2: float =
             if stop <= start:
                 continue
             seg = scores[start:stop]
-            top = scores[_segment_order(rank, start, stop)[:m]]
+            top = scores[_segment_top(order, rank, start, stop, m)]
             # the same reductions, on the same values in the same order, as the reference
             mean_diff = _mean(top) - _mean(seg)
             if (mean_diff > t1 and _std(seg) > t2) or depth >= all_depth:
@@ -116,11 +122,11 @@ def aks_select(scores: NDArray[np.float64], m: int, ratio: int = 1, t1: float = 
     if count < m:
         return [int(i) for i in frames]
     norm = normalize_minmax(scores[frames])
-    rank = _ranks(norm)
+    order, rank = _ranks(norm)
     out: list[int] = []
-    for start, stop, depth in aks_leaves(norm, m, t1, t2, all_depth):
+    for start, stop, depth in _leaves(norm, order, rank, m, t1, t2, all_depth):
         take = int(m / 2**depth)
-        out += [int(frames[j]) for j in _segment_order(rank, start, stop)[:take]]
+        out += [int(frames[j]) for j in _segment_top(order, rank, start, stop, take)]
     return sorted(out)
 
 
