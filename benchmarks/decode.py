@@ -34,6 +34,7 @@ import sys
 # module, which subprocess imports: keep this folder off the import path
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+sys.path.append(_HERE)  # for _rss, after the standard library
 
 import argparse  # noqa: E402
 import hashlib  # noqa: E402
@@ -50,28 +51,12 @@ from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
+from _rss import peak_rss_mib  # noqa: E402
 
 THUMB = 16  # thumbnails keep one pixel in 16 x 16
 IDENT = 32  # identity thumbnails (every frame of the reference, luma): one pixel in 32 x 32 ...
 IDENT_START = THUMB // 2 + THUMB  # ... at pixels a THUMB thumbnail also holds (its odd rows and columns)
 WRONG_LEVELS = 2.0
-
-
-def peak_rss_mib() -> float:
-    """This process's peak resident set size (MiB): ``VmHWM``, which starts afresh at exec.
-
-    ``ru_maxrss`` would do on its own, except that Linux carries it over from
-    the parent through fork and exec, so a child would report at least its
-    parent's size.
-    """
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 # --------------------------------------------------------------------------- test video

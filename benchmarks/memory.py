@@ -22,10 +22,10 @@ import sys
 # module, which subprocess imports: keep this folder off the import path
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+sys.path.append(_HERE)  # for _rss, after the standard library
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import resource  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import threading  # noqa: E402
@@ -33,25 +33,9 @@ import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
+from _rss import peak_rss_mib  # noqa: E402
 
 WIDTH, HEIGHT = 160, 90
-
-
-def peak_rss_mib() -> float:
-    """This process's peak resident set size (MiB): ``VmHWM``, which starts afresh at exec.
-
-    ``ru_maxrss`` would do on its own, except that Linux carries it over from
-    the parent through fork and exec, so a child would report at least its
-    parent's size.
-    """
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def make_video(path: Path, minutes: int) -> Path:
