@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 
+from frameselect._cpus import usable_cpus
 from frameselect.cache import Cache, RunCounters
 from frameselect.errors import ConfigError, ContractError
 from frameselect.video.decode import DecodeCounter, FrameMemo, VideoFrameSource, VideoInfo
@@ -313,14 +314,6 @@ def _concurrency(answerer: Any) -> int:
 def answers_on_driver(answerer: Any) -> bool:
     """A backend that takes concurrent requests (an HTTP server) is called from the driver; any other answers on the workers."""
     return _concurrency(answerer) > 1
-
-
-def usable_cpus() -> int:
-    """The cores this process may run on (its CPU affinity where the system tells it, as under ``taskset`` or a container's cpuset)."""
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 def _init_worker(threads: int) -> None:

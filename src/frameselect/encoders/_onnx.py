@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from frameselect._cpus import usable_cpus
 from frameselect.errors import ConfigError, FrameselectError, MissingDependencyError
 
 __all__ = ["RUNTIMES", "check_runtime", "session", "tower_session", "new_session", "onnx_dir", "intra_op_threads"]
@@ -72,10 +73,6 @@ def intra_op_threads() -> int:
     """
     value = os.environ.get("OMP_NUM_THREADS", "")
     return int(value) if value.isdigit() and int(value) > 0 else 0
-
-
-def _usable_cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def onnx_dir() -> Path:
@@ -127,7 +124,7 @@ def new_session(path: Path) -> Any:
     ort = _require()
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.intra_op_num_threads = intra_op_threads() or _usable_cores()
+    options.intra_op_num_threads = intra_op_threads() or usable_cpus()
     options.log_severity_level = 3
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
