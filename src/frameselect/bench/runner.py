@@ -185,20 +185,16 @@ def _in_order(fn: Callable[[Any], BenchRow], jobs: Sequence[Any], in_flight: int
     if in_flight <= 1:
         yield from map(fn, jobs)
         return
-    from concurrent.futures import Future, ThreadPoolExecutor
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+    from itertools import islice
 
     with ThreadPoolExecutor(in_flight, thread_name_prefix="frameselect-bench") as pool:
-        pending: list[Future[BenchRow]] = []
         todo = iter(jobs)
-        for job in todo:
-            pending.append(pool.submit(fn, job))
-            if len(pending) == in_flight:
-                break
+        pending = deque(pool.submit(fn, job) for job in islice(todo, in_flight))
         while pending:
-            row = pending.pop(0).result()
-            job = next(todo, None)
-            if job is not None:
-                pending.append(pool.submit(fn, job))
+            row = pending.popleft().result()
+            pending.extend(pool.submit(fn, job) for job in islice(todo, 1))
             yield row
 
 
