@@ -1,14 +1,16 @@
 """The default benchmark cold on each executor, side by side; the driver's write rate; overlap.
 
-    .venv/bin/python benchmarks/executors.py [--workers 2] [--executors serial,process,ray]
+    .venv/bin/python benchmarks/executors.py [--workers 2] [--executors serial,process,ray] [--rounds 1]
         [-s PATTERN ...] [-a ANSWERER ...] [--n-videos 9] [--minutes 3] [--records 20000]
 
 1. ``frameselect bench`` (every selector x budgets 8, 16 x the default answering
    backends on the haystack suite) once per executor, each from an empty
    feature cache and an empty store (the suite's videos are built once and
-   shared). Prints each wall time, its ratio to ``serial`` measured in the same
-   run, the CPU seconds it took (this process, its workers, and daemons such as
-   a local Ray cluster's, read from ``/proc``: on a shared machine the part of the
+   shared). With ``--rounds R`` every executor but ``serial`` runs R times, every
+   other round in reverse order (A B B A), and the medians are compared. Prints
+   each wall time, its ratio to ``serial`` measured in the same run, the CPU
+   seconds it took (this process, its workers, and daemons such as a local Ray
+   cluster's, read from ``/proc``: on a shared machine the part of the
    comparison that other jobs' load does not move), and whether every table
    equals serial's (timings aside).
 2. The driver's write rate: records per second that :meth:`Store.write_sample`
@@ -137,8 +139,8 @@ def comparable(table: dict[str, float]) -> dict[str, float]:
     return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in table.items() if "latency" not in k}  # type: ignore[misc]
 
 
-def bench_on(name: str, args: argparse.Namespace, suite_dir: Path, work: Path, cpu: TreeCPU) -> tuple[float, float, Any, dict[str, float]]:
-    """One cold benchmark on executor ``name``: an empty feature cache and store, the shared suite.
+def bench_on(name: str, tag: str, args: argparse.Namespace, suite_dir: Path, work: Path, cpu: TreeCPU) -> tuple[float, float, Any, dict[str, float]]:
+    """One cold benchmark on executor ``name``: an empty feature cache and store (named ``tag``), the shared suite.
 
     The executor is started first (its start-up timed apart: processes spawned, a Ray cluster started).
     Returns start-up and bench seconds, the bench's result and its CPU seconds by kind (:class:`TreeCPU`).
@@ -146,13 +148,13 @@ def bench_on(name: str, args: argparse.Namespace, suite_dir: Path, work: Path, c
     from frameselect.bench.runner import BenchConfig, run_bench
     from frameselect.executors import ExecutorSpec, make_executor
 
-    cache = work / name
+    cache = work / tag
     cache.mkdir()
     (cache / "bench").symlink_to(suite_dir, target_is_directory=True)
     config = BenchConfig(
         selectors=tuple(args.selector or ()),
         answerers=tuple(args.answerer) if args.answerer else BenchConfig.answerers,
-        store=str(work / f"{name}.sqlite"),
+        store=str(work / f"{tag}.sqlite"),
         cache_dir=str(cache),
         n_videos=args.n_videos,
         minutes=args.minutes,
@@ -175,51 +177,69 @@ def bench_on(name: str, args: argparse.Namespace, suite_dir: Path, work: Path, c
             executor.close()
 
 
+def schedule(executors: list[str], rounds: int) -> list[str]:
+    """The order of the cold runs: ``serial`` once, first; the others ``rounds`` times, every other round reversed.
+
+    With two executors and two rounds that is A B B A: a load that drifts steadily over the
+    measurement weighs on both alike.
+    """
+    others = [e for e in executors if e != "serial"]
+    order = ["serial"] if "serial" in executors else []
+    for r in range(rounds):
+        order += others if r % 2 == 0 else others[::-1]
+    return order
+
+
 def executors_side_by_side(args: argparse.Namespace, work: Path) -> None:
+    import statistics
+
     from frameselect.datasets.haystack import HaystackDataset
 
     suite_dir = work / "suite"
     samples = list(HaystackDataset(n_videos=args.n_videos, minutes=args.minutes, root=suite_dir))
     print(f"suite: {args.n_videos} videos x {args.minutes:g} min, {len(samples)} questions; {load()}")
-    seconds: dict[str, float] = {}
-    startup: dict[str, float] = {}
-    results: dict[str, Any] = {}
-    cpus: dict[str, dict[str, float]] = {}
+    runs: dict[str, list[tuple[float, float, Any, dict[str, float]]]] = {name: [] for name in args.executors}
     cpu = TreeCPU()
     try:
-        for name in args.executors:
-            startup[name], seconds[name], results[name], cpus[name] = bench_on(name, args, suite_dir, work, cpu)
-            rows = results[name].rows
-            t = results[name].timings
+        for i, name in enumerate(schedule(args.executors, args.rounds)):
+            started, seconds, result, used = bench_on(name, f"{name}{i}", args, suite_dir, work, cpu)
+            runs[name].append((started, seconds, result, used))
+            t = result.timings
             print(
-                f"{name:>8}: {seconds[name]:7.1f} s after {startup[name]:.1f} s start-up (encode {t.get('encode', 0.0):.1f} s, selectors {t.get('selectors', 0.0):.1f} s; "
-                f"{len(rows)} runs, {sum(r.computed for r in rows)} samples computed; CPU s: "
-                + ", ".join(f"{k} {v:.1f}" for k, v in cpus[name].items())
+                f"{name:>8}: {seconds:7.1f} s after {started:.1f} s start-up (encode {t.get('encode', 0.0):.1f} s, selectors {t.get('selectors', 0.0):.1f} s; "
+                f"{len(result.rows)} runs, {sum(r.computed for r in result.rows)} samples computed; CPU s: "
+                + ", ".join(f"{k} {v:.1f}" for k, v in used.items())
                 + f"; {load()})",
                 flush=True,
             )
     finally:
         cpu.close()
-    base = results.get("serial")
+    seconds = {name: statistics.median(r[1] for r in rs) for name, rs in runs.items()}
+    cpus = {name: {k: statistics.median(r[3][k] for r in rs) for k in ("driver", "workers", "daemons")} for name, rs in runs.items()}
+    base = runs["serial"][0][2] if "serial" in runs else None
     print()
+    if args.rounds > 1:
+        print(f"medians of {args.rounds} cold runs per executor (serial: one), in the order {' '.join(schedule(args.executors, args.rounds))}")
     print("| executor | workers | start-up s | bench s | speed-up vs serial | CPU s (driver + workers + daemons) | CPU vs serial | tables equal serial |")
     print("|---|---|---|---|---|---|---|---|")
     for name in args.executors:
         same = "–"
         if base is not None:
-            mine = {table_key(r): comparable(r.table) for r in results[name].rows}
             theirs = {table_key(r): comparable(r.table) for r in base.rows}
-            same = "yes" if mine == theirs else f"NO ({sum(mine.get(k) != v for k, v in theirs.items())} differ)"
+            differ = [sum({table_key(r): comparable(r.table) for r in run[2].rows}.get(k) != v for k, v in theirs.items()) for run in runs[name]]
+            same = "yes" if not any(differ) else f"NO ({max(differ)} differ)"
         ratio = seconds["serial"] / seconds[name] if "serial" in seconds else math.nan
         c = cpus[name]
         total = sum(c.values())
         cpu_ratio = total / sum(cpus["serial"].values()) if "serial" in cpus else math.nan
+        each = "" if len(runs[name]) == 1 else " (" + ", ".join(f"{r[1]:.1f}" for r in runs[name]) + ")"
         print(
-            f"| {name} | {1 if name == 'serial' else args.workers} | {startup[name]:.1f} | {seconds[name]:.1f} | {ratio:.2f}x "
+            f"| {name} | {1 if name == 'serial' else args.workers} | {statistics.median(r[0] for r in runs[name]):.1f} | {seconds[name]:.1f}{each} | {ratio:.2f}x "
             f"| {total:.0f} ({c['driver']:.0f} + {c['workers']:.0f} + {c['daemons']:.0f}) | {cpu_ratio:.2f}x | {same} |"
         )
     if "process" in seconds and "ray" in seconds:
-        print(f"\nray / process wall time: {seconds['ray'] / seconds['process']:.2f} (goal: within 1.15); process vs serial goal: >= 1.6x")
+        pairs = ", ".join(f"{r[1] / p[1]:.2f}" for r, p in zip(runs["ray"], runs["process"], strict=True))
+        print(f"\nray / process wall time: {seconds['ray'] / seconds['process']:.2f} (each round: {pairs}; goal: within 1.15); process vs serial goal: >= 1.6x")
 
 
 def write_rate(args: argparse.Namespace, work: Path) -> None:
@@ -332,6 +352,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--executors", default="serial,process,ray")
+    parser.add_argument("--rounds", type=int, default=1, help="cold runs per executor other than serial, every other round in reverse order (A B B A)")
     parser.add_argument("-s", "--selector", action="append", help="selector patterns (default: every registered selector)")
     parser.add_argument("-a", "--answerer", action="append", help="answering backends (default: the bench's)")
     parser.add_argument("--n-videos", type=int, default=9)
