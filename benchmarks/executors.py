@@ -50,13 +50,14 @@ def load() -> str:
 class TreeCPU:
     """CPU seconds of this process and of every process started under it (workers, a local Ray cluster's daemons).
 
-    Read from ``/proc`` on a thread every ``interval`` s (each process's own user + system time, its
-    last reading kept after it exits; Linux only, elsewhere only this process). ``part()`` gives the
-    seconds since the last call, by kind: ``driver`` (this process), ``workers`` (pool processes and
+    Read from ``/proc`` on a thread every ``interval`` s: each process's own user + system time, its
+    last reading kept after it exits; Linux only, elsewhere only this process. The reading is kept
+    light (a command line read once per process, once a second): this thread's CPU counts as the
+    driver's, and on 2 cores it is taken from the workers. ``part()`` gives the seconds since the last call, by kind: ``driver`` (this process), ``workers`` (pool processes and
     Ray workers) and ``daemons`` (the rest: Ray's GCS, raylet and agents, the resource tracker).
     """
 
-    def __init__(self, interval: float = 0.2) -> None:
+    def __init__(self, interval: float = 1.0) -> None:
         import threading
 
         self.tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -75,20 +76,18 @@ class TreeCPU:
         if not os.path.isdir("/proc/self"):
             return
         parents: dict[int, int] = {}
-        stats: dict[int, tuple[str, float]] = {}
+        times: dict[int, float] = {}
         for entry in os.listdir("/proc"):
             if not entry.isdigit():
                 continue
             try:
                 with open(f"/proc/{entry}/stat", "rb") as f:
                     raw = f.read().decode(errors="replace")
-                with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
             except OSError:
                 continue
             fields = raw[raw.rindex(")") + 2 :].split()
             parents[int(entry)] = int(fields[1])
-            stats[int(entry)] = (cmd, (int(fields[11]) + int(fields[12])) / self.tick)
+            times[int(entry)] = (int(fields[11]) + int(fields[12])) / self.tick
         mine, frontier = set(), [os.getpid()]
         while frontier:
             pid = frontier.pop()
@@ -97,8 +96,16 @@ class TreeCPU:
             frontier.extend(kids)
         with self.lock:
             for pid in mine:
-                cmd, seconds = stats[pid]
-                self.seen[pid] = (cmd, max(seconds, self.seen.get(pid, ("", 0.0))[1]))
+                cmd = self.seen[pid][0] if pid in self.seen else self._cmdline(pid)
+                self.seen[pid] = (cmd, max(times[pid], self.seen.get(pid, ("", 0.0))[1]))
+
+    @staticmethod
+    def _cmdline(pid: int) -> str:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                return f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            return ""
 
     @staticmethod
     def kind(cmd: str) -> str:
