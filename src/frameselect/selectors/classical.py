@@ -396,10 +396,18 @@ class KMeans(Selector):
     float64 on 221 and 220 of those inputs.
 
     Cost: k-means++ seeding (k matrix-vector passes over the embeddings
-    and k weighted draws, 8-12 ms) and Lloyd rounds of one (N, D) x (D, k)
-    float32 product each after the first (10 rounds on the benchmark's
-    random unit vectors), then the final assignment: 45-60 ms for
-    N = 3,600, D = 512, k = 32 on one loaded core (70-90 ms before), at
+    and k weighted draws, 4-6 ms) and Lloyd rounds of one (N, D) x (D, k)
+    float32 product each (11-17 rounds on the benchmark's random unit
+    vectors; the first also sums the clusters with one product), then the
+    final assignment, read off the last round's product. Around those
+    products the work is done once: the rows' squared norms serve the
+    normalisation check, the seeding and the final cost; the draws are
+    ``Generator.choice``'s without its argument checks; the assignment
+    solver runs only where two centroids' nearest frames coincide or a
+    nearest frame is tied (the same selections, checked on 320 seeded
+    inputs). CPU time on one loaded core at N = 3,600, D = 512, k = 32:
+    37 ms against 44 ms before the fourth round of
+    ``docs/performance-selectors.md`` (1.2x; 70-90 ms in 0.1.0), about
     the 50 ms target. Fewer rounds or a cheaper seeding would change the
     clustering; Hamerly's bounds skip no frame on these random vectors
     (every frame is nearly equidistant from its two nearest centres).

@@ -466,12 +466,15 @@ class TStar(Selector):
 
     Cost: the search's iterations (63 at N = 3,600) each fit scipy's
     ``UnivariateSpline`` through the visited scores and evaluate it at every
-    frame (40-45 ms in all), and draw 16 frames with ``RandomState.choice``;
-    every frame's best weighted confidence is computed once per search and
-    the percentiles without ``np.percentile`` (the same values). 50-65 ms at
-    N = 3,600 on one loaded core, about the 50 ms target; the spline fits
-    are the reference's and each depends on the last draw, so they cannot
-    be batched.
+    frame (30-40 ms in all), and draw 16 frames as ``RandomState.choice``
+    draws them, without its argument checks (the same draws and generator
+    state); every frame's best weighted confidence is computed once per
+    search, the percentiles without ``np.percentile``, the sigmoid in one
+    buffer (the same values). CPU time at N = 3,600 on one loaded core:
+    41-55 ms, median 49 (47-60 ms, median 53, before the fourth round of
+    ``docs/performance-selectors.md``), about the 50 ms target; the spline
+    fits are the reference's and each depends on the last draw, so they
+    cannot be batched.
     """
 
     detector: str = "auto"
