@@ -408,10 +408,10 @@ class KMeans(Selector):
     ``Generator.choice``'s without its argument checks; the assignment
     solver runs only where two centroids' nearest frames coincide or a
     nearest frame is tied (the same selections, checked on 320 seeded
-    inputs). CPU time on one loaded core at N = 3,600, D = 512, k = 32:
-    37 ms against 44 ms before the fourth round of
-    ``docs/performance-selectors.md`` (1.2x; 70-90 ms in 0.1.0), about
-    the 50 ms target. Fewer rounds or a cheaper seeding would change the
+    inputs). CPU time on one loaded core at N = 3,600, D = 512, k = 32,
+    medians of three alternating comparisons: 37-47 ms against 44-55 ms
+    before the fourth round of ``docs/performance-selectors.md``
+    (1.14-1.23x; 70-90 ms in 0.1.0), about the 50 ms target. Fewer rounds or a cheaper seeding would change the
     clustering; Hamerly's bounds skip no frame on these random vectors
     (every frame is nearly equidistant from its two nearest centres).
     """

@@ -470,11 +470,12 @@ class TStar(Selector):
     draws them, without its argument checks (the same draws and generator
     state); every frame's best weighted confidence is computed once per
     search, the percentiles without ``np.percentile``, the sigmoid in one
-    buffer (the same values). CPU time at N = 3,600 on one loaded core:
-    41-55 ms, median 49 (47-60 ms, median 53, before the fourth round of
-    ``docs/performance-selectors.md``), about the 50 ms target; the spline
-    fits are the reference's and each depends on the last draw, so they
-    cannot be batched.
+    buffer (the same values). CPU time at N = 3,600 on one loaded core,
+    medians of three alternating comparisons: 46-51 ms against 53-55 ms
+    before the fourth round of ``docs/performance-selectors.md``
+    (1.08-1.17x), about the 50 ms target; the spline fits are the
+    reference's and each depends on the last draw, so they cannot be
+    batched.
     """
 
     detector: str = "auto"

@@ -191,9 +191,10 @@ class VSLS(TStar):
     Cost: T*'s search (see :class:`~frameselect.selectors.tstar.TStar`),
     whose spline fits are the floor; the objects detected in each sampled
     frame are read only while a relation is unsatisfied (the bonus adds
-    nothing otherwise). CPU time at N = 3,600 on one loaded core: 47-51 ms
-    (52-68 ms before the fourth round of ``docs/performance-selectors.md``,
-    1.25x), about the 50 ms target.
+    nothing otherwise). CPU time at N = 3,600 on one loaded core, medians
+    of three alternating comparisons: 47-50 ms against 56-61 ms before the
+    fourth round of ``docs/performance-selectors.md`` (1.13-1.25x), about
+    the 50 ms target.
     """
 
     threshold: float = 0.7
