@@ -9,9 +9,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from frameselect.selectors._draws import weighted_index, weighted_sample
 from frameselect.selectors.aks import aks_leaves, aks_select
 from frameselect.selectors.base import normalize_minmax
-from frameselect.selectors.focus import _mean_var_as_numpy, _weighted_choice
+from frameselect.selectors.classical import _lloyd, _nearest_distinct, _squared_norms, kmeans_centroids, kmeans_plus_plus
+from frameselect.selectors.focus import _mean_var_as_numpy
 
 
 def awkward_values(rng: np.random.Generator, n: int, kind: int) -> list[float]:
@@ -93,5 +95,131 @@ def test_focus_weighted_draw_equals_generator_choice_and_leaves_the_same_state()
         probs = np.exp(logits - logits.max())
         probs = probs / probs.sum()
         ours, theirs = np.random.default_rng(10**6 + case), np.random.default_rng(10**6 + case)
-        assert _weighted_choice(ours, size, probs) == theirs.choice(n, size=size, p=probs, replace=False).tolist()
+        assert weighted_sample(ours.random, size, probs) == theirs.choice(n, size=size, p=probs, replace=False).tolist()
         assert ours.bit_generator.state == theirs.bit_generator.state
+
+
+def awkward_weights(rng: np.random.Generator, case: int) -> np.ndarray:
+    """Probabilities as numpy accepts them: uniform, with zeros (leading, trailing, runs), tiny beside large, one non-zero, ties, unnormalised by rounding."""
+    n = int(rng.integers(1, 60))
+    kind = case % 6
+    w = rng.random(n)
+    if kind == 1:
+        w[rng.random(n) < 0.5] = 0.0
+        w[rng.integers(n)] += 0.1  # at least one non-zero
+    elif kind == 2:
+        w = w * 10.0 ** rng.integers(-300, 1, n).astype(np.float64)
+    elif kind == 3:
+        w = np.zeros(n)
+        w[rng.integers(n)] = rng.random() + 0.1
+    elif kind == 4:
+        w = np.round(w, 1) + 0.1
+    elif kind == 5:
+        w[: rng.integers(0, n)] = 0.0  # leading zeros, possibly a single non-zero at the end
+        w[-1] = max(w[-1], 1e-3)
+    p: np.ndarray = w / w.sum()
+    if case % 7 == 0:
+        p[-1] += 1e-9  # within numpy's tolerance of 1, not exactly 1
+    return p
+
+
+def test_weighted_sample_equals_randomstate_choice_and_leaves_the_same_state() -> None:
+    """T*'s draws (``RandomState.choice(n, size, replace=False, p=p)``) without the argument checks."""
+    for case in range(4000):
+        g = np.random.default_rng(case)
+        p = awkward_weights(g, case)
+        size = int(g.integers(1, np.count_nonzero(p > 0) + 1))
+        ours, theirs = np.random.RandomState(case), np.random.RandomState(case)
+        assert weighted_sample(ours.random_sample, size, p) == theirs.choice(len(p), size=size, replace=False, p=p).tolist(), case
+        assert str(ours.get_state()) == str(theirs.get_state())
+
+
+def test_weighted_sample_with_awkward_weights_equals_generator_choice() -> None:
+    for case in range(4000):
+        g = np.random.default_rng(case)
+        p = awkward_weights(g, case)
+        size = int(g.integers(1, np.count_nonzero(p > 0) + 1))
+        ours, theirs = np.random.default_rng(case), np.random.default_rng(case)
+        assert weighted_sample(ours.random, size, p) == theirs.choice(len(p), size=size, replace=False, p=p).tolist(), case
+        assert ours.bit_generator.state == theirs.bit_generator.state
+
+
+def test_weighted_index_equals_generator_choice_and_leaves_the_same_state() -> None:
+    """k-means++'s draws (``Generator.choice(n, p=p)``, one with replacement) without the argument checks."""
+    for case in range(6000):
+        g = np.random.default_rng(case)
+        p = awkward_weights(g, case)
+        ours, theirs = np.random.default_rng(case), np.random.default_rng(case)
+        for _ in range(3):
+            assert weighted_index(ours, p) == int(theirs.choice(len(p), p=p)), case
+        assert ours.bit_generator.state == theirs.bit_generator.state
+
+
+def plain_kmeans_plus_plus(x: np.ndarray, k: int, rng: np.random.Generator) -> list[int]:
+    """k-means++ as it was written with ``rng.choice`` (frameselect 0.2.0.dev0)."""
+    pts = np.asarray(x, dtype=np.float32)
+    n = pts.shape[0]
+    k = min(k, n)
+    sq = np.einsum("ij,ij->i", pts, pts, dtype=np.float64)
+
+    def dist2(i: int) -> np.ndarray:
+        d: np.ndarray = np.maximum(sq - 2.0 * (pts @ pts[i]).astype(np.float64) + sq[i], 0.0)
+        return d
+
+    centres = [int(rng.integers(n))]
+    d2 = dist2(centres[0])
+    taken = np.zeros(n, dtype=bool)
+    taken[centres[0]] = True
+    while len(centres) < k:
+        weights = np.where(taken, 0.0, d2)
+        total = float(weights.sum())
+        i = int(rng.choice(n, p=weights / total)) if total > 0.0 else int(rng.choice(np.flatnonzero(~taken)))
+        centres.append(i)
+        taken[i] = True
+        d2 = np.minimum(d2, dist2(i))
+    return centres
+
+
+def seeded_points(seed: int) -> np.ndarray:
+    """Random, clustered or repeated (exact duplicates) unit rows."""
+    g = np.random.default_rng(seed)
+    n, d = int(g.integers(2, 300)), int(g.choice([3, 16, 64]))
+    if seed % 3 == 0:
+        x = g.standard_normal((n, d))
+    elif seed % 3 == 1:
+        centres = g.standard_normal((int(g.integers(2, 8)), d))
+        x = centres[g.integers(0, len(centres), n)] + 0.1 * g.standard_normal((n, d))
+    else:
+        distinct = int(g.integers(1, 6))
+        x = g.standard_normal((distinct, d))[g.integers(0, distinct, n)]
+    x = x.astype(np.float32)
+    unit: np.ndarray = x / np.linalg.norm(x, axis=1, keepdims=True)
+    return unit
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_kmeans_plus_plus_equals_the_form_with_generator_choice(seed: int) -> None:
+    x = seeded_points(seed)
+    k = 1 + seed % 40
+    ours, theirs = np.random.default_rng(seed), np.random.default_rng(seed)
+    assert kmeans_plus_plus(x, k, ours) == plain_kmeans_plus_plus(x, k, theirs)
+    assert ours.bit_generator.state == theirs.bit_generator.state
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_nearest_distinct_equals_the_assignment(seed: int) -> None:
+    """Per-row argmins where they are the assignment's unique optimum, the assignment otherwise (duplicates)."""
+    from scipy.optimize import linear_sum_assignment
+
+    x = seeded_points(seed)
+    k = 1 + seed % min(40, len(x))
+    centroids = kmeans_centroids(x, k, np.random.default_rng(seed))
+    c32 = centroids.astype(np.float32)
+    cost = (x @ (c32 * np.float32(-2.0)).T).T.astype(np.float64)
+    cost += np.einsum("ij,ij->i", x, x, dtype=np.float64)[None, :] + np.einsum("ij,ij->i", c32, c32, dtype=np.float64)[:, None]
+    expected = sorted(int(c) for c in linear_sum_assignment(np.maximum(cost, 0.0))[1])
+    assert _nearest_distinct(x, centroids) == expected
+    # the same with the norms and the last round's product handed over, as the selector does
+    again, product = _lloyd(x, _squared_norms(x), k, np.random.default_rng(seed), 100, 1e-4)
+    assert np.array_equal(again, centroids)
+    assert _nearest_distinct(x, again, _squared_norms(x), product) == expected

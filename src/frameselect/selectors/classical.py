@@ -32,6 +32,7 @@ from numpy.typing import NDArray
 
 from frameselect.errors import SelectionError
 from frameselect.registry import selectors
+from frameselect.selectors._draws import weighted_index
 from frameselect.selectors.base import Selector, fill_to_k, normalize_minmax
 from frameselect.types import CandidatePool, Features, Query
 
@@ -73,13 +74,24 @@ def _unit_rows(x: NDArray[np.floating]) -> NDArray[np.float32]:
     Similarities are products of these rows: float32 halves the memory
     traffic of the matrix-vector products that dominate the greedy loops.
     """
+    return _unit_rows_and_norms(x)[0]
+
+
+def _squared_norms(x32: NDArray[np.float32]) -> FloatArray:
+    """Each row's squared L2 norm: the float32 entries' squares summed in float64."""
+    sq: FloatArray = np.einsum("ij,ij->i", x32, x32, dtype=np.float64)
+    return sq
+
+
+def _unit_rows_and_norms(x: NDArray[np.floating]) -> tuple[NDArray[np.float32], FloatArray | None]:
+    """:func:`_unit_rows`, and :func:`_squared_norms` of the rows it returns when they are the input's (else ``None``)."""
     x32 = np.asarray(x, dtype=np.float32)
-    sq = np.einsum("ij,ij->i", x32, x32, dtype=np.float64)
+    sq = _squared_norms(x32)
     if np.all(np.abs(sq - 1.0) < 1e-5):
-        return x32
+        return x32, sq
     norm = np.sqrt(sq).astype(np.float32)[:, None]
     out: NDArray[np.float32] = np.divide(x32, norm, out=np.zeros_like(x32), where=norm > 0)
-    return out
+    return out, None
 
 
 def _embeddings(features: Features) -> NDArray[np.float32]:
@@ -189,7 +201,7 @@ class MMR(Selector):
 # -- k-means ------------------------------------------------------------------
 
 
-def kmeans_plus_plus(x: NDArray[np.floating], k: int, rng: np.random.Generator) -> list[int]:
+def kmeans_plus_plus(x: NDArray[np.floating], k: int, rng: np.random.Generator, sq: FloatArray | None = None) -> list[int]:
     """k-means++ seeding (Arthur & Vassilvitskii, SODA 2007): indices of the initial centres.
 
     The first centre is drawn uniformly; each next one with probability
@@ -197,31 +209,40 @@ def kmeans_plus_plus(x: NDArray[np.floating], k: int, rng: np.random.Generator) 
     every remaining point coincides with a centre (all distances 0), the
     next one is drawn uniformly among the points not yet taken. Distances
     are computed in float32 (one matrix-vector product per centre).
+    ``sq``, the rows' :func:`_squared_norms`, is computed when not given.
+    The weighted draws are ``rng.choice(n, p=...)``'s, without its argument
+    checks (:func:`~frameselect.selectors._draws.weighted_index`).
     """
     pts = np.asarray(x, dtype=np.float32)
     n = pts.shape[0]
     k = min(k, n)
-    sq = np.einsum("ij,ij->i", pts, pts, dtype=np.float64)
+    if sq is None:
+        sq = _squared_norms(pts)
+    norms = sq
 
     def dist2(i: int) -> FloatArray:
-        d: FloatArray = sq - 2.0 * (pts @ pts[i]).astype(np.float64) + sq[i]
-        return np.maximum(d, 0.0)
+        # max(|x|^2 - 2 x.c + |c|^2, 0), operation by operation as written, in one buffer
+        d: FloatArray = (pts @ pts[i]).astype(np.float64)
+        d *= 2.0
+        np.subtract(norms, d, out=d)
+        d += norms[i]
+        return np.maximum(d, 0.0, out=d)
 
     first = int(rng.integers(n))
     centres = [first]
-    d2 = dist2(first)
-    taken = np.zeros(n, dtype=bool)
-    taken[first] = True
+    weights = dist2(first)  # the distance to the nearest centre, 0 at the centres themselves
+    weights[first] = 0.0
     while len(centres) < k:
-        weights = np.where(taken, 0.0, d2)
         total = float(weights.sum())
         if total > 0.0:
-            i = int(rng.choice(n, p=weights / total))
+            i = weighted_index(rng, weights / total)
         else:
+            taken = np.zeros(n, dtype=bool)
+            taken[centres] = True
             i = int(rng.choice(np.flatnonzero(~taken)))
         centres.append(i)
-        taken[i] = True
-        d2 = np.minimum(d2, dist2(i))
+        np.minimum(weights, dist2(i), out=weights)
+        weights[centres] = 0.0
     return centres
 
 
@@ -245,22 +266,39 @@ def kmeans_centroids(x: NDArray[np.floating], k: int, rng: np.random.Generator, 
     frames that changed cluster, so a later round costs one (N, D) x (D, k)
     product.
     """
-    pts = np.asarray(x, dtype=np.float32)
+    return _lloyd(np.asarray(x, dtype=np.float32), None, k, rng, max_iter, tol)[0]
+
+
+def _centroid_product(pts: NDArray[np.float32], centroids: FloatArray) -> NDArray[np.float32]:
+    """``-2 x.c`` for every frame and centroid, (N, k), one float32 product."""
+    product: NDArray[np.float32] = pts @ (centroids.astype(np.float32) * np.float32(-2.0)).T
+    return product
+
+
+def _lloyd(
+    pts: NDArray[np.float32], sq: FloatArray | None, k: int, rng: np.random.Generator, max_iter: int, tol: float
+) -> tuple[FloatArray, NDArray[np.float32] | None]:
+    """:func:`kmeans_centroids`, and :func:`_centroid_product` of the centroids it returns when its last round computed it (no frame moved).
+
+    ``sq`` (the rows' :func:`_squared_norms`) goes to the seeding.
+    """
     n = pts.shape[0]
-    centroids = pts[kmeans_plus_plus(pts, k, rng)].astype(np.float64)
+    centroids = pts[kmeans_plus_plus(pts, k, rng, sq)].astype(np.float64)
     k = centroids.shape[0]
     threshold = tol * _mean_variance(pts)
     labels = np.full(n, -1)
     sums = np.zeros(centroids.shape)
+    distance = np.empty((n, k))
     for _ in range(max_iter):
-        c32 = centroids.astype(np.float32)
         # argmin_c |x - c|^2 = argmin_c (|c|^2 - 2 x.c): |x|^2 is the same for every centre
-        distance = pts @ (c32 * np.float32(-2.0)).T
-        distance += np.einsum("ij,ij->i", c32, c32)[None, :]
+        product = _centroid_product(pts, centroids)
+        c32 = centroids.astype(np.float32)
+        # the sum in float32, stored exactly as float64: numpy's argmin over rows of k float32 costs 3x its float64 one
+        np.add(product, np.einsum("ij,ij->i", c32, c32)[None, :], out=distance, dtype=np.float32)
         new_labels = np.argmin(distance, axis=1)
         moved = np.flatnonzero(new_labels != labels)
         if moved.size == 0:
-            break
+            return centroids, product
         if labels[0] < 0:  # the first round: one float32 product with the membership matrix
             membership = np.zeros((k, n), dtype=np.float32)
             membership[new_labels, np.arange(n)] = 1.0
@@ -279,25 +317,53 @@ def kmeans_centroids(x: NDArray[np.floating], k: int, rng: np.random.Generator, 
         centroids = updated
         if shift <= threshold:
             break
-    return centroids
+    return centroids, None
 
 
-def _nearest_distinct(x: NDArray[np.floating], centroids: NDArray[np.floating]) -> list[int]:
+def _nearest_distinct(
+    x: NDArray[np.floating], centroids: NDArray[np.floating], sq: FloatArray | None = None, product: NDArray[np.float32] | None = None
+) -> list[int]:
     """One distinct frame per centroid, minimising the total squared distance.
 
     When the centroids' nearest frames are already distinct this is exactly
     "the nearest frame to each centroid"; when two centroids share a nearest
     frame (duplicate frames), the optimal assignment gives each its own.
+    ``sq`` (the rows' :func:`_squared_norms`) and ``product``
+    (:func:`_centroid_product` of these centroids) are computed when not given.
+
+    The assignment (scipy's ``linear_sum_assignment``) is skipped when every
+    row of the cost ``C`` it would solve has a single minimum and those
+    minima lie in distinct columns: then the per-row argmins are its answer.
+    Proof: any assignment ``a`` costs ``Σ_r C[r, a_r] >= Σ_r min_j C[r, j]``,
+    with equality only if every ``a_r`` is row r's minimum; the argmins are
+    distinct, so they are an assignment, and the unique optimum. The solver
+    also returns exactly them: it works on ``C - min(C)`` (tested here, as
+    its subtraction may round), and for each row in turn its shortest
+    augmenting path starts with that row's reduced costs, which are its
+    costs (every column potential is still 0); the unique smallest lies in
+    a free column, so the path ends there at once, the row's potential
+    becomes that cost, and no column potential changes.
     """
+    pts = np.asarray(x, dtype=np.float32)
+    c64 = np.asarray(centroids, dtype=np.float64)
+    if sq is None:
+        sq = _squared_norms(pts)
+    if product is None:
+        product = _centroid_product(pts, c64)
+    c32 = c64.astype(np.float32)
+    # |c|^2 - 2 c.x + |x|^2 in float64, the product in float32 (the features' precision)
+    cost = product.T.astype(np.float64)
+    cost += sq[None, :]
+    cost += _squared_norms(c32)[:, None]
+    np.maximum(cost, 0.0, out=cost)
+    shifted = cost - cost.min()  # what linear_sum_assignment solves
+    nearest = np.argmin(shifted, axis=1)
+    rows = np.arange(shifted.shape[0])
+    single = np.count_nonzero(shifted == shifted[rows, nearest][:, None]) == rows.size
+    if single and np.unique(nearest).size == rows.size:
+        return sorted(nearest.tolist())
     from scipy.optimize import linear_sum_assignment
 
-    pts = np.asarray(x, dtype=np.float32)
-    c32 = np.asarray(centroids, dtype=np.float32)
-    # |c|^2 - 2 c.x + |x|^2 in float64, the product in float32 (the features' precision)
-    cost = (pts @ (c32 * np.float32(-2.0)).T).T.astype(np.float64)
-    cost += np.einsum("ij,ij->i", pts, pts, dtype=np.float64)[None, :]
-    cost += np.einsum("ij,ij->i", c32, c32, dtype=np.float64)[:, None]
-    np.maximum(cost, 0.0, out=cost)
     _rows, cols = linear_sum_assignment(cost)
     return sorted(int(c) for c in cols)
 
@@ -333,11 +399,19 @@ class KMeans(Selector):
     float64 on 221 and 220 of those inputs.
 
     Cost: k-means++ seeding (k matrix-vector passes over the embeddings
-    and k weighted draws, 8-12 ms) and Lloyd rounds of one (N, D) x (D, k)
-    float32 product each after the first (10 rounds on the benchmark's
-    random unit vectors), then the final assignment: 45-60 ms for
-    N = 3,600, D = 512, k = 32 on one loaded core (70-90 ms before), at
-    the 50 ms target. Fewer rounds or a cheaper seeding would change the
+    and k weighted draws, 4-6 ms) and Lloyd rounds of one (N, D) x (D, k)
+    float32 product each (11-17 rounds on the benchmark's random unit
+    vectors; the first also sums the clusters with one product), then the
+    final assignment, read off the last round's product. Around those
+    products the work is done once: the rows' squared norms serve the
+    normalisation check, the seeding and the final cost; the draws are
+    ``Generator.choice``'s without its argument checks; the assignment
+    solver runs only where two centroids' nearest frames coincide or a
+    nearest frame is tied (the same selections, checked on 320 seeded
+    inputs). CPU time on one loaded core at N = 3,600, D = 512, k = 32,
+    medians of three alternating comparisons: 37-47 ms against 44-55 ms
+    before the fourth round of ``docs/performance-selectors.md``
+    (1.14-1.23x; 70-90 ms in 0.1.0), about the 50 ms target. Fewer rounds or a cheaper seeding would change the
     clustering; Hamerly's bounds skip no frame on these random vectors
     (every frame is nearly equidistant from its two nearest centres).
     """
@@ -353,8 +427,12 @@ class KMeans(Selector):
             raise SelectionError(f"kmeans tol must be a finite number >= 0, got {self.tol!r}")
 
     def _select(self, pool: CandidatePool, query: Query | None, k: int, features: Features, rng: np.random.Generator) -> list[int]:
-        x = _embeddings(features)
-        return _nearest_distinct(x, kmeans_centroids(x, k, rng, self.max_iter, self.tol))
+        assert features.embeddings is not None  # guaranteed by Selector._check_features
+        x, sq = _unit_rows_and_norms(features.embeddings)
+        if sq is None:  # the rows were re-normalised
+            sq = _squared_norms(x)
+        centroids, product = _lloyd(x, sq, k, rng, self.max_iter, self.tol)
+        return _nearest_distinct(x, centroids, sq, product)
 
 
 # -- DPP ----------------------------------------------------------------------

@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 
 from frameselect.errors import SelectionError
 from frameselect.registry import selectors
+from frameselect.selectors._draws import weighted_sample
 from frameselect.selectors.base import Selector, fill_to_k, normalize_minmax
 from frameselect.types import CandidatePool, Features, Query
 
@@ -249,28 +250,6 @@ def _estimate(arm: _Arm, method: str) -> dict[int, float]:
     return dict(zip(range(arm.start, arm.end + 1), est.tolist(), strict=True))
 
 
-def _weighted_choice(rng: np.random.Generator, size: int, p: NDArray[np.float64]) -> list[int]:
-    """``rng.choice(len(p), size, replace=False, p=p).tolist()``: the same draws and the same generator state after.
-
-    Generator.choice without replacement draws ``size - found`` uniforms,
-    takes each one's bin in the cumulative distribution of the weights not
-    yet drawn (zeroed), keeps the first occurrence of each bin, and repeats
-    until ``size`` are found. Done here without its argument checks (the
-    softmax weights are positive and sum to 1), which cost 4x the draw on
-    the handful of frames an arm offers.
-    """
-    weights = p.copy()
-    found: list[int] = []
-    while len(found) < size:
-        x = rng.random(size - len(found))
-        if found:
-            weights[found] = 0.0
-        cdf = np.cumsum(weights)
-        cdf /= cdf[-1]
-        found += dict.fromkeys(cdf.searchsorted(x, side="right").tolist())
-    return found
-
-
 def _final_allocation(arms: Sequence[_Arm], remaining: int, selected: list[int], plan: FocusPlan, p: FOCUS, rng: np.random.Generator) -> list[int]:
     """``FOCUS._select_remaining_frames``: the remaining budget spread over the top arms (by UCB, or by mean with ``final_rank="mean"``)."""
     gap = plan.gap_frames
@@ -302,7 +281,8 @@ def _final_allocation(arms: Sequence[_Arm], remaining: int, selected: list[int],
         logits = values / max(1e-12, p.temperature)
         probs = np.exp(logits - logits.max())
         probs = probs / probs.sum()
-        draw = _weighted_choice(rng, min(need, len(scored)), probs)
+        # rng.choice(len(probs), size, replace=False, p=probs) without its argument checks (4x the draw on an arm's few frames)
+        draw = weighted_sample(rng.random, min(need, len(scored)), probs)
         return [scored[j][0] for j in draw]
 
     s = int(np.ceil(len(arms) * max(0.0, min(1.0, float(p.zoom_ratio)))))

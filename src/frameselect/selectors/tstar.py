@@ -31,6 +31,7 @@ from numpy.typing import NDArray
 
 from frameselect.errors import SelectionError
 from frameselect.registry import selectors
+from frameselect.selectors._draws import weighted_sample
 from frameselect.selectors.base import Selector, fill_to_k
 from frameselect.types import CandidatePool, Features, Query
 
@@ -133,8 +134,11 @@ def _spread(score: NDArray[np.float64], confidences: Sequence[float], frames: Se
                 score[j] = max(score[j], score[frame] / (abs(offset) + 1))
 
 
-def _spline_distribution(visited: NDArray[np.bool_], score: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``spline_keyframe_distribution``: a smoothing spline (s=0.5) through visited scores, floored at 1/N, sigmoid, normalised."""
+def _spline_distribution(visited: NDArray[np.bool_], score: NDArray[np.float64], grid: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
+    """``spline_keyframe_distribution``: a smoothing spline (s=0.5) through visited scores, floored at 1/N, sigmoid, normalised.
+
+    ``grid`` is ``np.arange(N)`` as float64 (the frames the spline is evaluated at), made when not given.
+    """
     from scipy.interpolate import UnivariateSpline
 
     n = len(score)
@@ -143,22 +147,39 @@ def _spline_distribution(visited: NDArray[np.bool_], score: NDArray[np.float64])
         return np.full(n, 1.0 / n)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        spline = UnivariateSpline(idx, score[idx], s=0.5)(np.arange(n))
-    p = 1.0 / (1.0 + np.exp(-np.maximum(1.0 / n, spline)))
-    return np.asarray(p / p.sum(), dtype=np.float64)
+        p: NDArray[np.float64] = UnivariateSpline(idx, score[idx], s=0.5)(np.arange(n, dtype=np.float64) if grid is None else grid)
+    # 1 / (1 + exp(-max(1/n, spline))), one operation at a time in one buffer
+    np.maximum(p, 1.0 / n, out=p)
+    np.negative(p, out=p)
+    np.exp(p, out=p)
+    p += 1.0
+    np.divide(1.0, p, out=p)
+    p /= p.sum()
+    return p
 
 
 def _sample(n: int, count: int, first: bool, p_dist: NDArray[np.float64], visited: NDArray[np.bool_], rs: np.random.RandomState) -> list[int]:
-    """``sample_frames``: evenly spaced at first, then a draw from the top quarter of unvisited frames."""
+    """``sample_frames``: evenly spaced at first, then a draw from the top quarter of unvisited frames.
+
+    The draw is ``rs.choice(n, size=count, replace=False, p=p)``'s without
+    its argument checks (:func:`~frameselect.selectors._draws.weighted_sample`):
+    ``p`` is finite, non-negative and has ``count`` positive entries by
+    construction; where it is not finite numpy's call raises as before.
+    """
     count = min(count, n)
     if first:
         return [int(i) for i in np.arange(0, n, n // count)[:count]]
-    p = (p_dist + count / n) * (~visited)
-    p = p * (p >= _percentile75(p))
-    if p.sum() == 0 or np.count_nonzero(p) < count:
-        p = p_dist + count / n
-    p = p / p.sum()
-    return [int(i) for i in rs.choice(n, size=count, replace=False, p=p)]
+    raised = p_dist + count / n
+    p = raised * (~visited)
+    p *= p >= _percentile75(p)
+    total = p.sum()
+    if total == 0 or np.count_nonzero(p) < count:
+        p = raised
+        total = p.sum()
+    p = p / total
+    if not math.isfinite(total):
+        return [int(i) for i in rs.choice(n, size=count, replace=False, p=p)]
+    return weighted_sample(rs.random_sample, count, p)
 
 
 def tstar_search(
@@ -195,6 +216,7 @@ def tstar_search(
     spend = min(max_budget, n * budget)
     iterations = 0
     best = _best_confidences(conf, weights)
+    grid_points = np.arange(n, dtype=np.float64)
     while remaining and spend > 0:
         frames = _sample(n, per_grid, iterations == 0, p_dist, visited, random_state)
         spend -= per_grid
@@ -203,7 +225,7 @@ def tstar_search(
             visited[f] = True
             score[f] = c
         _spread(score, confidences, frames, window)
-        p_dist = _spline_distribution(visited, score)
+        p_dist = _spline_distribution(visited, score, grid_points)
         iterations += 1
         _verify(score, frames, remaining, conf, solo, weights, threshold, best if single is None else None)
     return TStarSearch(score, visited, iterations, remaining)
@@ -242,7 +264,10 @@ def tstar_draw(score: NDArray[np.float64], k: int, random_state: np.random.Rando
     total = float(score.sum())
     if total <= 0 or np.count_nonzero(score) < k:
         return None
-    return sorted(int(i) for i in random_state.choice(len(score), size=k, replace=False, p=score / total))
+    p = score / total
+    if not math.isfinite(total) or p.min() < 0 or np.count_nonzero(p) < k:  # numpy's call raises (no non-negative scores bring this)
+        return sorted(int(i) for i in random_state.choice(len(score), size=k, replace=False, p=p))
+    return sorted(weighted_sample(random_state.random_sample, k, p))
 
 
 # -- detections ---------------------------------------------------------------------------
@@ -441,12 +466,16 @@ class TStar(Selector):
 
     Cost: the search's iterations (63 at N = 3,600) each fit scipy's
     ``UnivariateSpline`` through the visited scores and evaluate it at every
-    frame (40-45 ms in all), and draw 16 frames with ``RandomState.choice``;
-    every frame's best weighted confidence is computed once per search and
-    the percentiles without ``np.percentile`` (the same values). 50-65 ms at
-    N = 3,600 on one loaded core, about the 50 ms target; the spline fits
-    are the reference's and each depends on the last draw, so they cannot
-    be batched.
+    frame (30-40 ms in all), and draw 16 frames as ``RandomState.choice``
+    draws them, without its argument checks (the same draws and generator
+    state); every frame's best weighted confidence is computed once per
+    search, the percentiles without ``np.percentile``, the sigmoid in one
+    buffer (the same values). CPU time at N = 3,600 on one loaded core,
+    medians of three alternating comparisons: 46-51 ms against 53-55 ms
+    before the fourth round of ``docs/performance-selectors.md``
+    (1.08-1.17x), about the 50 ms target; the spline fits are the
+    reference's and each depends on the last draw, so they cannot be
+    batched.
     """
 
     detector: str = "auto"
