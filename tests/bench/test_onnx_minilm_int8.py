@@ -80,6 +80,26 @@ def test_gptq_with_uncorrelated_inputs_is_rounding_to_nearest() -> None:
     np.testing.assert_array_equal(codes, np.clip(np.round(weight / scale), -127, 127).astype(np.int8))
 
 
+#: codes of GPTQ.fasterquant (IST-DASLab/gptq, commit 2d65066, gptq.py; percdamp=0.1, blocksize=128,
+#: Quantizer(8 bits, per channel, symmetric) with scale set to the scale below and zero 128), run on
+#: the seeded inputs of the test below
+REFERENCE_CODES = [
+    [-127, 23, -121, 46], [61, 89, 127, 12], [12, 65, -32, -120], [-108, -127, 14, -40],
+    [-35, 60, 14, 127], [-4, -98, 89, -26], [-6, 105, 13, 45], [-54, -30, 46, -33],
+    [-33, -2, 113, 96], [24, 12, -45, 86], [41, 104, -94, 54], [19, 86, 76, 6],
+]  # fmt: skip
+
+
+def test_gptq_matches_the_reference_code() -> None:
+    rng = np.random.default_rng(2)
+    x = (rng.normal(size=(256, 12)) @ rng.normal(size=(12, 12))).astype(np.float32)
+    weight = rng.normal(size=(12, 4)).astype(np.float32)
+    scale = (np.abs(weight).max(0) / 127).astype(np.float32)
+    codes = gptq_round(weight, scale, x.T.astype(np.float64) @ x / len(x), damping=0.1)
+    np.testing.assert_array_equal(codes, np.array(REFERENCE_CODES))
+    assert np.sum(codes != np.round(weight / scale)) == 11  # GPTQ moved 11 of 48 codes off round-to-nearest
+
+
 def test_gptq_lowers_the_output_error_on_correlated_inputs() -> None:
     """GPTQ's codes give a smaller error of x @ w than rounding to nearest on the inputs whose Hessian it was given."""
     rng = np.random.default_rng(1)
