@@ -9,9 +9,13 @@
                  percentile on the photographs that ship inside scikit-image;
                  the depthwise convolutions, which lose most under int8, stay
                  fp32), MiniLM dynamically (per-channel int8 weights of the
-                 MatMuls with a constant operand; activations quantised per batch).
-                 Faster, but it does not keep the fp32 features to a cosine of
-                 0.999: see docs/performance.md for the measured agreement.
+                 MatMuls with a constant operand, rounded by GPTQ; activations
+                 quantised per batch) after exact rewrites that take the
+                 near-constant [CLS] row and the largest channels out of the
+                 activation range (:mod:`frameselect.encoders._onnx_minilm`).
+                 Faster; MobileNetV2's int8 does not keep the fp32 features to a
+                 cosine of 0.999, MiniLM's just does (mean): see
+                 docs/performance.md for the measured agreement.
 
 The hub encoders (``clip``, ``siglip``, ``open_clip``) export their image
 and text towers separately (:func:`tower_session`); see
@@ -48,7 +52,7 @@ __all__ = ["RUNTIMES", "check_runtime", "session", "tower_session", "new_session
 
 RUNTIMES = ("torch", "onnx", "onnx-int8")
 #: bump when an export or quantisation recipe changes (old files are then ignored)
-RECIPE = "2"
+RECIPE = "3"
 _LOCK = threading.Lock()
 
 
@@ -243,9 +247,9 @@ def _export_minilm(out: Path) -> None:
 
 
 def _quantize_minilm(fp32: Path, out: Path) -> None:
-    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from frameselect.encoders._onnx_minilm import quantize_minilm_int8
 
-    quantize_dynamic(str(fp32), str(out), weight_type=QuantType.QInt8, per_channel=True, extra_options={"MatMulConstBOnly": True})
+    quantize_minilm_int8(fp32, out)
 
 
 _RECIPES: dict[str, tuple[Callable[[Path], None], Callable[[Path, Path], None]]] = {
