@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -17,20 +16,6 @@ from frameselect.encoders._minilm import embed_texts
 from frameselect.encoders._mobilenet_v2 import classify
 from frameselect.encoders.offline import ImagenetLabel, OcrText
 from frameselect.errors import FrameselectError
-
-
-@pytest.fixture(scope="module")
-def onnx_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A fresh cache folder for this module: graphs are exported there once."""
-    _onnx.session.cache_clear()
-    yield tmp_path_factory.mktemp("onnx-cache")
-    _onnx.session.cache_clear()
-
-
-@pytest.fixture()
-def onnx_cache(onnx_root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("FRAMESELECT_CACHE", str(onnx_root))
-    return onnx_root
 
 
 @pytest.fixture(scope="module")

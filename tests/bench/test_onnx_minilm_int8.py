@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -18,20 +17,6 @@ from frameselect.encoders._mobilenet_v2 import imagenet_class_names
 from frameselect.encoders._onnx_minilm import calibration_texts, gptq_round, rewrite_for_int8
 
 TEXTS = ["a cat sitting on a sofa", "What colour is the car?", "rocket launch", "", "the man in the red coat opens the door of the blue house"]
-
-
-@pytest.fixture(scope="module")
-def onnx_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A fresh cache folder for this module: graphs are exported there once."""
-    _onnx.session.cache_clear()
-    yield tmp_path_factory.mktemp("onnx-cache")
-    _onnx.session.cache_clear()
-
-
-@pytest.fixture()
-def cache(onnx_root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("FRAMESELECT_CACHE", str(onnx_root))
-    return onnx_root
 
 
 def _embed(path: Path, texts: list[str]) -> np.ndarray:
@@ -58,7 +43,7 @@ def test_calibration_texts_are_fixed_and_disjoint_from_the_evaluation_names() ->
     assert 0 < questions < len(texts)  # questions and statements, like the suite's queries and the class names
 
 
-def test_rewrites_are_exact_in_fp32(cache: Path, tmp_path: Path) -> None:
+def test_rewrites_are_exact_in_fp32(onnx_cache: Path, tmp_path: Path) -> None:
     """[CLS] row shift, smoothing of the largest channels and zeroed padding rows leave the fp32 embeddings as they were."""
     import onnx
 
@@ -113,7 +98,7 @@ def test_gptq_lowers_the_output_error_on_correlated_inputs() -> None:
     assert error["gptq"] < 0.8 * error["nearest"]
 
 
-def test_int8_embeddings_keep_the_measured_agreement(cache: Path) -> None:
+def test_int8_embeddings_keep_the_measured_agreement(onnx_cache: Path) -> None:
     """First 300 ImageNet class names, cosine to eager fp32: measured mean 0.99905, min 0.99701 (AVX512-VNNI CPU).
 
     The plain dynamic int8 recipe measured 0.99246 / 0.97436 on the same names; the bound
@@ -121,6 +106,6 @@ def test_int8_embeddings_keep_the_measured_agreement(cache: Path) -> None:
     """
     names = list(imagenet_class_names())[:300]
     cos = _cos(embed_texts(names, runtime="onnx-int8"), embed_texts(names))
-    assert (cache / "onnx" / f"minilm-r{_onnx.RECIPE}-int8.onnx").exists()
+    assert (onnx_cache / "onnx" / f"minilm-r{_onnx.RECIPE}-int8.onnx").exists()
     assert cos.mean() > 0.9985 and cos.min() > 0.995
     assert cos.mean() < 0.99999  # quantised: near, not identical
