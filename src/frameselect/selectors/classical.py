@@ -83,15 +83,15 @@ def _squared_norms(x32: NDArray[np.float32]) -> FloatArray:
     return sq
 
 
-def _unit_rows_and_norms(x: NDArray[np.floating]) -> tuple[NDArray[np.float32], FloatArray | None]:
-    """:func:`_unit_rows`, and :func:`_squared_norms` of the rows it returns when they are the input's (else ``None``)."""
+def _unit_rows_and_norms(x: NDArray[np.floating]) -> tuple[NDArray[np.float32], FloatArray]:
+    """:func:`_unit_rows`, and :func:`_squared_norms` of the rows it returns (computed once for already-normalised input)."""
     x32 = np.asarray(x, dtype=np.float32)
     sq = _squared_norms(x32)
     if np.all(np.abs(sq - 1.0) < 1e-5):
         return x32, sq
     norm = np.sqrt(sq).astype(np.float32)[:, None]
     out: NDArray[np.float32] = np.divide(x32, norm, out=np.zeros_like(x32), where=norm > 0)
-    return out, None
+    return out, _squared_norms(out)
 
 
 def _embeddings(features: Features) -> NDArray[np.float32]:
@@ -216,9 +216,7 @@ def kmeans_plus_plus(x: NDArray[np.floating], k: int, rng: np.random.Generator, 
     pts = np.asarray(x, dtype=np.float32)
     n = pts.shape[0]
     k = min(k, n)
-    if sq is None:
-        sq = _squared_norms(pts)
-    norms = sq
+    norms = _squared_norms(pts) if sq is None else sq
 
     def dist2(i: int) -> FloatArray:
         # max(|x|^2 - 2 x.c + |c|^2, 0), operation by operation as written, in one buffer
@@ -429,8 +427,6 @@ class KMeans(Selector):
     def _select(self, pool: CandidatePool, query: Query | None, k: int, features: Features, rng: np.random.Generator) -> list[int]:
         assert features.embeddings is not None  # guaranteed by Selector._check_features
         x, sq = _unit_rows_and_norms(features.embeddings)
-        if sq is None:  # the rows were re-normalised
-            sq = _squared_norms(x)
         centroids, product = _lloyd(x, sq, k, rng, self.max_iter, self.tol)
         return _nearest_distinct(x, centroids, sq, product)
 
