@@ -18,7 +18,8 @@ import pytest
 from frameselect.registry import answerers, encoders
 from frameselect.testing import register_example
 
-sys.path.append(str(Path(__file__).parent))  # for chat_server.py (tests have no __init__.py)
+sys.path.append(str(Path(__file__).parent))  # for chat_server.py and tiny_hub.py (tests have no __init__.py)
+from tiny_hub import byte_bpe, tiny_clip, tiny_open_clip, tiny_siglip, tower_configs  # noqa: E402
 
 TEXTS = ["a red car on a road", "two dogs", "what is the man holding in his left hand?", "a red cup on a table"]
 
@@ -29,64 +30,29 @@ def _transformers() -> Any:
 
 
 def _byte_bpe(special: list[str], pad: str, **named: str) -> Any:
-    transformers = _transformers()
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=320, special_tokens=special, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(TEXTS * 5, trainer)
-    return transformers.PreTrainedTokenizerFast(tokenizer_object=tok, pad_token=pad, **named)
-
-
-_VISION = {"image_size": 32, "patch_size": 8, "hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 1, "num_attention_heads": 2}
+    _transformers()
+    return byte_bpe(TEXTS, special, pad, **named)
 
 
 @register_example("encoders", "open_clip")
 def _open_clip(_: Path) -> Any:
-    torch = pytest.importorskip("torch")
-    open_clip = pytest.importorskip("open_clip")
-    from open_clip.factory import _MODEL_CONFIGS
-
-    _MODEL_CONFIGS["frameselect-conformance-tiny"] = {
-        "embed_dim": 16,
-        "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "patch_size": 8, "head_width": 16},
-        "text_cfg": {"context_length": 16, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1},
-    }
-    torch.manual_seed(0)
-    model, _, preprocess = open_clip.create_model_and_transforms("frameselect-conformance-tiny", pretrained=None)
-    tokenizer = open_clip.get_tokenizer("frameselect-conformance-tiny")
-    return encoders.create("open_clip", model=model.eval(), preprocess=preprocess, tokenizer=tokenizer, model_id="frameselect-conformance-tiny")
+    pytest.importorskip("torch")
+    pytest.importorskip("open_clip")
+    model, preprocess, tokenizer = tiny_open_clip("frameselect-conformance-tiny", layers=1, seed=0)
+    return encoders.create("open_clip", model=model, preprocess=preprocess, tokenizer=tokenizer, model_id="frameselect-conformance-tiny")
 
 
 @register_example("encoders", "clip")
 def _clip(_: Path) -> Any:
-    transformers = _transformers()
-    import torch
-
     tok = _byte_bpe(["<pad>", "<s>", "</s>"], pad="<pad>", bos_token="<s>", eos_token="</s>")
-    text = {"vocab_size": len(tok), "hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 1, "num_attention_heads": 2, "max_position_embeddings": 24}
-    config = transformers.CLIPConfig(
-        text_config={**text, "eos_token_id": tok.eos_token_id, "pad_token_id": tok.pad_token_id}, vision_config=_VISION, projection_dim=16
-    )
-    torch.manual_seed(0)
-    return encoders.create("clip", model=transformers.CLIPModel(config).eval(), tokenizer=tok)
+    model = tiny_clip(len(tok), layers=1, max_positions=24, seed=0, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+    return encoders.create("clip", model=model, tokenizer=tok)
 
 
 @register_example("encoders", "siglip")
 def _siglip(_: Path) -> Any:
-    transformers = _transformers()
-    import torch
-
     tok = _byte_bpe(["<pad>", "</s>"], pad="<pad>", eos_token="</s>")
-    tok.model_input_names = ["input_ids"]
-    text = {"vocab_size": len(tok), "hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 1, "num_attention_heads": 2, "max_position_embeddings": 16}
-    config = transformers.SiglipConfig(
-        text_config={**text, "pad_token_id": tok.pad_token_id, "bos_token_id": None, "eos_token_id": tok.eos_token_id}, vision_config=_VISION
-    )
-    torch.manual_seed(0)
-    return encoders.create("siglip", model=transformers.SiglipModel(config).eval(), tokenizer=tok)
+    return encoders.create("siglip", model=tiny_siglip(tok, layers=1, max_positions=16, seed=0), tokenizer=tok)
 
 
 @register_example("encoders", "blip_itm")
@@ -100,7 +66,7 @@ def _blip_itm(_: Path) -> Any:
     text = {"vocab_size": len(tok), "hidden_size": 32, "encoder_hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 1, "num_attention_heads": 2}
     config = transformers.BlipConfig(
         text_config={**text, "max_position_embeddings": 40, "pad_token_id": 0, "bos_token_id": 1, "sep_token_id": 2},
-        vision_config={**_VISION, "initializer_range": 0.02},
+        vision_config={**tower_configs(len(tok), 1, 40)["vision_config"], "initializer_range": 0.02},
         image_text_hidden_size=16,
     )
     torch.manual_seed(0)

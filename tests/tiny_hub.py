@@ -46,3 +46,19 @@ def tiny_siglip(tok: Any, layers: int, max_positions: int, seed: int) -> Any:
     config = transformers.SiglipConfig(**tower_configs(len(tok), layers, max_positions, **ids))
     torch.manual_seed(seed)
     return transformers.SiglipModel(config).eval()
+
+
+def tiny_open_clip(name: str, layers: int, seed: int) -> tuple[Any, Any, Any]:
+    """A random-weight open_clip model of width 32 registered as ``name`` (32x32 images): (model, preprocess, tokenizer). Needs open_clip."""
+    import open_clip
+    import torch
+    from open_clip.factory import _MODEL_CONFIGS
+
+    _MODEL_CONFIGS[name] = {
+        "embed_dim": 16,
+        "vision_cfg": {"image_size": 32, "layers": layers, "width": 32, "patch_size": 8, "head_width": 16},
+        "text_cfg": {"context_length": 16, "vocab_size": 49408, "width": 32, "heads": 2, "layers": layers},
+    }
+    torch.manual_seed(seed)
+    model, _, preprocess = open_clip.create_model_and_transforms(name, pretrained=None)
+    return model.eval(), preprocess, open_clip.get_tokenizer(name)

@@ -21,7 +21,7 @@ transformers = pytest.importorskip("transformers")
 from frameselect.encoders.hub import BlipItmEncoder, ClipEncoder, OpenClipEncoder, SiglipEncoder  # noqa: E402
 from frameselect.registry import encoders  # noqa: E402
 from frameselect.types import CandidatePool, InMemoryFrames, Query, Sample  # noqa: E402
-from tiny_hub import byte_bpe, tiny_clip, tiny_siglip  # noqa: E402
+from tiny_hub import byte_bpe, tiny_clip, tiny_open_clip, tiny_siglip  # noqa: E402
 
 TEXTS = ["a red car on a road", "two dogs", "what is the man holding in his left hand?"]
 
@@ -43,17 +43,8 @@ def _byte_bpe(special: list[str], pad: str, **named: str) -> Any:
 
 @pytest.fixture(scope="module")
 def open_clip_tiny() -> tuple[Any, Any, Any]:
-    open_clip = pytest.importorskip("open_clip")
-    from open_clip.factory import _MODEL_CONFIGS
-
-    _MODEL_CONFIGS["frameselect-test-tiny"] = {
-        "embed_dim": 16,
-        "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "patch_size": 8, "head_width": 16},
-        "text_cfg": {"context_length": 16, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1},
-    }
-    torch.manual_seed(0)
-    model, _, preprocess = open_clip.create_model_and_transforms("frameselect-test-tiny", pretrained=None)
-    return model.eval(), preprocess, open_clip.get_tokenizer("frameselect-test-tiny")
+    pytest.importorskip("open_clip")
+    return tiny_open_clip("frameselect-test-tiny", layers=1, seed=0)
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ pytest.importorskip("onnx")
 from frameselect.encoders.hub import BlipItmEncoder, ClipEncoder, OpenClipEncoder, SiglipEncoder  # noqa: E402
 from frameselect.errors import ConfigError, MissingDependencyError  # noqa: E402
 from frameselect.plan import resolve  # noqa: E402
-from tiny_hub import byte_bpe, tiny_clip, tiny_siglip  # noqa: E402
+from tiny_hub import byte_bpe, tiny_clip, tiny_open_clip, tiny_siglip  # noqa: E402
 
 TEXTS = ["a red car on a road", "two dogs", "what is the man holding in his left hand?", "", "a photo of a cat sitting on a sofa next to a lamp"]
 
@@ -57,17 +57,8 @@ def siglip_tiny() -> tuple[Any, Any]:
 
 @pytest.fixture()
 def open_clip_tiny() -> tuple[Any, Any, Any]:
-    open_clip = pytest.importorskip("open_clip")  # needs torchvision
-    from open_clip.factory import _MODEL_CONFIGS
-
-    _MODEL_CONFIGS["frameselect-onnx-tiny"] = {
-        "embed_dim": 16,
-        "vision_cfg": {"image_size": 32, "layers": 2, "width": 32, "patch_size": 8, "head_width": 16},
-        "text_cfg": {"context_length": 16, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 2},
-    }
-    torch.manual_seed(2)
-    model, _, preprocess = open_clip.create_model_and_transforms("frameselect-onnx-tiny", pretrained=None)
-    return model.eval(), preprocess, open_clip.get_tokenizer("frameselect-onnx-tiny")
+    pytest.importorskip("open_clip")  # needs torchvision
+    return tiny_open_clip("frameselect-onnx-tiny", layers=2, seed=2)
 
 
 def _build(kind: str, fixtures: dict[str, Any], runtime: str, **kwargs: Any) -> Any:
