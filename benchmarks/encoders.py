@@ -33,12 +33,14 @@ import platform  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
-from typing import Any  # noqa: E402
+from typing import Any, TypeVar  # noqa: E402
 
 import numpy as np  # noqa: E402
 from numpy.typing import NDArray  # noqa: E402
 
 from frameselect.encoders._onnx import RUNTIMES  # noqa: E402
+
+T = TypeVar("T")
 
 
 def suite_frames(n: int) -> tuple[NDArray[np.uint8], list[str]]:
@@ -69,6 +71,17 @@ def timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
+def interleaved(run: Callable[[str], T], repeats: int) -> tuple[dict[str, T], dict[str, float]]:
+    """Each runtime's output (from a warm-up call, which also exports on first use) and its median time over
+    ``repeats`` rounds, the runtimes taking turns within each round so the machine's load hits each alike."""
+    results = {rt: run(rt) for rt in RUNTIMES}
+    times: dict[str, list[float]] = {rt: [] for rt in RUNTIMES}
+    for _ in range(repeats):
+        for rt in RUNTIMES:
+            times[rt].append(timed(lambda rt=rt: run(rt)))
+    return results, {rt: statistics.median(t) for rt, t in times.items()}
+
+
 def bench_images(frames: NDArray[np.uint8], repeats: int, batch: int) -> None:
     from frameselect.encoders._mobilenet_v2 import classify
 
@@ -76,18 +89,14 @@ def bench_images(frames: NDArray[np.uint8], repeats: int, batch: int) -> None:
         outs = [classify(frames[i : i + batch], runtime=runtime) for i in range(0, len(frames), batch)]
         return np.concatenate([o[0] for o in outs]), np.concatenate([o[1] for o in outs])
 
-    results = {rt: run(rt) for rt in RUNTIMES}  # warm-up (and export on first use)
-    times: dict[str, list[float]] = {rt: [] for rt in RUNTIMES}
-    for _ in range(repeats):
-        for rt in RUNTIMES:
-            times[rt].append(timed(lambda rt=rt: run(rt)))
+    results, times = interleaved(run, repeats)
     base_probs, base_pooled = results["torch"]
-    base_t = statistics.median(times["torch"])
+    base_t = times["torch"]
     print(f"\nMobileNetV2 (imagenet_label), {len(frames)} frames of the haystack suite, batch {batch}; load {_load()}")
     print(f"{'runtime':<11} {'frames/s':>9} {'x torch':>8} {'cos mean':>9} {'cos min':>9} {'top-1 agree':>12}")
     for rt in RUNTIMES:
         probs, pooled = results[rt]
-        t = statistics.median(times[rt])
+        t = times[rt]
         feats = np.concatenate([np.sqrt(probs), pooled / np.linalg.norm(pooled, axis=1, keepdims=True)], axis=1)
         base = np.concatenate([np.sqrt(base_probs), base_pooled / np.linalg.norm(base_pooled, axis=1, keepdims=True)], axis=1)
         cos = cosine(feats, base)
@@ -98,16 +107,12 @@ def bench_images(frames: NDArray[np.uint8], repeats: int, batch: int) -> None:
 def bench_texts(texts: list[str], repeats: int) -> None:
     from frameselect.encoders._minilm import embed_texts
 
-    results = {rt: embed_texts(texts, runtime=rt) for rt in RUNTIMES}
-    times: dict[str, list[float]] = {rt: [] for rt in RUNTIMES}
-    for _ in range(repeats):
-        for rt in RUNTIMES:
-            times[rt].append(timed(lambda rt=rt: embed_texts(texts, runtime=rt)))
-    base_t = statistics.median(times["torch"])
+    results, times = interleaved(lambda rt: embed_texts(texts, runtime=rt), repeats)
+    base_t = times["torch"]
     print(f"\nMiniLM (text side of imagenet_label and ocr_text), {len(texts)} texts; load {_load()}")
     print(f"{'runtime':<11} {'texts/s':>9} {'x torch':>8} {'cos mean':>9} {'cos min':>9}")
     for rt in RUNTIMES:
-        t = statistics.median(times[rt])
+        t = times[rt]
         cos = cosine(results[rt], results["torch"])
         print(f"{rt:<11} {len(texts) / t:9.1f} {base_t / t:8.2f} {cos.mean():9.5f} {cos.min():9.5f}")
 
@@ -162,17 +167,13 @@ def bench_hub(frames: NDArray[np.uint8], texts: list[str], repeats: int) -> None
                 enc = encs[rt][name]
                 return enc.encode_frames(items) if side == "image" else enc.encode_text(items)  # type: ignore[no-any-return]
 
-            results = {rt: run(rt) for rt in RUNTIMES}  # warm-up (and export on first use)
-            times: dict[str, list[float]] = {rt: [] for rt in RUNTIMES}
-            for _ in range(repeats):
-                for rt in RUNTIMES:
-                    times[rt].append(timed(lambda rt=rt: run(rt)))
-            base_t = statistics.median(times["torch"])
+            results, times = interleaved(run, repeats)
+            base_t = times["torch"]
             unit = "frames/s" if side == "image" else "texts/s"
             print(f"\n{name} {side} tower, RANDOM weights of the real shapes, {len(items)} {'suite frames' if side == 'image' else 'texts'}; load {_load()}")
             print(f"{'runtime':<11} {unit:>9} {'x torch':>8} {'cos mean':>9} {'cos min':>9}")
             for rt in RUNTIMES:
-                t = statistics.median(times[rt])
+                t = times[rt]
                 cos = cosine(results[rt], results["torch"])
                 print(f"{rt:<11} {len(items) / t:9.1f} {base_t / t:8.2f} {cos.mean():9.5f} {cos.min():9.5f}")
 
