@@ -6,6 +6,8 @@ expression it replaced, on seeded inputs chosen to stress rounding.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 
@@ -123,25 +125,32 @@ def awkward_weights(rng: np.random.Generator, case: int) -> np.ndarray:
     return p
 
 
-def test_weighted_sample_equals_randomstate_choice_and_leaves_the_same_state() -> None:
-    """T*'s draws (``RandomState.choice(n, size, replace=False, p=p)``) without the argument checks."""
+def _generator(kind: str, seed: int) -> np.random.RandomState | np.random.Generator:
+    return np.random.RandomState(seed) if kind == "RandomState" else np.random.default_rng(seed)
+
+
+def _uniform(gen: np.random.RandomState | np.random.Generator) -> Callable[[int], np.ndarray]:
+    return gen.random_sample if isinstance(gen, np.random.RandomState) else gen.random
+
+
+def _state(gen: np.random.RandomState | np.random.Generator) -> object:
+    """The generator's whole state, as values ``==`` compares (RandomState's key array as a list)."""
+    if isinstance(gen, np.random.RandomState):
+        name, key, *rest = gen.get_state()
+        return (name, key.tolist(), *rest)
+    return gen.bit_generator.state
+
+
+@pytest.mark.parametrize("kind", ["RandomState", "Generator"])
+def test_weighted_sample_equals_choice_without_replacement_and_leaves_the_same_state(kind: str) -> None:
+    """``choice(n, size, replace=False, p=p)`` of either generator, without the argument checks."""
     for case in range(4000):
         g = np.random.default_rng(case)
         p = awkward_weights(g, case)
         size = int(g.integers(1, np.count_nonzero(p > 0) + 1))
-        ours, theirs = np.random.RandomState(case), np.random.RandomState(case)
-        assert weighted_sample(ours.random_sample, size, p) == theirs.choice(len(p), size=size, replace=False, p=p).tolist(), case
-        assert str(ours.get_state()) == str(theirs.get_state())
-
-
-def test_weighted_sample_with_awkward_weights_equals_generator_choice() -> None:
-    for case in range(4000):
-        g = np.random.default_rng(case)
-        p = awkward_weights(g, case)
-        size = int(g.integers(1, np.count_nonzero(p > 0) + 1))
-        ours, theirs = np.random.default_rng(case), np.random.default_rng(case)
-        assert weighted_sample(ours.random, size, p) == theirs.choice(len(p), size=size, replace=False, p=p).tolist(), case
-        assert ours.bit_generator.state == theirs.bit_generator.state
+        ours, theirs = _generator(kind, case), _generator(kind, case)  # T*'s draws use a RandomState, FOCUS's a Generator
+        assert weighted_sample(_uniform(ours), size, p) == theirs.choice(len(p), size=size, replace=False, p=p).tolist(), case
+        assert _state(ours) == _state(theirs), case
 
 
 def test_weighted_index_equals_generator_choice_and_leaves_the_same_state() -> None:
