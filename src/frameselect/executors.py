@@ -322,16 +322,14 @@ def _init_worker(threads: int) -> None:
     The variables reach libraries loaded after this (torch, ONNX Runtime through
     :func:`frameselect.encoders._onnx.intra_op_threads`). numpy's OpenBLAS is
     loaded before it (this module imports numpy) and has read them already:
-    threadpoolctl limits it where it is installed. Without that limit each
+    threadpoolctl limits it. Without that limit each
     worker's OpenBLAS kept one thread per core, whose busy-waiting made a small
     QR (maxinfo's SVD) cost up to 10x its single-thread CPU time with two workers.
     """
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[var] = str(threads)
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - a dependency; kept optional for minimal installs
-        return
+    from threadpoolctl import threadpool_limits
+
     threadpool_limits(threads)
 
 
