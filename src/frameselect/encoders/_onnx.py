@@ -104,8 +104,8 @@ def _atomic(path: Path, write: Callable[[Path], None]) -> Path:
     return path
 
 
-def _graph(name: str, runtime: str, export: Callable[[Path], None], calibrate: Callable[[Path, Path], None], recipe: str = RECIPE) -> Path:
-    """The model file for ``runtime``, exported (and quantised) on first use."""
+def _graph(name: str, runtime: str, export: Callable[[Path], None], calibrate: Callable[[Path, Path], None], recipe: str) -> Path:
+    """The model file for ``runtime`` at version ``recipe``, exported (and quantised) on first use."""
     fp32 = onnx_dir() / f"{name}-r{recipe}-fp32.onnx"
     if not fp32.exists():
         _atomic(fp32, export)
@@ -134,7 +134,8 @@ def new_session(path: Path) -> Any:
 
 
 def tower_session(name: str, runtime: str, recipe: str, export: Callable[[Path], None], quantize: Callable[[Path, Path], None]) -> Any:
-    """A session for one tower of a hub encoder: ``name`` keys the file (model, weights, tower), ``recipe`` its version."""
+    """A session on the graph ``name`` (for a hub encoder's tower: model, weights and tower) at ``runtime``, exported by
+    ``export`` and quantised by ``quantize`` on first use; ``recipe`` versions the files."""
     _require()
     if check_runtime(runtime) == "torch":
         raise ValueError("the torch runtime has no ONNX session")
@@ -146,13 +147,8 @@ def tower_session(name: str, runtime: str, recipe: str, export: Callable[[Path],
 @functools.lru_cache(maxsize=8)
 def session(name: str, runtime: str) -> Any:
     """An ONNX Runtime session for model ``name`` (``mobilenet_v2`` or ``minilm``) at ``runtime``."""
-    _require()
-    if check_runtime(runtime) == "torch":
-        raise ValueError("the torch runtime has no ONNX session")
     export, calibrate = _RECIPES[name]
-    with _LOCK:
-        path = _graph(name, runtime, export, calibrate)
-    return new_session(path)
+    return tower_session(name, runtime, RECIPE, export, calibrate)
 
 
 # -- MobileNetV2 -----------------------------------------------------------------------
