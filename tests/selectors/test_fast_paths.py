@@ -11,11 +11,11 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from frameselect.selectors._draws import weighted_index, weighted_sample
+from frameselect.selectors._draws import BoundedDraws, weighted_index, weighted_sample
 from frameselect.selectors.aks import aks_leaves, aks_select
 from frameselect.selectors.base import normalize_minmax
 from frameselect.selectors.classical import _lloyd, _nearest_distinct, _squared_norms, kmeans_centroids, kmeans_plus_plus
-from frameselect.selectors.focus import _mean_var_as_numpy
+from frameselect.selectors.focus import _floyd_rows, _mean_var_rows
 
 
 def awkward_values(rng: np.random.Generator, n: int, kind: int) -> list[float]:
@@ -33,10 +33,12 @@ def awkward_values(rng: np.random.Generator, n: int, kind: int) -> list[float]:
 
 @pytest.mark.parametrize("n", range(1, 12))
 def test_focus_arm_mean_and_variance_equal_numpys_bit_for_bit(n: int) -> None:
+    """Every row at once (FOCUS's arms, grouped by their number of probes) against numpy on each row's list."""
     rng = np.random.default_rng(n)
-    for trial in range(4000):
-        values = awkward_values(rng, n, trial % 4)
-        assert _mean_var_as_numpy(values) == (float(np.mean(values)), float(np.var(values))), values
+    rows = [awkward_values(rng, n, trial % 4) for trial in range(4000)]
+    mean, var = _mean_var_rows(np.array(rows))
+    assert mean.tolist() == [float(np.mean(values)) for values in rows]
+    assert var.tolist() == [float(np.var(values)) for values in rows]
 
 
 def plain_aks_leaves(scores: np.ndarray, m: int, t1: float, t2: float, all_depth: int) -> list[tuple[int, int, int]]:
@@ -151,6 +153,76 @@ def test_weighted_sample_equals_choice_without_replacement_and_leaves_the_same_s
         ours, theirs = _generator(kind, case), _generator(kind, case)  # T*'s draws use a RandomState, FOCUS's a Generator
         assert weighted_sample(_uniform(ours), size, p) == theirs.choice(len(p), size=size, replace=False, p=p).tolist(), case
         assert _state(ours) == _state(theirs), case
+
+
+def _choice_cases(g: np.random.Generator, case: int) -> list[tuple[int, int]]:
+    """A run of ``(n, size)`` requests: FOCUS's small arms and windows, whole ranges, empty draws,
+    now and then a range past 10,000 (numpy's tail shuffle) and one near 2**31 (about one draw in
+    two rejected by Lemire's step)."""
+    cases = []
+    for _ in range(int(g.integers(1, 40))):
+        n = int(g.integers(0, 40))
+        cases.append((n, int(g.integers(0, n + 1))))
+    if case % 25 == 0:
+        n = int(g.integers(10_001, 40_000))
+        cases.append((n, int(g.integers(n // 50 + 1, n // 8))))  # tail shuffle
+        cases.append((n, int(g.integers(1, n // 50 + 1))))  # Floyd on a large range
+    if case % 5 == 0:
+        cases.append((2**31 + int(g.integers(0, 2**30)), int(g.integers(1, 12))))
+    return cases
+
+
+def _plain(state: object) -> object:
+    """A bit generator's state with its arrays (MT19937's key, Philox's counter) as lists, for ``==``."""
+    if isinstance(state, dict):
+        return {key: _plain(value) for key, value in state.items()}
+    return state.tolist() if isinstance(state, np.ndarray) else state
+
+
+@pytest.mark.parametrize("bit_generator", [np.random.PCG64, np.random.PCG64DXSM, np.random.MT19937, np.random.Philox, np.random.SFC64])
+def test_bounded_draws_equal_generator_choice_without_weights_and_leave_the_same_state(bit_generator: type[np.random.BitGenerator]) -> None:
+    """FOCUS's arm draws (``Generator.choice(n, size, replace=False)``) read ahead in blocks: the same
+    values call for call, and the generator where numpy's calls leave it (its next draws agree)."""
+    for case in range(600):
+        requests = _choice_cases(np.random.default_rng(case), case)
+        ours, theirs = np.random.Generator(bit_generator(case)), np.random.Generator(bit_generator(case))
+        ours.random(case % 3)  # start at every phase of a buffered 32-bit output
+        theirs.random(case % 3)
+        with BoundedDraws(ours, block=1 + case % 64) as draws:  # small blocks: the read-ahead refills mid-request
+            got = [draws.choice(n, size) for n, size in requests]
+        assert got == [theirs.choice(n, size=size, replace=False).tolist() for n, size in requests], case
+        assert _plain(ours.bit_generator.state) == _plain(theirs.bit_generator.state), case
+        assert ours.integers(0, 2**32, size=3, dtype=np.uint32).tolist() == theirs.integers(0, 2**32, size=3, dtype=np.uint32).tolist(), case
+
+
+def test_floyd_rows_equal_one_choice_call_per_arm_and_leave_the_same_state() -> None:
+    """FOCUS's coarse draws: every arm's ``choice(n, s, replace=False)`` from one ``integers`` call, grouped by size."""
+    for case in range(1500):
+        g = np.random.default_rng(case)
+        arms = int(g.integers(1, 300))
+        pops = g.integers(0, [40, 17, 10_001][case % 3], size=arms)
+        sizes = np.minimum(int(g.integers(0, 10)), pops) if case % 4 else np.minimum(g.integers(0, 10, size=arms), pops)
+        groups = [(int(s), np.flatnonzero(sizes == s)) for s in np.unique(sizes).tolist()]
+        ours, theirs = np.random.default_rng(case), np.random.default_rng(case)
+        drawn = _floyd_rows(pops, sizes, groups, ours)
+        got: list[list[int]] = [[] for _ in range(arms)]
+        for s, rows in groups:
+            for r, row in zip(rows.tolist(), drawn[s].tolist(), strict=True):
+                got[r] = row
+        assert got == [theirs.choice(int(n), size=int(s), replace=False).tolist() for n, s in zip(pops, sizes, strict=True)], case
+        assert ours.bit_generator.state == theirs.bit_generator.state, case
+
+
+def test_bounded_draws_refuse_what_numpy_would_and_are_spent_after_the_block() -> None:
+    rng = np.random.default_rng(0)
+    with BoundedDraws(rng) as draws:
+        with pytest.raises(ValueError, match="size <= n"):
+            draws.choice(3, 4)
+        with pytest.raises(ValueError, match="size <= n"):
+            draws.choice(2**32 - 1, 1)
+        assert draws.bounded(0) == 0
+    with pytest.raises(RuntimeError, match="closed"):
+        draws.choice(100, 90)
 
 
 def test_weighted_index_equals_generator_choice_and_leaves_the_same_state() -> None:

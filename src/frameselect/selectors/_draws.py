@@ -14,6 +14,10 @@ side="right")``; without replacement the bins already drawn are zeroed and
 the missing ones redrawn, keeping the first occurrence of each bin.
 ``tests/selectors/test_fast_paths.py`` checks draws and generator states
 against numpy's calls.
+
+:class:`BoundedDraws` does the same for ``Generator.choice(n, size,
+replace=False)`` without weights, whose cost on a small ``n`` is almost all
+call overhead (about 5 us against well under 1 us of drawing).
 """
 
 from __future__ import annotations
@@ -23,7 +27,9 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["weighted_index", "weighted_sample"]
+__all__ = ["BoundedDraws", "weighted_index", "weighted_sample"]
+
+_U32 = 0xFFFFFFFF
 
 
 def weighted_index(rng: np.random.Generator, p: NDArray[np.float64]) -> int:
@@ -51,3 +57,119 @@ def weighted_sample(uniform: Callable[[int], NDArray[np.float64]], size: int, p:
         # a zeroed bin is empty, so only new bins come back; dict keeps each one's first occurrence, in order
         found += dict.fromkeys(cdf.searchsorted(x, side="right").tolist())
     return found
+
+
+class BoundedDraws:
+    """A ``Generator``'s bounded integer draws, read ahead in blocks and given back exactly.
+
+    numpy draws an integer in ``[0, j]`` for ``choice`` without weights by
+    Lemire's multiply-and-reject on the bit generator's 32-bit outputs
+    (``random_bounded_uint64`` with ``use_masked=0`` in
+    ``numpy/random/src/distributions/distributions.c``; ``j = 0`` consumes
+    nothing). This reads those outputs ahead with
+    ``integers(0, 2**32, dtype=np.uint32)``, which hands them over one for one,
+    and repeats the rejection in Python. :meth:`close` puts the generator
+    back where it was and consumes exactly the outputs used, so the generator
+    ends in the state numpy's own calls would leave. Use it as a context
+    manager (``with BoundedDraws(rng) as draws:``), which closes it; nothing
+    else may draw from the generator inside the block.
+
+    :meth:`choice` is ``Generator.choice(n, size, replace=False).tolist()``:
+    Floyd's algorithm and a shuffle of the result for ``n <= 10,000`` or
+    ``size <= n // 50``, else a partial Fisher-Yates shuffle of the whole
+    range (numpy's ``_generator.pyx``). ``tests/selectors/test_fast_paths.py``
+    compares draws and generator states with numpy's on thousands of cases.
+    """
+
+    __slots__ = ("_block", "_outputs", "_pos", "_rng", "_saved")
+
+    def __init__(self, rng: np.random.Generator, block: int = 1024) -> None:
+        self._rng = rng
+        self._saved = rng.bit_generator.state
+        self._block = block
+        self._outputs: list[int] = rng.integers(0, 1 << 32, size=block, dtype=np.uint32).tolist()
+        self._pos = 0
+
+    def _reserve(self, count: int) -> list[int]:
+        """The outputs read ahead, at least ``count`` of them not used yet (the list only grows, in place)."""
+        if self._pos + count > len(self._outputs):
+            if not self._block:
+                raise RuntimeError("BoundedDraws is closed")
+            self._outputs += self._rng.integers(0, 1 << 32, size=max(self._block, count), dtype=np.uint32).tolist()
+        return self._outputs
+
+    def _redraw(self, m: int, high: int) -> int:
+        """Lemire's rejection step for a product ``m`` whose low word fell below ``high + 1``."""
+        span = high + 1
+        threshold = (_U32 - high) % span
+        while (m & _U32) < threshold:
+            m = self._reserve(1)[self._pos] * span
+            self._pos += 1
+        return m
+
+    def bounded(self, high: int) -> int:
+        """An integer in ``[0, high]`` (``0 <= high < 2**32 - 1``), as numpy draws it."""
+        if high == 0:
+            return 0
+        m = self._reserve(1)[self._pos] * (high + 1)
+        self._pos += 1
+        if (m & _U32) <= high:
+            m = self._redraw(m, high)
+        return m >> 32
+
+    def choice(self, n: int, size: int) -> list[int]:
+        """``Generator.choice(n, size, replace=False).tolist()``, ``0 <= size <= n < 2**32 - 1``."""
+        if not 0 <= size <= n < _U32:
+            raise ValueError(f"BoundedDraws.choice needs 0 <= size <= n < 2**32 - 1, got n={n}, size={size}")
+        if n > 10_000 and size > n // 50:  # numpy's tail shuffle of the whole range
+            data = list(range(n))
+            for i in range(n - 1, max(n - size, 1) - 1, -1):
+                j = self.bounded(i)
+                data[i], data[j] = data[j], data[i]
+            return data[n - size :]
+        # Floyd's algorithm (a value drawn before is replaced by j, which cannot have been), then a shuffle:
+        # 2 size - 1 draws at most, each bounded() inlined up to its rare rejection step
+        outputs = self._reserve(2 * size)
+        pos = self._pos
+        out: list[int] = []
+        seen: set[int] = set()
+        for j in range(n - size, n):
+            value = 0
+            if j:
+                m = outputs[pos] * (j + 1)
+                pos += 1
+                if (m & _U32) <= j:
+                    self._pos = pos
+                    m = self._redraw(m, j)
+                    outputs = self._reserve(2 * size)
+                    pos = self._pos
+                value = m >> 32
+                if value in seen:
+                    value = j
+            seen.add(value)
+            out.append(value)
+        for i in range(size - 1, 0, -1):
+            m = outputs[pos] * (i + 1)
+            pos += 1
+            if (m & _U32) <= i:
+                self._pos = pos
+                m = self._redraw(m, i)
+                outputs = self._reserve(2 * size)
+                pos = self._pos
+            j = m >> 32
+            out[i], out[j] = out[j], out[i]
+        self._pos = pos
+        return out
+
+    def __enter__(self) -> BoundedDraws:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Put the generator where numpy's own calls would have left it; the object is spent after."""
+        self._rng.bit_generator.state = self._saved
+        if self._pos:
+            self._rng.integers(0, 1 << 32, size=self._pos, dtype=np.uint32)
+        self._outputs, self._pos, self._block = [], 0, 0

@@ -10,9 +10,11 @@ with seed 42). See :class:`FOCUS`.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from operator import itemgetter
 from typing import ClassVar
 
 import numpy as np
@@ -20,25 +22,11 @@ from numpy.typing import NDArray
 
 from frameselect.errors import SelectionError
 from frameselect.registry import selectors
-from frameselect.selectors._draws import weighted_sample
+from frameselect.selectors._draws import BoundedDraws, weighted_sample
 from frameselect.selectors.base import Selector, fill_to_k, normalize_minmax
 from frameselect.types import CandidatePool, Features, Query
 
 __all__ = ["FOCUS", "FocusPlan", "focus_arms", "focus_plan", "focus_select", "native_rate"]
-
-
-@dataclass
-class _Arm:
-    """A temporal arm: pool frames ``start..end`` (inclusive) and what was learnt about it."""
-
-    start: int
-    end: int
-    sampled: list[int] = field(default_factory=list)  # coarse indices drawn in this arm
-    scores: list[tuple[int, float]] = field(default_factory=list)  # (index, relevance) seen
-    samples: int = 0
-    mean: float = 0.0
-    variance: float = 0.0
-    ucb: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -115,103 +103,184 @@ def focus_arms(timestamps: NDArray[np.float64], coarse_stride: int, fps: float) 
     return [(int(a), int(b) - 1) for a, b in zip(edges[:-1], edges[1:], strict=True) if b > a]
 
 
-def _record_coarse(arm: _Arm, known: dict[int, float]) -> None:
-    """``FOCUS._update_arms_with_scores`` for one arm after coarse sampling: record its probes' scores, set mean and variance.
+@dataclass(frozen=True)
+class _Arms:
+    """The arms after coarse sampling: their frames, probes and bounds, arm ``i`` at position ``i``.
 
-    The arm has recorded nothing yet and its probes (centre and distinct
-    others) are distinct, so each is recorded once, in the order drawn.
+    Arm ``i`` spans pool frames ``starts[i]..ends[i]`` (inclusive); its probes
+    (its centre, then the frames drawn, in the order drawn) are
+    ``probes[offsets[i]:offsets[i + 1]]``, scored ``values[...]``.
     """
-    values = [known[i] for i in arm.sampled]
-    arm.scores = list(zip(arm.sampled, values))
-    arm.samples = len(values)
-    arm.mean, variance = _mean_var_as_numpy(values)
-    arm.variance = variance if len(values) > 1 else 0.0
+
+    starts: list[int]
+    ends: list[int]
+    offsets: list[int]
+    probes: list[int]
+    values: list[float]
+    mean: NDArray[np.float64]
+    ucb: NDArray[np.float64]
+    by_ucb: list[int]  # positions by descending bound, the earlier arm first on ties (Python's stable sort)
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def probed(self, i: int) -> tuple[list[int], list[float]]:
+        """Arm ``i``'s probes and their scores, in the order recorded."""
+        a, b = self.offsets[i], self.offsets[i + 1]
+        return self.probes[a:b], self.values[a:b]
 
 
-def _mean_var_as_numpy(values: list[float]) -> tuple[float, float]:
-    """``(float(np.mean(values)), float(np.var(values)))``, bit for bit, in plain Python for short lists.
+def _mean_var_rows(values: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Each row's ``np.mean(row)`` and ``np.var(row)``, bit for bit, for every row at once.
 
     An arm holds a handful of probes (3 by default) and there are hundreds of
     arms: two numpy reductions per arm cost more than the rest of the stage.
-    Below 8 elements numpy's pairwise summation is the plain left-to-right
-    sum, which ``sum`` repeats; longer lists go to numpy.
+    Below 8 elements numpy's pairwise summation is a plain left-to-right sum
+    from 0.0, which a running sum over the columns repeats for all rows;
+    wider rows go to numpy row by row.
     """
-    n = len(values)
-    if n >= 8:
-        return float(np.mean(values)), float(np.var(values))
-    mean = sum(values) / n
-    return mean, sum([(v - mean) * (v - mean) for v in values]) / n
+    rows, width = values.shape
+    if width >= 8:
+        return np.array([np.mean(row) for row in values]), np.array([np.var(row) for row in values])
+    total = np.zeros(rows)
+    for j in range(width):
+        total += values[:, j]
+    mean = total / width
+    dev = values - mean[:, None]
+    dev *= dev
+    squares = np.zeros(rows)
+    for j in range(width):
+        squares += dev[:, j]
+    return mean, squares / width
 
 
-def _update_ucb(arms: Sequence[_Arm], min_variance: float) -> None:
-    """Bernstein upper confidence bound: mean + sqrt(2 ln n var / n_i) + 3 ln n / n_i."""
-    total = sum(a.samples for a in arms)
-    for arm in arms:
-        ucb = arm.mean
-        if total > 1 and arm.samples > 0:
-            var = max(arm.variance, min_variance)
-            ucb += math.sqrt(max(0.0, 2 * math.log(total) * var / arm.samples))
-            ucb += 3 * math.log(total) / arm.samples
-        arm.ucb = ucb
+def _coarse_stage(bounds: list[tuple[int, int]], extra: int, scores: NDArray[np.float64], min_variance: float, rng: np.random.Generator) -> _Arms:
+    """Stage 1: ``FOCUS._coarse_sampling_in_arms``, ``_update_arms_with_scores`` and the bounds, for all arms at once.
+
+    Each arm is probed at its centre plus ``extra`` distinct random frames of
+    it: ``rng.choice(others, size, replace=False)`` over its frames but the
+    centre, arm after arm (none for a one-frame arm). It records its probes'
+    scores, their mean and variance (0 for one probe) and the Bernstein upper
+    confidence bound ``mean + sqrt(2 ln n var / n_i) + 3 ln n / n_i``
+    (variance at least ``min_variance``; ``n`` all probes, ``n_i`` the arm's).
+
+    The ``choice`` calls follow one another with nothing else drawn in
+    between, and their bounds are known beforehand, so all their integer
+    draws come from one ``rng.integers`` call (:func:`_floyd_rows`); arms of
+    over 10,000 frames, where numpy may shuffle the whole range instead, take
+    :class:`BoundedDraws`. Arms with as many probes are then computed
+    together, every operation the reference's scalar one, elementwise.
+    """
+    starts = np.array([a for a, _ in bounds], dtype=np.int64)
+    others = np.array([b for _, b in bounds], dtype=np.int64) - starts  # the arm's frames but its centre
+    centres = starts + others // 2
+    sizes = np.minimum(extra, others)
+    widths = sizes + 1
+    offsets = np.concatenate([[0], np.cumsum(widths)])
+    groups = [(int(s), np.flatnonzero(sizes == s)) for s in np.unique(sizes).tolist()]
+    if len(bounds) and int(others.max()) > 10_000:
+        with BoundedDraws(rng) as draws:
+            picks = [draws.choice(o, s) for o, s in zip(others.tolist(), sizes.tolist(), strict=True)]
+        drawn = {s: np.array([picks[r] for r in rows], dtype=np.int64).reshape(len(rows), s) for s, rows in groups}
+    else:
+        drawn = _floyd_rows(others, sizes, groups, rng)
+    probes = np.empty(int(offsets[-1]), dtype=np.int64)
+    mean, variance = np.zeros(len(bounds)), np.zeros(len(bounds))
+    for s, rows in groups:
+        cols = offsets[rows][:, None] + np.arange(s + 1)
+        centre = centres[rows][:, None]
+        frame = starts[rows][:, None] + drawn[s]  # position j of the frames but the centre is frame start + j, one further on from it
+        probes[cols] = np.concatenate([centre, frame + (frame >= centre)], axis=1)
+        mean[rows], var = _mean_var_rows(scores[probes[cols]])
+        if s:
+            variance[rows] = var
+    total = int(offsets[-1])
+    ucb = mean.copy()
+    if total > 1:
+        log_total = math.log(total)
+        ucb += np.sqrt(np.maximum(0.0, 2 * log_total * np.maximum(variance, min_variance) / widths))
+        ucb += 3 * log_total / widths
+    by_ucb: list[int] = np.argsort(-ucb, kind="stable").tolist()
+    return _Arms(starts.tolist(), (starts + others).tolist(), offsets.tolist(), probes.tolist(), scores[probes].tolist(), mean, ucb, by_ucb)
 
 
-def _by_ucb(arms: Sequence[_Arm]) -> list[int]:
-    """Arm positions by descending UCB, earlier arm first on ties (Python's stable sort)."""
-    return sorted(range(len(arms)), key=lambda i: arms[i].ucb, reverse=True)
+def _floyd_rows(
+    pops: NDArray[np.int64], sizes: NDArray[np.int64], groups: list[tuple[int, NDArray[np.intp]]], rng: np.random.Generator
+) -> dict[int, NDArray[np.int64]]:
+    """``rng.choice(n, s, replace=False)`` for each ``(n, s)`` in turn (all ``n <= 10,000``), with one draw call; by size, a row per call.
 
-
-def _coarse_sampling(arms: Sequence[_Arm], extra: int, rng: np.random.Generator) -> list[int]:
-    """``FOCUS._coarse_sampling_in_arms``: each arm's centre plus ``extra`` distinct random frames of it."""
-    out: list[int] = []
-    for arm in arms:
-        centre = (arm.start + arm.end) // 2
-        picked = [centre]
-        others = arm.end - arm.start  # the arm's frames but its centre, in order: position j is start + j, one further from the centre on
-        if others:
-            draw = rng.choice(others, size=min(extra, others), replace=False)
-            picked += [arm.start + j + (arm.start + j >= centre) for j in draw.tolist()]
-        arm.sampled = picked
-        out += picked
+    numpy draws, per call, ``[0, j]`` for ``j = n - s .. n - 1`` (Floyd's
+    algorithm) and then ``[0, i]`` for ``i = s - 1 .. 1`` (the shuffle's
+    swaps), each by Lemire's method; ``rng.integers(0, bounds,
+    endpoint=True, dtype=np.uint32)`` draws an array of bounds one after
+    another the same way (a bound of 0 consumes nothing in both).
+    ``tests/selectors/test_fast_paths.py`` compares it with the calls.
+    """
+    lengths = np.where(sizes > 0, 2 * sizes - 1, 0)
+    offsets = np.cumsum(lengths) - lengths
+    bounds = np.zeros(int(lengths.sum()), dtype=np.int64)
+    for s, rows in groups:
+        if s:
+            cols = offsets[rows][:, None] + np.arange(2 * s - 1)
+            bounds[cols] = np.concatenate([pops[rows][:, None] - s + np.arange(s), np.broadcast_to(np.arange(s - 1, 0, -1), (len(rows), s - 1))], axis=1)
+    values = rng.integers(0, bounds, endpoint=True, dtype=np.uint32).astype(np.int64) if len(bounds) else bounds
+    out: dict[int, NDArray[np.int64]] = {}
+    for s, rows in groups:
+        d = values[offsets[rows][:, None] + np.arange(2 * s - 1)]
+        picked = np.empty((len(rows), s), dtype=np.int64)
+        for t in range(s):  # Floyd: a value drawn before is replaced by j = n - s + t, which cannot have been
+            seen = (picked[:, :t] == d[:, t, None]).any(axis=1)
+            picked[:, t] = np.where(seen, pops[rows] - s + t, d[:, t])
+        every = np.arange(len(rows))
+        for t, i in enumerate(range(s - 1, 0, -1)):  # the shuffle: position i swaps with the drawn one
+            j = d[:, s + t]
+            held = picked[every, j]
+            picked[every, j] = picked[:, i]
+            picked[:, i] = held
+        out[s] = picked
     return out
 
 
-def _fine_sampling(arms: Sequence[_Arm], n: int, plan: FocusPlan, coarse: set[int], uniform_ratio: float, rng: np.random.Generator) -> list[int]:
+def _fine_sampling(arms: Sequence[tuple[int, int]], n: int, plan: FocusPlan, coarse: set[int], uniform_ratio: float, rng: np.random.Generator) -> list[int]:
     """``FOCUS._fine_sampling_in_arms``: uniform plus random frames in a window around each arm's centre."""
     chosen: set[int] = set()
-    for arm in arms:
-        centre = (arm.start + arm.end) // 2
-        start = max(0, centre - plan.region_half_window)
-        end = min(n - 1, centre + plan.region_half_window)
-        window = end - start + 1
-        required = max(1, window // plan.fine_stride)
-        n_uniform = int(round(required * uniform_ratio))
-        n_random = required - n_uniform
-        if n_uniform > 0:
-            if window <= n_uniform:
-                targets = [(start + end) // 2]
-            else:
-                step = window / n_uniform
-                targets = [min(start + int(i * step + step / 2), end) for i in range(n_uniform)]
-            chosen.update(t for t in targets if t not in coarse)
-        if n_random > 0:
-            available = [i for i in range(start, end + 1) if i not in coarse and i not in chosen]
-            if available:
-                draw = rng.choice(len(available), size=min(n_random, len(available)), replace=False)
-                chosen.update(available[int(j)] for j in draw)
+    with BoundedDraws(rng) as draws:  # rng.choice(len(available), size, replace=False) per arm, the same draws
+        for start, end in arms:
+            _fine_probes((start + end) // 2, n, plan, coarse, uniform_ratio, chosen, draws)
     return sorted(chosen)
 
 
-def _estimate_nearest(arm: _Arm) -> dict[int, float]:
+def _fine_probes(centre: int, n: int, plan: FocusPlan, coarse: set[int], uniform_ratio: float, chosen: set[int], draws: BoundedDraws) -> None:
+    """One arm of :func:`_fine_sampling`: the evenly spaced and random probes of the window around its centre join ``chosen``."""
+    start = max(0, centre - plan.region_half_window)
+    end = min(n - 1, centre + plan.region_half_window)
+    window = end - start + 1
+    required = max(1, window // plan.fine_stride)
+    n_uniform = int(round(required * uniform_ratio))
+    n_random = required - n_uniform
+    if n_uniform > 0:
+        if window <= n_uniform:
+            targets = [(start + end) // 2]
+        else:
+            step = window / n_uniform
+            targets = [min(start + int(i * step + step / 2), end) for i in range(n_uniform)]
+        chosen.update(t for t in targets if t not in coarse)
+    if n_random > 0:
+        available = [i for i in range(start, end + 1) if i not in coarse and i not in chosen]
+        if available:
+            chosen.update(available[j] for j in draws.choice(len(available), min(n_random, len(available))))
+
+
+def _estimate_nearest(start: int, end: int, xs: list[int], values: list[float]) -> dict[int, float]:
     """:func:`_estimate` with ``"nearest"`` in plain Python: the score of the nearest probe (the first on ties), clipped to [0, 1].
 
     Probe indices are integers, so the distances are exact either way, and
     ``min(max(v, 0), 1)`` is numpy's clip for every finite score: the same
     numbers without a dozen numpy calls on arrays of a few elements.
     """
-    xs = [i for i, _ in arm.scores]
-    ys = [min(max(v, 0.0), 1.0) for _, v in arm.scores]
+    ys = [min(max(v, 0.0), 1.0) for v in values]
     out: dict[int, float] = {}
-    for c in range(arm.start, arm.end + 1):
+    for c in range(start, end + 1):
         best, dist = 0, abs(xs[0] - c)
         for j in range(1, len(xs)):
             d = abs(xs[j] - c)
@@ -221,19 +290,17 @@ def _estimate_nearest(arm: _Arm) -> dict[int, float]:
     return out
 
 
-def _estimate(arm: _Arm, method: str) -> dict[int, float]:
-    """``estimate_arm_scores``: every frame of the arm scored from the arm's sampled frames, clipped to [0, 1]."""
-    if not arm.scores:
+def _estimate(start: int, end: int, probes: list[int], values: list[float], method: str) -> dict[int, float]:
+    """``estimate_arm_scores``: every frame ``start..end`` of an arm scored from its probes, clipped to [0, 1]."""
+    if not probes:
         return {}
     if method == "nearest":
-        return _estimate_nearest(arm)
-    xs = np.array([i for i, _ in arm.scores], dtype=float)
-    ys = np.array([s for _, s in arm.scores], dtype=float)
-    cands = np.arange(arm.start, arm.end + 1, dtype=float)
+        return _estimate_nearest(start, end, probes, values)
+    xs = np.array(probes, dtype=float)
+    ys = np.array(values, dtype=float)
+    cands = np.arange(start, end + 1, dtype=float)
     try:
-        if method == "nearest":
-            est = ys[np.argmin(np.abs(xs[None, :] - cands[:, None]), axis=1)]
-        elif method == "linear":
+        if method == "linear":
             est = np.interp(cands, xs, ys) if len(xs) >= 2 else np.full_like(cands, ys[0])
         elif method == "rbf":
             if len(xs) >= 2:
@@ -247,10 +314,10 @@ def _estimate(arm: _Arm, method: str) -> dict[int, float]:
         est = np.clip(est, 0.0, 1.0)
     except Exception:  # as the reference: any failure falls back to the arm's mean score
         est = np.full_like(cands, float(np.mean(ys)))
-    return dict(zip(range(arm.start, arm.end + 1), est.tolist(), strict=True))
+    return dict(zip(range(start, end + 1), est.tolist(), strict=True))
 
 
-def _final_allocation(arms: Sequence[_Arm], remaining: int, selected: list[int], plan: FocusPlan, p: FOCUS, rng: np.random.Generator) -> list[int]:
+def _final_allocation(arms: _Arms, remaining: int, selected: list[int], plan: FocusPlan, p: FOCUS, rng: np.random.Generator) -> list[int]:
     """``FOCUS._select_remaining_frames``: the remaining budget spread over the top arms (by UCB, or by mean with ``final_rank="mean"``)."""
     gap = plan.gap_frames
     current = set(selected)
@@ -291,17 +358,17 @@ def _final_allocation(arms: Sequence[_Arm], remaining: int, selected: list[int],
         return []
     base, extra = divmod(remaining, s)
     new: list[int] = []
-    order = _by_ucb(arms) if p.final_rank == "ucb" else sorted(range(len(arms)), key=lambda i: arms[i].mean, reverse=True)
+    order = arms.by_ucb if p.final_rank == "ucb" else np.argsort(-arms.mean, kind="stable").tolist()  # sorted(..., reverse=True)
     for rank, pos in enumerate(order[:s]):
         need = base + (1 if rank < extra else 0)
-        arm = arms[pos]
-        available = [c for c in range(arm.start, arm.end + 1) if c not in current]
+        start, end = arms.starts[pos], arms.ends[pos]
+        available = [c for c in range(start, end + 1) if c not in current]
         if need == 0 or not available:
             continue
         if p.interpolation_method == "uniform":
             picks = draw_uniform(available, need)
         else:
-            est = _estimate(arm, p.interpolation_method)
+            est = _estimate(start, end, *arms.probed(pos), p.interpolation_method)
             scored = [(c, est[c]) for c in available if c in est and respects_gap(c)]
             if not scored:  # ignore the gap rather than take nothing
                 scored = [(c, est[c]) for c in available if c in est]
@@ -322,25 +389,22 @@ def focus_select(scores: NDArray[np.float64], timestamps: NDArray[np.float64], d
     """
     n = len(scores)
     plan = focus_plan(n, duration, k, p)
-    arms = [_Arm(a, b) for a, b in focus_arms(timestamps, plan.coarse_stride, plan.fps)]
     # stage 1: coarse probes; each arm keeps its probes' scores
-    coarse = _coarse_sampling(arms, p.extra_samples_per_region, rng)
-    known = dict(zip(coarse, scores[coarse].tolist(), strict=True))
-    for arm in arms:  # an arm's probes are its centre and distinct others (_coarse_sampling), all just scored
-        _record_coarse(arm, known)
-    _update_ucb(arms, p.min_variance_threshold)
+    arms = _coarse_stage(focus_arms(timestamps, plan.coarse_stride, plan.fps), p.extra_samples_per_region, scores, p.min_variance_threshold, rng)
+    coarse = arms.probes
+    known = dict(zip(coarse, arms.values, strict=True))
     # stages 2-3: fine probes around the centres of the arms with the highest UCB. Their scores join
     # the top-ratio pool only: the reference records in an arm just its coarse probes, so the arm
     # statistics (and the UCB) do not change.
     zoom = min(max(p.min_zoom_segments, int(np.ceil(len(arms) * p.zoom_ratio))), len(arms))
-    promising = [arms[i] for i in _by_ucb(arms)[:zoom]]
+    promising = [(arms.starts[i], arms.ends[i]) for i in arms.by_ucb[:zoom]]
     fine = _fine_sampling(promising, n, plan, set(coarse), p.fine_uniform_ratio, rng)
     known.update(zip(fine, scores[fine].tolist(), strict=True))
     # stage 4: the top ``top_ratio`` probed frames, then the rest spread over the best arms by UCB
     selected: list[int] = []
     if known and k > 0:
         k_top = int(round(p.top_ratio * min(k, len(known))))
-        selected = [i for i, _ in sorted(known.items(), key=lambda kv: kv[1], reverse=True)[:k_top]]
+        selected = [i for i, _ in heapq.nlargest(k_top, known.items(), key=itemgetter(1))]  # sorted(..., reverse=True)[:k_top], ties in order
         remaining = max(0, k - len(selected))
         if remaining > 0 and arms:
             selected += _final_allocation(arms, remaining, selected, plan, p, rng)
