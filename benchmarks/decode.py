@@ -146,14 +146,19 @@ def pool_indices(video: str, fps: float) -> tuple[list[int], list[int]]:
     return [int(i) for i in pool.frame_indices], [int(p) for p in pool.source.pool_pts]  # type: ignore[union-attr]
 
 
-def run_full_pass(video: str, fps: float, digest: Digest) -> dict[str, Any]:
+def run_full_pass(video: str, fps: float, digest: Digest, thread_type: str = "AUTO") -> dict[str, Any]:
+    """Every frame decoded, none converted: with PyAV's usual ``AUTO`` threading (the baseline), or with
+    ``"ours"``, the threading our decoder picks for this codec on a dense request."""
     import av
+
+    from frameselect.video.decode import dense_thread_type
 
     with av.open(video) as c:
         stream = c.streams.video[0]
-        stream.thread_type = "AUTO"
+        chosen = dense_thread_type(stream.codec_context.name) if thread_type == "ours" else thread_type
+        stream.thread_type = chosen
         n = sum(1 for _ in c.decode(stream))
-    return {"frames_decoded": n}
+    return {"frames_decoded": n, "thread_type": chosen}
 
 
 def run_reference(video: str, fps: float, digest: Digest, ident: str | None = None) -> dict[str, Any]:
@@ -303,6 +308,7 @@ def run_torchcodec(video: str, fps: float, digest: Digest) -> dict[str, Any]:
 
 METHODS: dict[str, Callable[..., dict[str, Any]]] = {
     "full PyAV pass": run_full_pass,
+    "full PyAV pass [ours]": lambda v, f, d: run_full_pass(v, f, d, "ours"),
     "reference": run_reference,
     "ours exact": run_ours,
     "ours approx": lambda v, f, d: run_ours(v, f, d, policy=f"fps={f:g},approx"),
@@ -449,7 +455,18 @@ def check_peers() -> None:
         print(f"{name:<12} {'ok' if why is None else why}")
 
 
-ALL = ["full PyAV pass", "ours exact", "ours approx", "ours keyframes", "OpenCV", "ffmpeg CLI", "ffmpeg CLI round=up", "decord", "torchcodec"]
+ALL = [
+    "full PyAV pass",
+    "full PyAV pass [ours]",
+    "ours exact",
+    "ours approx",
+    "ours keyframes",
+    "OpenCV",
+    "ffmpeg CLI",
+    "ffmpeg CLI round=up",
+    "decord",
+    "torchcodec",
+]
 
 
 def main() -> None:
@@ -482,9 +499,13 @@ def main() -> None:
     with av.open(args.video) as c:
         s = c.streams.video[0]
         width, height = s.codec_context.width, s.codec_context.height
-        print(f"{args.video}: {width}x{height}, {s.frames} frames, {float(s.duration * s.time_base):.1f} s; pool fps={args.fps:g}")
+        seconds = (
+            float(s.duration * s.time_base) if s.duration is not None and s.time_base is not None else (c.duration or 0) / av.time_base
+        )  # WebM: no stream duration
+        print(f"{args.video}: {width}x{height}, {s.codec_context.name}, {s.frames} frames, {seconds:.1f} s; pool fps={args.fps:g}")
     indices, _ = pool_indices(args.video, args.fps)
-    names = ALL if not args.only else ["full PyAV pass", *[n.strip() for n in args.only.split(",") if n.strip() != "full PyAV pass"]]
+    baselines = ["full PyAV pass", "full PyAV pass [ours]"]
+    names = ALL if not args.only else [*baselines, *[n.strip() for n in args.only.split(",") if n.strip() not in baselines]]
     unknown = [n for n in names if n not in METHODS]
     if unknown:
         ap.error(f"unknown method(s) {unknown}; choose from {sorted(METHODS)}")
@@ -513,18 +534,20 @@ def report(
         return statistics.median(float(r[key]) for r in runs[name])
 
     base_wall, base_cpu = med("full PyAV pass", "seconds"), med("full PyAV pass", "cpu_seconds")
-    head = f"{'method':<20} {'wall s':>7} {'x full':>7} {'cpu s':>7} {'x full':>7} {'RSS MiB':>8} {'frames':>7} {'wrong':>6} {'missing':>8} {'nearest':>8} {'load':>5}  notes"
+    head = f"{'method':<22} {'wall s':>7} {'x full':>7} {'cpu s':>7} {'x full':>7} {'RSS MiB':>8} {'frames':>7} {'wrong':>6} {'missing':>8} {'nearest':>8} {'load':>5}  notes"
     print(head)
     for name in names:
         if name in skipped:
             dash = "-"
-            print(f"{name:<20} {dash:>7} {dash:>7} {dash:>7} {dash:>7} {dash:>8} {dash:>7} {dash:>6} {dash:>8} {dash:>8} {dash:>5}  skipped: {skipped[name]}")
+            print(f"{name:<22} {dash:>7} {dash:>7} {dash:>7} {dash:>7} {dash:>8} {dash:>7} {dash:>6} {dash:>8} {dash:>8} {dash:>5}  skipped: {skipped[name]}")
             continue
         wall, cpu, last = med(name, "seconds"), med(name, "cpu_seconds"), runs[name][-1]
         load = statistics.median(float(r["load"]) for r in runs[name])
         notes, wrong, missing, nearest = "", "", "", ""
         if name == "full PyAV pass":
-            notes = "baseline: every frame decoded, none converted"
+            notes = "baseline: every frame decoded, none converted (threading AUTO)"
+        elif name == "full PyAV pass [ours]":
+            notes = f"the same with the threading our decoder picks for this codec on dense requests ({last['thread_type']})"
         elif "approx" in name or "keyframes" in name:
             wrong = missing = nearest = "n/a"
         else:
@@ -548,14 +571,17 @@ def report(
                 if "ours exact" in runs:
                     exact_wall, exact_cpu = med("ours exact", "seconds"), med("ours exact", "cpu_seconds")
                     notes += f"; {exact_wall / wall:.1f}x (cpu {exact_cpu / cpu:.1f}x) faster than exact"
-        frames = last.get("frames_decoded", 0) if name == "full PyAV pass" else len(last["frames"])
+        frames = last.get("frames_decoded", 0) if name.startswith("full PyAV pass") else len(last["frames"])
         print(
-            f"{name:<20} {wall:>7.2f} {wall / base_wall:>7.3f} {cpu:>7.2f} {cpu / base_cpu:>7.3f} {last['peak_rss_mib']:>8.0f} {frames:>7} {wrong:>6} {missing:>8} {nearest:>8} {load:>5.1f}  {notes}"
+            f"{name:<22} {wall:>7.2f} {wall / base_wall:>7.3f} {cpu:>7.2f} {cpu / base_cpu:>7.3f} {last['peak_rss_mib']:>8.0f} {frames:>7} {wrong:>6} {missing:>8} {nearest:>8} {load:>5.1f}  {notes}"
         )
     print(f"{len(indices)} pool frames; 'nearest': returned frames that are the nearest frame to their target time; 'load': 1-min load average at the start")
     if "ours exact" in runs:
         exact_wall, exact_cpu = med("ours exact", "seconds"), med("ours exact", "cpu_seconds")
         line = f"goals: exact <= 0.85 x full pass: wall {exact_wall / base_wall:.3f}, cpu {exact_cpu / base_cpu:.3f}"
+        if "full PyAV pass [ours]" in runs:
+            same_wall, same_cpu = med("full PyAV pass [ours]", "seconds"), med("full PyAV pass [ours]", "cpu_seconds")
+            line += f" (against a full pass with the same threading: wall {exact_wall / same_wall:.3f}, cpu {exact_cpu / same_cpu:.3f})"
         if "ours approx" in runs:
             approx_wall, approx_cpu = med("ours approx", "seconds"), med("ours approx", "cpu_seconds")
             last = runs["ours approx"][-1]

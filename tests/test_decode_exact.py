@@ -121,6 +121,27 @@ def test_same_frames_with_and_without_skipping(files: dict[str, Path], name: str
         assert with_skip < without_skip  # skipping really skipped something
 
 
+@pytest.mark.parametrize("thread_type", ["AUTO", "FRAME", "SLICE", "NONE"])
+@pytest.mark.parametrize("name", ["bframes", "open_gop", "vfr"])
+def test_every_decoder_threading_gives_the_same_frames(files: dict[str, Path], name: str, thread_type: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The threading is chosen per codec by speed (H.264: slice threads); any choice returns the exact frames."""
+    path = files[name]
+    pool = candidates(path, "fps=7")
+    reference = _by_index(path)
+    monkeypatch.setattr(VideoFrameSource, "thread_type", thread_type)
+    source = _source(pool, skip=True)
+    got = dict(source.iter(range(len(pool))))
+    assert sorted(got) == list(range(len(pool)))
+    for i, rgb in got.items():
+        np.testing.assert_array_equal(rgb, reference[int(pool.source.pool_pts[i])], err_msg=f"{name} with {thread_type} threads: pool frame {i}")  # type: ignore[union-attr]
+
+
+def test_h264_decodes_with_slice_threads_and_other_codecs_with_frame_and_slice_threads() -> None:
+    from frameselect.video.decode import dense_thread_type
+
+    assert (dense_thread_type("h264"), dense_thread_type("hevc"), dense_thread_type("vp9")) == ("SLICE", "AUTO", "AUTO")
+
+
 @pytest.mark.parametrize("name", ["bframes", "open_gop", "vfr"])
 def test_scattered_requests_including_leading_pictures(files: dict[str, Path], name: str) -> None:
     """Any subset of frames, also those decoded after a keyframe but shown before it."""

@@ -366,7 +366,7 @@ def _decode_pts(path: str, counter: DecodeCounter) -> tuple[NDArray[np.int64], i
     rotation = 0
     try:
         stream = container.streams.video[0]
-        stream.thread_type = "AUTO"
+        stream.thread_type = dense_thread_type(stream.codec_context.name)  # a full pass
         try:
             for i, frame in enumerate(container.decode(stream)):
                 counter.add()
@@ -534,6 +534,18 @@ SEEK_MIN_TAIL = 8
 #: requests with fewer wanted frames than this per run (on average) decode with ``sparse_thread_type``
 SPARSE_FRAMES_PER_RUN = 3
 
+#: decoder threading for dense runs and back-to-back keyframes, by codec; others take "AUTO" (frame and
+#: slice threads). Measured on 2 cores with the FFmpeg that PyAV ships (docs/performance.md): for H.264,
+#: slice threads took 0.66-0.77 of frame threads' wall time on an exact 1-fps pool and on a full pass, and
+#: the same on keyframes; HEVC was even, VP9 13 % slower with slice threads.
+DENSE_THREAD_TYPES: dict[str, str] = {"h264": "SLICE"}
+
+
+def dense_thread_type(codec: str) -> str:
+    """The decoder threading this module uses on a dense request for ``codec`` (FFmpeg's decoder name)."""
+    return DENSE_THREAD_TYPES.get(codec, "AUTO")
+
+
 _MemoKey = tuple[str, tuple[int, ...], tuple[int, int] | None]
 
 
@@ -596,8 +608,9 @@ class VideoFrameSource(FrameSource):
     wanted (``skip_frame`` switched per packet). Both keep the output exact.
     """
 
-    #: decoder threading for runs of many wanted frames: frame threads ("AUTO") measured fastest on 2 cores
-    thread_type = "AUTO"
+    #: decoder threading for runs of many wanted frames and for keyframes: None takes the codec's
+    #: (:func:`dense_thread_type`); a value ("AUTO", "FRAME", "SLICE", "NONE") forces it
+    thread_type: str | None = None
     #: for sparse requests (a frame or two per group of pictures): frame threads delay every frame's
     #: output by a few packets after each seek, so slice threads only (measured 3x faster on keyframes)
     sparse_thread_type = "SLICE"
@@ -726,13 +739,14 @@ class VideoFrameSource(FrameSource):
         container = _open(self.path)
         try:
             stream = container.streams.video[0]
+            dense = self.thread_type or dense_thread_type(stream.codec_context.name)
             if self._keyframes_only(remaining):
-                stream.thread_type = self.thread_type
+                stream.thread_type = dense
                 yield from self._decode_keyframes(container, stream, remaining, size)
             else:
                 runs = self._runs(sorted(remaining))
                 sparse = len(runs) > 1 and len(remaining) < SPARSE_FRAMES_PER_RUN * len(runs)
-                stream.thread_type = self.sparse_thread_type if sparse else self.thread_type
+                stream.thread_type = self.sparse_thread_type if sparse else dense
                 for target, run in runs:
                     if target is not None:
                         container.seek(target, stream=stream, backward=True, any_frame=False)  # also resets the decoder
