@@ -11,7 +11,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from frameselect.selectors._draws import BoundedDraws, weighted_index, weighted_sample
+from frameselect.selectors._draws import BoundedDraws, numpy_draws_as_expected, weighted_index, weighted_sample
 from frameselect.selectors.aks import aks_leaves, aks_select
 from frameselect.selectors.base import normalize_minmax
 from frameselect.selectors.classical import _lloyd, _nearest_distinct, _squared_norms, kmeans_centroids, kmeans_plus_plus
@@ -211,6 +211,29 @@ def test_floyd_rows_equal_one_choice_call_per_arm_and_leave_the_same_state() -> 
                 got[r] = row
         assert got == [theirs.choice(int(n), size=int(s), replace=False).tolist() for n, s in zip(pops, sizes, strict=True)], case
         assert ours.bit_generator.state == theirs.bit_generator.state, case
+
+
+def test_this_numpy_draws_as_the_read_ahead_expects() -> None:
+    """The once-per-process check passes here; were it to fail (a numpy that draws otherwise), FOCUS falls back."""
+    assert numpy_draws_as_expected()
+
+
+def test_focus_falls_back_to_numpys_calls_with_the_same_frames(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fallback (numpy's own ``choice`` calls) and the read-ahead give the same frames and generator state."""
+    from frameselect.selectors import _draws, focus
+
+    def run(seed: int) -> tuple[list[int], list[int]]:
+        g = np.random.default_rng(seed)
+        n = int(g.integers(20, 3600))
+        rng = np.random.default_rng(seed)
+        frames = focus.focus_select(g.random(n), np.arange(n, dtype=np.float64), float(n), int(g.integers(1, 64)), focus.FOCUS(reference_exact=True), rng)
+        return frames, rng.integers(0, 2**32, size=3, dtype=np.uint32).tolist()
+
+    fast = [run(seed) for seed in range(40)]
+    monkeypatch.setattr(_draws, "numpy_draws_as_expected", lambda: False)
+    monkeypatch.setattr(focus, "numpy_draws_as_expected", lambda: False)
+    assert isinstance(_draws.choice_draws(np.random.default_rng(0)), _draws.NumpyChoice)
+    assert [run(seed) for seed in range(40)] == fast
 
 
 def test_bounded_draws_refuse_what_numpy_would_and_are_spent_after_the_block() -> None:

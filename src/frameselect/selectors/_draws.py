@@ -22,12 +22,13 @@ call overhead (about 5 us against well under 1 us of drawing).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["BoundedDraws", "weighted_index", "weighted_sample"]
+__all__ = ["BoundedDraws", "NumpyChoice", "choice_draws", "numpy_draws_as_expected", "weighted_index", "weighted_sample"]
 
 _U32 = 0xFFFFFFFF
 
@@ -173,3 +174,52 @@ class BoundedDraws:
         if self._pos:
             self._rng.integers(0, 1 << 32, size=self._pos, dtype=np.uint32)
         self._outputs, self._pos, self._block = [], 0, 0
+
+
+class NumpyChoice:
+    """:class:`BoundedDraws`' interface on numpy's own ``Generator.choice`` calls (the fallback)."""
+
+    __slots__ = ("_rng",)
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self._rng = rng
+
+    def __enter__(self) -> NumpyChoice:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def choice(self, n: int, size: int) -> list[int]:
+        """``Generator.choice(n, size, replace=False).tolist()``."""
+        out: list[int] = self._rng.choice(n, size=size, replace=False).tolist()
+        return out
+
+
+@functools.cache
+def numpy_draws_as_expected() -> bool:
+    """Whether this numpy draws as :class:`BoundedDraws` repeats it; checked once per process.
+
+    :class:`BoundedDraws` and the one-call form of FOCUS's coarse draws follow
+    numpy's code, not a documented contract. A fixed run of requests (ranges
+    0 to 40, one past 10,000, one near 2**31) is drawn both ways, and
+    ``integers(0, bounds, endpoint=True, dtype=np.uint32)`` is compared with
+    :meth:`BoundedDraws.bounded`; a numpy that draws otherwise makes the
+    callers (:func:`choice_draws`) use numpy's own calls, slower but never
+    different.
+    """
+    requests = [(n, (7 * n) % (n + 1)) for n in range(41)] + [(12_000, 300), (2**31 + 12345, 5)]
+    ours, theirs = np.random.default_rng(20_240_611), np.random.default_rng(20_240_611)
+    with BoundedDraws(ours, block=64) as draws:
+        got = [draws.choice(n, size) for n, size in requests]
+        bounds = [0, 1, 2, 13, 14, 1000, 2**31 + 7]
+        singles = [draws.bounded(b) for b in bounds]
+    want = [theirs.choice(n, size=size, replace=False).tolist() for n, size in requests]
+    vector = theirs.integers(0, np.array(bounds), endpoint=True, dtype=np.uint32).tolist()
+    same_state = ours.integers(0, 1 << 32, size=4, dtype=np.uint32).tolist() == theirs.integers(0, 1 << 32, size=4, dtype=np.uint32).tolist()
+    return got == want and singles == vector and same_state
+
+
+def choice_draws(rng: np.random.Generator) -> BoundedDraws | NumpyChoice:
+    """:class:`BoundedDraws` on ``rng`` where this numpy draws as it expects, else :class:`NumpyChoice`."""
+    return BoundedDraws(rng) if numpy_draws_as_expected() else NumpyChoice(rng)

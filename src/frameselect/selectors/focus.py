@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 
 from frameselect.errors import SelectionError
 from frameselect.registry import selectors
-from frameselect.selectors._draws import BoundedDraws, weighted_sample
+from frameselect.selectors._draws import BoundedDraws, NumpyChoice, choice_draws, numpy_draws_as_expected, weighted_sample
 from frameselect.selectors.base import Selector, fill_to_k, normalize_minmax
 from frameselect.types import CandidatePool, Features, Query
 
@@ -168,7 +168,9 @@ def _coarse_stage(bounds: list[tuple[int, int]], extra: int, scores: NDArray[np.
     between, and their bounds are known beforehand, so all their integer
     draws come from one ``rng.integers`` call (:func:`_floyd_rows`); arms of
     over 10,000 frames, where numpy may shuffle the whole range instead, take
-    :class:`BoundedDraws`. Arms with as many probes are then computed
+    :class:`BoundedDraws` (and every arm takes numpy's own calls where
+    :func:`~frameselect.selectors._draws.numpy_draws_as_expected` finds that
+    this numpy draws otherwise). Arms with as many probes are then computed
     together, every operation the reference's scalar one, elementwise.
     """
     starts = np.array([a for a, _ in bounds], dtype=np.int64)
@@ -178,8 +180,8 @@ def _coarse_stage(bounds: list[tuple[int, int]], extra: int, scores: NDArray[np.
     widths = sizes + 1
     offsets = np.concatenate([[0], np.cumsum(widths)])
     groups = [(int(s), np.flatnonzero(sizes == s)) for s in np.unique(sizes).tolist()]
-    if len(bounds) and int(others.max()) > 10_000:
-        with BoundedDraws(rng) as draws:
+    if (len(bounds) and int(others.max()) > 10_000) or not numpy_draws_as_expected():
+        with choice_draws(rng) as draws:
             picks = [draws.choice(o, s) for o, s in zip(others.tolist(), sizes.tolist(), strict=True)]
         drawn = {s: np.array([picks[r] for r in rows], dtype=np.int64).reshape(len(rows), s) for s, rows in groups}
     else:
@@ -244,13 +246,13 @@ def _floyd_rows(
 def _fine_sampling(arms: Sequence[tuple[int, int]], n: int, plan: FocusPlan, coarse: set[int], uniform_ratio: float, rng: np.random.Generator) -> list[int]:
     """``FOCUS._fine_sampling_in_arms``: uniform plus random frames in a window around each arm's centre."""
     chosen: set[int] = set()
-    with BoundedDraws(rng) as draws:  # rng.choice(len(available), size, replace=False) per arm, the same draws
+    with choice_draws(rng) as draws:  # rng.choice(len(available), size, replace=False) per arm, the same draws
         for start, end in arms:
             _fine_probes((start + end) // 2, n, plan, coarse, uniform_ratio, chosen, draws)
     return sorted(chosen)
 
 
-def _fine_probes(centre: int, n: int, plan: FocusPlan, coarse: set[int], uniform_ratio: float, chosen: set[int], draws: BoundedDraws) -> None:
+def _fine_probes(centre: int, n: int, plan: FocusPlan, coarse: set[int], uniform_ratio: float, chosen: set[int], draws: BoundedDraws | NumpyChoice) -> None:
     """One arm of :func:`_fine_sampling`: the evenly spaced and random probes of the window around its centre join ``chosen``."""
     start = max(0, centre - plan.region_half_window)
     end = min(n - 1, centre + plan.region_half_window)
