@@ -23,7 +23,7 @@ call overhead (about 5 us against well under 1 us of drawing).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -110,13 +110,27 @@ class BoundedDraws:
 
     def bounded(self, high: int) -> int:
         """An integer in ``[0, high]`` (``0 <= high < 2**32 - 1``), as numpy draws it."""
-        if high == 0:
-            return 0
-        m = self._reserve(1)[self._pos] * (high + 1)
-        self._pos += 1
-        if (m & _U32) <= high:
-            m = self._redraw(m, high)
-        return m >> 32
+        return self.draws([high])[0]
+
+    def draws(self, bounds: Sequence[int]) -> list[int]:
+        """An integer in ``[0, high]`` for each ``high`` in turn (each ``< 2**32 - 1``), as numpy draws them one after another."""
+        outputs = self._reserve(len(bounds))
+        pos = self._pos
+        out: list[int] = []
+        for high in bounds:
+            if not high:  # numpy draws nothing for [0, 0]
+                out.append(0)
+                continue
+            m = outputs[pos] * (high + 1)
+            pos += 1
+            if (m & _U32) <= high:  # the rare rejection step, which may read more outputs
+                self._pos = pos
+                m = self._redraw(m, high)
+                outputs = self._reserve(len(bounds))
+                pos = self._pos
+            out.append(m >> 32)
+        self._pos = pos
+        return out
 
     def choice(self, n: int, size: int) -> list[int]:
         """``Generator.choice(n, size, replace=False).tolist()``, ``0 <= size <= n < 2**32 - 1``."""
@@ -128,38 +142,17 @@ class BoundedDraws:
                 j = self.bounded(i)
                 data[i], data[j] = data[j], data[i]
             return data[n - size :]
-        # Floyd's algorithm (a value drawn before is replaced by j, which cannot have been), then a shuffle:
-        # 2 size - 1 draws at most, each bounded() inlined up to its rare rejection step
-        outputs = self._reserve(2 * size)
-        pos = self._pos
+        # Floyd's algorithm, then a shuffle of what it drew: numpy draws [0, j] for j = n - size .. n - 1, then [0, i] for i = size - 1 .. 1
+        values = self.draws([*range(n - size, n), *range(size - 1, 0, -1)])
         out: list[int] = []
         seen: set[int] = set()
-        for j in range(n - size, n):
-            value = 0
-            if j:
-                m = outputs[pos] * (j + 1)
-                pos += 1
-                if (m & _U32) <= j:
-                    self._pos = pos
-                    m = self._redraw(m, j)
-                    outputs = self._reserve(2 * size)
-                    pos = self._pos
-                value = m >> 32
-                if value in seen:
-                    value = j
+        for value, j in zip(values, range(n - size, n)):
+            if value in seen:  # a value drawn before is replaced by j, which cannot have been
+                value = j
             seen.add(value)
             out.append(value)
-        for i in range(size - 1, 0, -1):
-            m = outputs[pos] * (i + 1)
-            pos += 1
-            if (m & _U32) <= i:
-                self._pos = pos
-                m = self._redraw(m, i)
-                outputs = self._reserve(2 * size)
-                pos = self._pos
-            j = m >> 32
+        for j, i in zip(values[size:], range(size - 1, 0, -1)):
             out[i], out[j] = out[j], out[i]
-        self._pos = pos
         return out
 
     def __enter__(self) -> BoundedDraws:
