@@ -773,8 +773,9 @@ class VideoFrameSource(FrameSource):
 
         A seek resets the decoder, so a decoder with frame threads would hand
         out each keyframe only when drained; here the packets are read by a
-        second, seeking demuxer, and the decoder (frame threads) decodes the
-        next keyframes while the first come out. Each keyframe of a closed
+        second, seeking demuxer, and the decoder (threaded as
+        :func:`dense_thread_type` says) decodes the next keyframes while the
+        first come out. Each keyframe of a closed
         group decodes alone, so the frames are exact.
         """
         import av
