@@ -536,8 +536,8 @@ SPARSE_FRAMES_PER_RUN = 3
 
 #: decoder threading for dense runs and back-to-back keyframes, by codec; others take "AUTO" (frame and
 #: slice threads). Measured on 2 cores with the FFmpeg that PyAV ships (docs/performance.md): for H.264,
-#: slice threads took 0.66-0.77 of frame threads' wall time on an exact 1-fps pool and on a full pass, and
-#: the same on keyframes; HEVC was even, VP9 13 % slower with slice threads.
+#: slice threads took 0.68-0.87 of frame threads' wall time on an exact 1-fps pool, 0.73-0.88 on a full
+#: pass, and the same on keyframes; HEVC was even, VP9 13 % slower with slice threads.
 DENSE_THREAD_TYPES: dict[str, str] = {"h264": "SLICE"}
 
 
