@@ -108,10 +108,6 @@ class BoundedDraws:
             self._pos += 1
         return m
 
-    def bounded(self, high: int) -> int:
-        """An integer in ``[0, high]`` (``0 <= high < 2**32 - 1``), as numpy draws it."""
-        return self.draws([high])[0]
-
     def draws(self, bounds: Sequence[int]) -> list[int]:
         """An integer in ``[0, high]`` for each ``high`` in turn (each ``< 2**32 - 1``), as numpy draws them one after another."""
         outputs = self._reserve(len(bounds))
@@ -136,10 +132,10 @@ class BoundedDraws:
         """``Generator.choice(n, size, replace=False).tolist()``, ``0 <= size <= n < 2**32 - 1``."""
         if not 0 <= size <= n < _U32:
             raise ValueError(f"BoundedDraws.choice needs 0 <= size <= n < 2**32 - 1, got n={n}, size={size}")
-        if n > 10_000 and size > n // 50:  # numpy's tail shuffle of the whole range
+        if n > 10_000 and size > n // 50:  # numpy's tail shuffle of the whole range: position i swaps with one drawn in [0, i]
             data = list(range(n))
-            for i in range(n - 1, max(n - size, 1) - 1, -1):
-                j = self.bounded(i)
+            swaps = range(n - 1, max(n - size, 1) - 1, -1)
+            for i, j in zip(swaps, self.draws(swaps), strict=True):
                 data[i], data[j] = data[j], data[i]
             return data[n - size :]
         # Floyd's algorithm, then a shuffle of what it drew: numpy draws [0, j] for j = n - size .. n - 1, then [0, i] for i = size - 1 .. 1
@@ -197,7 +193,7 @@ def numpy_draws_as_expected() -> bool:
     numpy's code, not a documented contract. A fixed run of requests (ranges
     0 to 40, one past 10,000, one near 2**31) is drawn both ways, and
     ``integers(0, bounds, endpoint=True, dtype=np.uint32)`` is compared with
-    :meth:`BoundedDraws.bounded`; a numpy that draws otherwise makes the
+    :meth:`BoundedDraws.draws`; a numpy that draws otherwise makes the
     callers (:func:`choice_draws`) use numpy's own calls, slower but never
     different.
     """
@@ -206,7 +202,7 @@ def numpy_draws_as_expected() -> bool:
     with BoundedDraws(ours, block=64) as draws:
         got = [draws.choice(n, size) for n, size in requests]
         bounds = [0, 1, 2, 13, 14, 1000, 2**31 + 7]
-        singles = [draws.bounded(b) for b in bounds]
+        singles = draws.draws(bounds)
     want = [theirs.choice(n, size=size, replace=False).tolist() for n, size in requests]
     vector = theirs.integers(0, np.array(bounds), endpoint=True, dtype=np.uint32).tolist()
     same_state = ours.integers(0, 1 << 32, size=4, dtype=np.uint32).tolist() == theirs.integers(0, 1 << 32, size=4, dtype=np.uint32).tolist()

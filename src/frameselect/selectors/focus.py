@@ -118,7 +118,6 @@ class _Arms:
     probes: list[int]
     values: list[float]
     mean: NDArray[np.float64]
-    ucb: NDArray[np.float64]
     by_ucb: list[int]  # positions by descending bound, the earlier arm first on ties (Python's stable sort)
 
     def __len__(self) -> int:
@@ -203,7 +202,7 @@ def _coarse_stage(bounds: list[tuple[int, int]], extra: int, scores: NDArray[np.
         ucb += np.sqrt(np.maximum(0.0, 2 * log_total * np.maximum(variance, min_variance) / widths))
         ucb += 3 * log_total / widths
     by_ucb: list[int] = np.argsort(-ucb, kind="stable").tolist()
-    return _Arms(starts.tolist(), (starts + others).tolist(), offsets.tolist(), probes.tolist(), scores[probes].tolist(), mean, ucb, by_ucb)
+    return _Arms(starts.tolist(), (starts + others).tolist(), offsets.tolist(), probes.tolist(), scores[probes].tolist(), mean, by_ucb)
 
 
 def _floyd_rows(
