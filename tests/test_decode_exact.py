@@ -136,10 +136,21 @@ def test_every_decoder_threading_gives_the_same_frames(files: dict[str, Path], n
         np.testing.assert_array_equal(rgb, reference[int(pool.source.pool_pts[i])], err_msg=f"{name} with {thread_type} threads: pool frame {i}")  # type: ignore[union-attr]
 
 
-def test_h264_decodes_with_slice_threads_and_other_codecs_with_frame_and_slice_threads() -> None:
-    from frameselect.video.decode import dense_thread_type
+def test_dense_requests_take_their_codecs_threading_unless_one_is_forced(files: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The per-codec table is read for this file's codec (a setting PyAV refuses shows it is applied); a forced setting wins."""
+    from frameselect.video import decode
 
-    assert (dense_thread_type("h264"), dense_thread_type("hevc"), dense_thread_type("vp9")) == ("SLICE", "AUTO", "AUTO")
+    assert decode.dense_thread_type("h264") == "SLICE" and decode.dense_thread_type("vp9") == "AUTO"
+    pool = candidates(files["bframes"], "fps=7")
+    every = list(range(len(pool)))
+    monkeypatch.setattr(decode, "DENSE_THREAD_TYPES", {"h264": "NOT-A-SETTING"})
+    with pytest.raises(KeyError, match="NOT-A-SETTING"):
+        dict(_source(pool, skip=True).iter(every))
+    monkeypatch.setattr(decode, "DENSE_THREAD_TYPES", {"hevc": "NOT-A-SETTING"})  # another codec's entry: not read
+    assert sorted(dict(_source(pool, skip=True).iter(every))) == every
+    monkeypatch.setattr(decode, "DENSE_THREAD_TYPES", {"h264": "NOT-A-SETTING"})
+    monkeypatch.setattr(VideoFrameSource, "thread_type", "NONE")
+    assert sorted(dict(_source(pool, skip=True).iter(every))) == every
 
 
 @pytest.mark.parametrize("name", ["bframes", "open_gop", "vfr"])
