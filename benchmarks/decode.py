@@ -1,7 +1,7 @@
 """Decoding a 1-fps pool: ours (exact and approximate) against one full decoding pass and installed peers.
 
     .venv/bin/python benchmarks/decode.py VIDEO [--fps 1] [--repeats 1] [--threading]
-    .venv/bin/python benchmarks/decode.py --make 10min-720p [--out FILE]    # writes a test video, nothing else
+    .venv/bin/python benchmarks/decode.py --make 10min-720p [--slices 1] [--out FILE]    # writes a test video, nothing else
 
 Every method runs in its own subprocess (so its peak resident memory is its
 own) and decodes the same job: the frames of a ``fps=R`` pool, to RGB at full
@@ -62,8 +62,14 @@ WRONG_LEVELS = 2.0
 # --------------------------------------------------------------------------- test video
 
 
-def make_video(name: str, out: Path) -> Path:
+def make_video(name: str, out: Path, slices: int = 1) -> Path:
     """``<minutes>min-<height>p[-natural]``: 30 fps, x264 ``veryfast``, GOP exactly 250, 3 B-frames.
+
+    Each picture is cut into ``slices`` slices, whatever the machine: 1 is
+    what x264 and the ffmpeg CLI write by default (frame threads); an encoder
+    run with slice threads (PyAV's default setting) writes one slice per
+    thread. The decoder's threading depends on it (see
+    ``frameselect.video.decode.dense_thread_type``).
 
     The default content is a sliding noise texture with a moving box: every
     frame differs, and a keyframe of noise is far larger (slower to decode)
@@ -82,7 +88,9 @@ def make_video(name: str, out: Path) -> Path:
 
     count = minutes * 60 * 30
     frames = _natural_frames(count, width, height) if natural else _noise_frames(count, width, height)
-    options = {"preset": "veryfast", "bf": "3", "crf": "23", "x264-params": "scenecut=0"}
+    if slices < 1:
+        raise SystemExit(f"--slices takes a count of 1 or more, got {slices}")
+    options = {"preset": "veryfast", "bf": "3", "crf": "23", "x264-params": f"scenecut=0:sliced-threads=0:slices={slices}"}
     return write_frames(out, frames, fps=30, gop=250, options=options)
 
 
@@ -151,11 +159,11 @@ def run_full_pass(video: str, fps: float, digest: Digest, thread_type: str = "AU
     ``"ours"``, the threading our decoder picks for this codec on a dense request."""
     import av
 
-    from frameselect.video.decode import dense_thread_type
+    from frameselect.video.decode import dense_thread_type, picture_slices
 
     with av.open(video) as c:
         stream = c.streams.video[0]
-        chosen = dense_thread_type(stream.codec_context.name) if thread_type == "ours" else thread_type
+        chosen = dense_thread_type(stream.codec_context.name, picture_slices(video)) if thread_type == "ours" else thread_type
         stream.thread_type = chosen
         n = sum(1 for _ in c.decode(stream))
     return {"frames_decoded": n, "thread_type": chosen}
@@ -478,6 +486,7 @@ def main() -> None:
     ap.add_argument("--only", help="comma-separated methods to run (the full pass always runs); default: all")
     ap.add_argument("--make", help="write a test video (e.g. 10min-720p) and exit")
     ap.add_argument("--out", help="where --make writes (default: <name>.mp4 here)")
+    ap.add_argument("--slices", type=int, default=1, help="--make: slices per picture (default 1, as x264 writes by default)")
     ap.add_argument("--peers", action="store_true", help="print which peers can run here and exit")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--result", help=argparse.SUPPRESS)
@@ -486,7 +495,7 @@ def main() -> None:
         check_peers()
         return
     if args.make:
-        path = make_video(args.make, Path(args.out or f"{args.make}.mp4"))
+        path = make_video(args.make, Path(args.out or f"{args.make}.mp4"), args.slices)
         print(path)
         return
     if not args.video:

@@ -136,21 +136,110 @@ def test_every_decoder_threading_gives_the_same_frames(files: dict[str, Path], n
         np.testing.assert_array_equal(rgb, reference[int(pool.source.pool_pts[i])], err_msg=f"{name} with {thread_type} threads: pool frame {i}")  # type: ignore[union-attr]
 
 
-def test_dense_requests_take_their_codecs_threading_unless_one_is_forced(files: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
-    """The per-codec table is read for this file's codec (a setting PyAV refuses shows it is applied); a forced setting wins."""
+@pytest.mark.parametrize(
+    ("codec", "slices", "cpus", "expected"),
+    [
+        ("h264", 2, 2, "SLICE"),
+        ("h264", 3, 2, "SLICE"),
+        ("h264", 4, 4, "SLICE"),
+        ("h264", 1, 2, "AUTO"),  # one slice: slice threads would run on one core
+        ("h264", None, 2, "AUTO"),  # unknown counts as one
+        ("h264", 3, 4, "AUTO"),  # fewer slices than cores: frame threads can use them all
+        ("h264", 1, 1, "AUTO"),
+        ("hevc", 8, 2, "AUTO"),  # only the codecs measured to gain
+        ("vp9", 8, 2, "AUTO"),
+    ],
+)
+def test_slice_threads_only_where_every_core_gets_a_slice(codec: str, slices: int | None, cpus: int, expected: str) -> None:
     from frameselect.video import decode
 
-    assert decode.dense_thread_type("h264") == "SLICE" and decode.dense_thread_type("vp9") == "AUTO"
-    pool = candidates(files["bframes"], "fps=7")
-    every = list(range(len(pool)))
-    monkeypatch.setattr(decode, "DENSE_THREAD_TYPES", {"h264": "NOT-A-SETTING"})
-    with pytest.raises(KeyError, match="NOT-A-SETTING"):
-        dict(_source(pool, skip=True).iter(every))
-    monkeypatch.setattr(decode, "DENSE_THREAD_TYPES", {"hevc": "NOT-A-SETTING"})  # another codec's entry: not read
-    assert sorted(dict(_source(pool, skip=True).iter(every))) == every
-    monkeypatch.setattr(decode, "DENSE_THREAD_TYPES", {"h264": "NOT-A-SETTING"})
-    monkeypatch.setattr(VideoFrameSource, "thread_type", "NONE")
-    assert sorted(dict(_source(pool, skip=True).iter(every))) == every
+    assert decode.dense_thread_type(codec, slices, cpus) == expected
+
+
+def test_the_core_count_defaults_to_the_usable_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    from frameselect.video import decode
+
+    monkeypatch.setattr(decode, "usable_cpus", lambda: 2)
+    assert decode.dense_thread_type("h264", 2) == "SLICE"
+    monkeypatch.setattr(decode, "usable_cpus", lambda: 8)
+    assert decode.dense_thread_type("h264", 2) == "AUTO"
+
+
+def test_slices_are_counted_in_length_prefixed_and_start_code_packets() -> None:
+    """Hand-made access units: the fewest slices of any picture; other NAL units are not slices."""
+    from frameselect.video.decode import h264_slices_per_picture as count
+
+    avcc4 = bytes([1, 0x64, 0, 0x1F, 0xFF, 0xE0, 0])  # an avcC record (no SPS or PPS kept): 4-byte lengths
+    avcc2 = bytes([1, 0x64, 0, 0x1F, 0xFD, 0xE0, 0])  # 2-byte lengths
+
+    def prefixed(nals: list[bytes], width: int) -> bytes:
+        return b"".join(len(n).to_bytes(width, "big") + n for n in nals)
+
+    sei, idr_first, idr_next, p_first, p_next = b"\x06\x05\x00", b"\x65\x88\x80", b"\x65\x40", b"\x41\x9a", b"\x41\x20"
+    assert count(prefixed([sei, idr_first, idr_next, idr_next], 4), avcc4) == 3
+    assert count(prefixed([idr_first, idr_next], 2), avcc2) == 2
+    assert count(prefixed([sei], 4), avcc4) is None
+    assert count(prefixed([p_first, p_next, p_first], 4), avcc4) == 1  # two fields: 2 slices, then 1
+    annex_b = b"\x00\x00\x00\x01" + sei + b"\x00\x00\x01" + idr_first + b"\x00\x00\x01" + idr_next
+    assert count(annex_b) == 2 and count(annex_b, b"") == 2
+    assert count(b"") is None
+
+
+@pytest.fixture(scope="module")
+def sliced(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
+    """The same frames in files of 1, 2 and 4 slices a picture."""
+    root = tmp_path_factory.mktemp("sliced")
+    return {n: write_frames(root / f"slices{n}.mp4", _moving(12, 4), fps=25, gop=6, options={"x264-params": f"sliced-threads=0:slices={n}"}) for n in (1, 2, 4)}
+
+
+def _remux(path: Path, out: Path) -> Path:
+    """The same packets in another container (MPEG-TS stores H.264 with start codes)."""
+    import av
+
+    with av.open(str(path)) as src, av.open(str(out), mode="w") as dst:
+        stream = dst.add_stream_from_template(src.streams.video[0])
+        for packet in src.demux(src.streams.video[0]):
+            if packet.size:
+                packet.stream = stream
+                dst.mux(packet)
+    return out
+
+
+def test_slices_per_picture_of_real_files(sliced: dict[int, Path], tmp_path: Path) -> None:
+    from frameselect.video.decode import picture_slices
+
+    assert {n: picture_slices(p) for n, p in sliced.items()} == {1: 1, 2: 2, 4: 4}
+    assert picture_slices(_remux(sliced[4], tmp_path / "four.ts")) == 4  # start codes
+    assert picture_slices(_remux(sliced[2], tmp_path / "two.mkv")) == 2  # avcC again
+    vp9 = write_frames(tmp_path / "v.webm", _moving(4, 5), fps=25, codec="libvpx-vp9")
+    assert picture_slices(vp9) is None
+
+
+def test_dense_requests_take_the_threading_for_their_codec_and_slices(sliced: dict[int, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The source asks for its file's codec and slice count and applies the answer (a setting PyAV
+    refuses shows it is applied); a forced setting wins; every answer gives the exact frames."""
+    from frameselect.video import decode
+
+    asked: list[tuple[str, int | None]] = []
+
+    def refused(codec: str, slices: int | None = None, cpus: int | None = None) -> str:
+        asked.append((codec, slices))
+        return "NOT-A-SETTING"
+
+    for n, path in sliced.items():
+        pool = candidates(path, "all")
+        every = list(range(len(pool)))
+        monkeypatch.setattr(decode, "dense_thread_type", refused)
+        with pytest.raises(KeyError, match="NOT-A-SETTING"):
+            dict(_source(pool, skip=True).iter(every))
+        assert asked[-1] == ("h264", n)
+        monkeypatch.setattr(VideoFrameSource, "thread_type", "NONE")
+        assert sorted(dict(_source(pool, skip=True).iter(every))) == every
+        monkeypatch.undo()
+        reference = _by_index(path)
+        got = dict(_source(pool, skip=True).iter(every))
+        for i, rgb in got.items():
+            np.testing.assert_array_equal(rgb, reference[int(pool.source.pool_pts[i])], err_msg=f"{n} slices: pool frame {i}")  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("name", ["bframes", "open_gop", "vfr"])
