@@ -216,11 +216,12 @@ def test_slices_per_picture_of_real_files(sliced: dict[int, Path], tmp_path: Pat
 
 
 def test_dense_requests_take_the_threading_for_their_codec_and_slices(sliced: dict[int, Path], monkeypatch: pytest.MonkeyPatch) -> None:
-    """The source asks for its file's codec and slice count and applies the answer (a setting PyAV
-    refuses shows it is applied); a forced setting wins; every answer gives the exact frames."""
+    """One decoder for a request asks for its file's codec and slice count and applies the answer (a
+    setting PyAV refuses shows it is applied); a forced setting wins; every answer gives the exact frames."""
     from frameselect.video import decode
 
     asked: list[tuple[str, int | None]] = []
+    monkeypatch.setattr(VideoFrameSource, "parallel_decoders", 1)
 
     def refused(codec: str, slices: int | None = None, cpus: int | None = None) -> str:
         asked.append((codec, slices))
@@ -236,6 +237,7 @@ def test_dense_requests_take_the_threading_for_their_codec_and_slices(sliced: di
         monkeypatch.setattr(VideoFrameSource, "thread_type", "NONE")
         assert sorted(dict(_source(pool, skip=True).iter(every))) == every
         monkeypatch.undo()
+        monkeypatch.setattr(VideoFrameSource, "parallel_decoders", 1)
         reference = _by_index(path)
         got = dict(_source(pool, skip=True).iter(every))
         for i, rgb in got.items():
@@ -291,7 +293,9 @@ def test_keyframe_pools_are_exact(files: dict[str, Path], name: str, policy: str
         np.testing.assert_array_equal(frame, reference[int(pool.source.pool_pts[i])])  # type: ignore[union-attr]
 
 
-def test_the_rest_of_a_group_before_a_closed_one_is_not_decoded(files: dict[str, Path]) -> None:
+def test_the_rest_of_a_group_before_a_closed_one_is_not_decoded(files: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """One decoder decodes on into the next group (no seek) when the rest is short, and skips the rest when the next group is closed."""
+    monkeypatch.setattr(VideoFrameSource, "parallel_decoders", 1)
     path = files["bframes"]  # 90 frames, a keyframe every 25, closed groups
     pool = candidates(path, "all")
     src = pool.source
@@ -443,3 +447,82 @@ def test_time_error_summary_for_run_records(numbered: Path) -> None:
     errors = np.abs(pool.source.time_errors)  # type: ignore[union-attr]
     assert time_error_summary(pool) == {"pool_time_error_mean": pytest.approx(errors.mean()), "pool_time_error_max": pytest.approx(0.5)}
     assert time_error_summary(CandidatePool.from_timestamps([0.0, 1.0])) == {}
+
+
+# --------------------------------------------------------------------------- parallel decoders
+
+
+def _groups(pool) -> int:  # type: ignore[no-untyped-def]
+    src = pool.source
+    return len(set(np.searchsorted(src.keyframe_pts, src.pool_pts, side="right").tolist()))
+
+
+@pytest.mark.parametrize("decoders", [1, 2, 3])
+@pytest.mark.parametrize("name", ["bframes", "open_gop", "vfr"])
+@pytest.mark.parametrize("policy", ["fps=1", "fps=7", "all"])
+def test_parallel_decoders_give_the_frames_of_one_pass_in_stream_order(
+    files: dict[str, Path], name: str, policy: str, decoders: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = files[name]
+    pool = candidates(path, policy)
+    assert _groups(pool) >= 4  # several groups of pictures to share out
+    reference = _by_index(path)
+    monkeypatch.setattr(VideoFrameSource, "parallel_decoders", decoders)
+    rng = np.random.default_rng(len(name) + decoders)
+    for wanted in (list(range(len(pool))), sorted(rng.choice(len(pool), size=max(2, len(pool) // 3), replace=False).tolist())):
+        source = _source(pool, skip=True)
+        got = list(source.iter(wanted))
+        assert [i for i, _ in got] == sorted(wanted)  # stream order, each once
+        for i, rgb in got:
+            np.testing.assert_array_equal(rgb, reference[int(pool.source.pool_pts[i])], err_msg=f"{name} {policy}, {decoders} decoders: pool frame {i}")  # type: ignore[union-attr]
+
+
+def test_parallel_decoders_wait_for_a_slow_consumer_and_stop_when_it_leaves(files: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """With room for two frames ahead per decoder, a consumer that takes its time still gets every
+    frame; one that leaves after three frames leaves no decoder thread behind."""
+    import threading
+    import time
+
+    from frameselect.video import decode
+
+    pool = candidates(files["open_gop"], "all")
+    reference = _by_index(files["open_gop"])
+    monkeypatch.setattr(VideoFrameSource, "parallel_decoders", 2)
+    monkeypatch.setattr(decode, "DECODED_AHEAD_BYTES", 1)  # the queues' floor: 2 frames each
+    got = []
+    for i, rgb in _source(pool, skip=True).iter(range(len(pool))):
+        if i % 10 == 0:
+            time.sleep(0.01)
+        got.append(i)
+        np.testing.assert_array_equal(rgb, reference[int(pool.source.pool_pts[i])])  # type: ignore[union-attr]
+    assert got == list(range(len(pool)))
+    frames = _source(pool, skip=True).iter(range(len(pool)))
+    assert [next(frames)[0] for _ in range(3)] == [0, 1, 2]
+    frames.close()
+    assert not [t for t in threading.enumerate() if t.name.startswith("frameselect-decode-")]
+
+
+def test_parallel_decoders_take_the_codecs_threading_on_the_cores_each_gets(sliced: dict[int, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two decoders on 2 CPUs run one thread each; on 8 CPUs, 4 threads each, of the kind the codec and
+    its slices call for with 4 cores (so 4 slices a picture: slice threads)."""
+    from frameselect.video import decode
+
+    chosen: list[tuple[str, int]] = []
+    real_decoder = VideoFrameSource._decoder
+
+    def spy(self, groups, out, stop, size, thread_type, threads):  # type: ignore[no-untyped-def]
+        chosen.append((thread_type, threads))
+        return real_decoder(self, groups, out, stop, size, thread_type, threads)
+
+    monkeypatch.setattr(VideoFrameSource, "_decoder", spy)
+    monkeypatch.setattr(VideoFrameSource, "parallel_decoders", 2)
+    pool = candidates(sliced[4], "all")
+    for cpus, expected in ((2, ("NONE", 1)), (8, ("SLICE", 4))):
+        monkeypatch.setattr(decode, "usable_cpus", lambda cpus=cpus: cpus)
+        chosen.clear()
+        assert [i for i, _ in _source(pool, skip=True).iter(range(len(pool)))] == list(range(len(pool)))
+        assert chosen == [expected, expected]
+    pool = candidates(sliced[2], "all")
+    chosen.clear()
+    list(_source(pool, skip=True).iter(range(len(pool))))
+    assert chosen == [("AUTO", 4), ("AUTO", 4)]  # 2 slices for 4 cores: frame threads

@@ -72,7 +72,12 @@ def test_full_file_is_not_truncated(faststart: Path) -> None:
     assert info.duration == pytest.approx(10.0, abs=1e-6) and info.declared_duration == pytest.approx(10.0, abs=1e-3)
 
 
-def test_damage_in_the_middle_is_corruption_not_truncation(faststart: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("decoders", [1, 2, 3])
+def test_damage_in_the_middle_is_corruption_not_truncation(faststart: Path, tmp_path: Path, decoders: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same error with one decoder or several side by side, and every frame before the damage first."""
+    from frameselect.video.decode import VideoFrameSource
+
+    monkeypatch.setattr(VideoFrameSource, "parallel_decoders", decoders)
     data = bytearray(faststart.read_bytes())
     mid = len(data) // 2
     data[mid : mid + 3000] = bytes(np.random.default_rng(1).integers(0, 256, 3000, dtype=np.uint8))
@@ -80,9 +85,12 @@ def test_damage_in_the_middle_is_corruption_not_truncation(faststart: Path, tmp_
     bad.write_bytes(bytes(data))
     pool = candidates(bad, "all")  # the index is intact: the packet pass sees every frame
     assert len(pool) == N_FRAMES
+    got: list[int] = []
     with pytest.raises(CorruptVideoError) as info:
-        pool.frames(range(len(pool)))
+        for i, _ in pool.source.iter(range(len(pool))):  # type: ignore[union-attr]
+            got.append(i)
     assert not isinstance(info.value, TruncatedVideoError)
+    assert got == list(range(len(got))) and 20 < len(got) < 80  # in order, up to the damage
     message = str(info.value)
     assert str(bad) in message and "damaged at" in message
     t = float(re.search(r"damaged at ([0-9.]+)s", message).group(1))  # type: ignore[union-attr]

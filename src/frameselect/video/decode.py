@@ -44,6 +44,7 @@ import functools
 import hashlib
 import math
 import os
+import queue
 import re
 import threading
 from collections import OrderedDict
@@ -535,6 +536,34 @@ SEEK_MIN_TAIL = 8
 #: requests with fewer wanted frames than this per run (on average) decode with ``sparse_thread_type``
 SPARSE_FRAMES_PER_RUN = 3
 
+#: at most this many decoders share one request (``VideoFrameSource.parallel_decoders``)
+PARALLEL_DECODERS_MAX = 8
+
+#: decoded frames waiting for the consumer of a parallel decode, at most (bytes, all decoders together)
+DECODED_AHEAD_BYTES = 128 * 1024 * 1024
+
+_GROUP_DONE = object()  # a parallel decoder's mark: every frame of its group was handed over
+
+
+@functools.lru_cache(maxsize=256)
+def _stream_facts(path: str, size: int, mtime_ns: int) -> tuple[str, int]:
+    container = _open(path)
+    try:
+        cc = container.streams.video[0].codec_context
+        return str(cc.name), int(cc.width or 0) * int(cc.height or 0)
+    finally:
+        container.close()
+
+
+def _codec_name(path: str) -> str:
+    st = os.stat(path)
+    return _stream_facts(path, st.st_size, st.st_mtime_ns)[0]
+
+
+def _coded_pixels(path: str) -> int:
+    st = os.stat(path)
+    return _stream_facts(path, st.st_size, st.st_mtime_ns)[1]
+
 #: codecs whose decoder runs a dense request faster with slice threads than with frame threads when
 #: every picture is cut into at least as many slices as there are CPUs to run them. Measured on 2 cores
 #: with the FFmpeg that PyAV ships (docs/performance.md): on H.264 files of 2 slices a picture, slice
@@ -712,6 +741,9 @@ class VideoFrameSource(FrameSource):
     of pictures holding no wanted frame are not sent to the decoder; with
     ``skip_nonref`` the decoder skips non-reference frames that are not
     wanted (``skip_frame`` switched per packet). Both keep the output exact.
+    A request spanning several groups is split by group among parallel
+    decoders (see :meth:`_decode_parallel`); frames still come out in stream
+    order.
     """
 
     #: decoder threading for runs of many wanted frames and for keyframes: None takes what suits the codec and its slices
@@ -720,6 +752,10 @@ class VideoFrameSource(FrameSource):
     #: for sparse requests (a frame or two per group of pictures): frame threads delay every frame's
     #: output by a few packets after each seek, so slice threads only (measured 3x faster on keyframes)
     sparse_thread_type = "SLICE"
+    #: decoders run side by side on a request spanning several groups of pictures, each on its own
+    #: groups with its own container (None: one per usable CPU, at most ``PARALLEL_DECODERS_MAX``;
+    #: 1: one decoder for the whole request)
+    parallel_decoders: int | None = None
 
     def __init__(
         self,
@@ -792,7 +828,7 @@ class VideoFrameSource(FrameSource):
             arr = np.ascontiguousarray(np.rot90(arr, k=self.rotation // 90))
         return arr
 
-    def _runs(self, wanted: Sequence[int]) -> list[tuple[int | None, set[int]]]:
+    def _runs(self, wanted: Sequence[int], merge: bool = True) -> list[tuple[int | None, set[int]]]:
         """Wanted pts split by group of pictures, each with where to seek (``None``: the start).
 
         A group is the frames from a keyframe's pts to the next keyframe's
@@ -805,7 +841,8 @@ class VideoFrameSource(FrameSource):
         wanted frame too, is decoded on without a seek when it is closed (the
         rest of the group is not sent, see :meth:`_decode_run`) or the rest
         is short. Without known keyframes: one pass from the start (exact,
-        not fast).
+        not fast). ``merge=False`` keeps one run a group (the frames before
+        the first keyframe go with its group): the units of parallel decoding.
         """
         if self.keyframe_pts is None or self.keyframe_pts.size == 0:
             return [(None, set(wanted))]
@@ -817,7 +854,9 @@ class VideoFrameSource(FrameSource):
         previous = -2
         for g, pts_set in sorted(by_group.items()):
             key = int(self.keyframe_pts[g])
-            if runs and g == previous + 1 and (self._closed(key) or self._tail(max(runs[-1][1]), key) <= SEEK_MIN_TAIL):
+            if runs and runs[-1][0] is None and g <= 0:
+                runs[-1][1].update(pts_set)  # before the first keyframe and its group: both from the start
+            elif runs and merge and g == previous + 1 and (self._closed(key) or self._tail(max(runs[-1][1]), key) <= SEEK_MIN_TAIL):
                 runs[-1][1].update(pts_set)  # the rest of the group is not sent (closed next group) or short: beats a seek
             else:
                 runs.append((int(self.keyframe_pts[g]) if g > 0 else None, set(pts_set)))
@@ -849,6 +888,9 @@ class VideoFrameSource(FrameSource):
             if self._keyframes_only(remaining):
                 stream.thread_type = dense
                 yield from self._decode_keyframes(container, stream, remaining, size)
+            elif (workers := self._decoders(groups := self._runs(sorted(remaining), merge=False))) > 1:
+                container.close()
+                yield from self._decode_parallel(groups, workers, remaining, size)
             else:
                 runs = self._runs(sorted(remaining))
                 sparse = len(runs) > 1 and len(remaining) < SPARSE_FRAMES_PER_RUN * len(runs)
@@ -866,6 +908,107 @@ class VideoFrameSource(FrameSource):
                 self.path,
                 f"{len(remaining)} pool frame(s) never decoded (first missing at {min(remaining) * float(self.time_base):.3f}s); the file may be cut short",
             )
+
+    def _decoders(self, groups: list[tuple[int | None, set[int]]]) -> int:
+        """How many decoders share a request of these groups (1: decode it in one pass)."""
+        if self.parallel_decoders is not None:
+            return max(1, min(self.parallel_decoders, len(groups)))
+        return max(1, min(usable_cpus(), PARALLEL_DECODERS_MAX, len(groups)))
+
+    def _decode_parallel(
+        self, groups: list[tuple[int | None, set[int]]], workers: int, remaining: set[int], size: tuple[int, int] | None
+    ) -> Iterator[tuple[int, NDArray[np.uint8]]]:
+        """Decode group ``i`` on decoder ``i % workers``, each in its own thread and container; yield in stream order.
+
+        Groups are independent once their keyframe is sought (a group's
+        leading pictures of an open next group belong to it, see
+        :meth:`_runs`), so the frames are those of one pass. FFmpeg decodes
+        without the GIL, so the decoders share the cores that one decoder's
+        threads would: frame threads gain little on a chain of reference
+        frames once the others are skipped, and slice threads none on
+        pictures of one slice. Each decoder gets ``usable_cpus() //
+        workers`` threads of the codec's kind (none when that is one). A
+        decoder stops while ``DECODED_AHEAD_BYTES / workers`` of its frames
+        wait for the consumer, so memory does not grow with the request; an
+        error reaches the consumer at the group it happened in, after every
+        frame before it. Leaving early stops the decoders.
+        """
+        threads = max(1, usable_cpus() // workers)
+        codec_threads = self.thread_type or (
+            "NONE" if threads == 1 else dense_thread_type(_codec_name(self.path), picture_slices(self.path), cpus=threads)
+        )
+        frame_bytes = 3 * (size[0] * size[1] if size else max(1, _coded_pixels(self.path)))
+        outs: list[queue.Queue[Any]] = [queue.Queue(maxsize=max(2, DECODED_AHEAD_BYTES // (workers * frame_bytes))) for _ in range(workers)]
+        stop = threading.Event()
+        decoders = [
+            threading.Thread(
+                target=self._decoder, args=(groups[w::workers], outs[w], stop, size, codec_threads, threads), name=f"frameselect-decode-{w}", daemon=True
+            )
+            for w in range(workers)
+        ]
+        for thread in decoders:
+            thread.start()
+        try:
+            for i in range(len(groups)):
+                out = outs[i % workers]
+                while (item := out.get()) is not _GROUP_DONE:
+                    if isinstance(item, BaseException):
+                        raise item
+                    remaining.discard(item[0])
+                    yield item
+        finally:
+            stop.set()
+            for out in outs:  # wake decoders waiting to hand over a frame
+                while not out.empty():
+                    out.get_nowait()
+            for thread in decoders:
+                thread.join()
+
+    def _decoder(
+        self,
+        groups: list[tuple[int | None, set[int]]],
+        out: queue.Queue[Any],
+        stop: threading.Event,
+        size: tuple[int, int] | None,
+        thread_type: str,
+        threads: int,
+    ) -> None:
+        """One parallel decoder: its groups in order, each followed by ``_GROUP_DONE``, or the error that ended it."""
+        import av
+
+        def put(item: Any) -> bool:
+            while not stop.is_set():
+                try:
+                    out.put(item, timeout=0.05)
+                    return True
+                except queue.Full:
+                    continue
+            return False
+
+        container = None
+        try:
+            container = _open(self.path)
+            stream = container.streams.video[0]
+            stream.thread_type = thread_type
+            stream.codec_context.thread_count = threads if thread_type != "NONE" else 1
+            for target, run in groups:
+                wanted = set(run)
+                if target is not None:
+                    container.seek(target, stream=stream, backward=True, any_frame=False)
+                try:
+                    for item in self._decode_run(container, stream, wanted, set(run), size):
+                        if not put(item):
+                            return
+                except av.error.FFmpegError as exc:  # demuxing failed: the data ends early
+                    put(TruncatedVideoError(self.path, f"reading failed with {len(wanted)} wanted frame(s) of a group left ({exc})"))
+                    return
+                if not put(_GROUP_DONE):
+                    return
+        except BaseException as exc:  # handed to the consumer, raised there in stream order
+            put(exc)
+        finally:
+            if container is not None:
+                container.close()
 
     def _keyframes_only(self, wanted: set[int]) -> bool:
         """Whether every wanted frame is a keyframe of a closed group (then they decode back to back)."""
