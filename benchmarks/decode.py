@@ -18,7 +18,8 @@ is printed instead.
 Peers, each skipped when absent: OpenCV (sequential ``grab`` / ``retrieve``
 of the wanted indices), the ffmpeg CLI (``-vf fps=R`` to rawvideo), decord
 (``get_batch``), torchcodec (``get_frames_at``). ``--threading`` also times
-our exact pool under each decoder threading setting.
+our exact pool with one decoder instead of one per CPU: with the threading
+it picks, then under each setting.
 
 ``--make NAME`` (``<minutes>min-720p`` or ``-360p``, optionally ``-natural``)
 writes an H.264 file (x264 ``veryfast``, GOP exactly 250, 3 B-frames, 30 fps)
@@ -201,12 +202,14 @@ def run_reference(video: str, fps: float, digest: Digest, ident: str | None = No
     return {}
 
 
-def run_ours(video: str, fps: float, digest: Digest, policy: str | None = None, thread_type: str | None = None) -> dict[str, Any]:
+def run_ours(video: str, fps: float, digest: Digest, policy: str | None = None, thread_type: str | None = None, decoders: int | None = None) -> dict[str, Any]:
     from frameselect.video import candidates
     from frameselect.video.decode import DecodeCounter, VideoFrameSource
 
     if thread_type:
         VideoFrameSource.thread_type = thread_type
+    if decoders:
+        VideoFrameSource.parallel_decoders = decoders
     counter = DecodeCounter()
     t0 = time.perf_counter()
     pool = candidates(video, policy or f"fps={fps:g}", video_id="bench", counter=counter)  # no content hash: not decoding
@@ -327,8 +330,9 @@ METHODS: dict[str, Callable[..., dict[str, Any]]] = {
     "decord": run_decord,
     "torchcodec": run_torchcodec,
 }
+METHODS["ours exact [1 decoder]"] = lambda v, f, d: run_ours(v, f, d, decoders=1)
 for _tt in ("AUTO", "FRAME", "SLICE", "NONE"):
-    METHODS[f"ours exact [{_tt}]"] = lambda v, f, d, _tt=_tt: run_ours(v, f, d, thread_type=_tt)
+    METHODS[f"ours exact [1 decoder, {_tt}]"] = lambda v, f, d, _tt=_tt: run_ours(v, f, d, thread_type=_tt, decoders=1)
 
 
 #: peers imported as modules (each is checked in a fresh interpreter: an installed wheel may still fail to load)
@@ -482,7 +486,7 @@ def main() -> None:
     ap.add_argument("video", nargs="?")
     ap.add_argument("--fps", type=float, default=1.0)
     ap.add_argument("--repeats", type=int, default=1)
-    ap.add_argument("--threading", action="store_true", help="also time our exact pool under each decoder threading setting")
+    ap.add_argument("--threading", action="store_true", help="also time our exact pool with one decoder: its own threading and each setting")
     ap.add_argument("--only", help="comma-separated methods to run (the full pass always runs); default: all")
     ap.add_argument("--make", help="write a test video (e.g. 10min-720p) and exit")
     ap.add_argument("--out", help="where --make writes (default: <name>.mp4 here)")
@@ -519,7 +523,7 @@ def main() -> None:
     if unknown:
         ap.error(f"unknown method(s) {unknown}; choose from {sorted(METHODS)}")
     if args.threading:
-        names += [f"ours exact [{t}]" for t in ("AUTO", "FRAME", "SLICE", "NONE")]
+        names += ["ours exact [1 decoder]", *[f"ours exact [1 decoder, {t}]" for t in ("AUTO", "FRAME", "SLICE", "NONE")]]
     skipped = {name: why for name in names if (why := available(name))}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -543,12 +547,12 @@ def report(
         return statistics.median(float(r[key]) for r in runs[name])
 
     base_wall, base_cpu = med("full PyAV pass", "seconds"), med("full PyAV pass", "cpu_seconds")
-    head = f"{'method':<22} {'wall s':>7} {'x full':>7} {'cpu s':>7} {'x full':>7} {'RSS MiB':>8} {'frames':>7} {'wrong':>6} {'missing':>8} {'nearest':>8} {'load':>5}  notes"
+    head = f"{'method':<30} {'wall s':>7} {'x full':>7} {'cpu s':>7} {'x full':>7} {'RSS MiB':>8} {'frames':>7} {'wrong':>6} {'missing':>8} {'nearest':>8} {'load':>5}  notes"
     print(head)
     for name in names:
         if name in skipped:
             dash = "-"
-            print(f"{name:<22} {dash:>7} {dash:>7} {dash:>7} {dash:>7} {dash:>8} {dash:>7} {dash:>6} {dash:>8} {dash:>8} {dash:>5}  skipped: {skipped[name]}")
+            print(f"{name:<30} {dash:>7} {dash:>7} {dash:>7} {dash:>7} {dash:>8} {dash:>7} {dash:>6} {dash:>8} {dash:>8} {dash:>5}  skipped: {skipped[name]}")
             continue
         wall, cpu, last = med(name, "seconds"), med(name, "cpu_seconds"), runs[name][-1]
         load = statistics.median(float(r["load"]) for r in runs[name])
@@ -582,7 +586,7 @@ def report(
                     notes += f"; {exact_wall / wall:.1f}x (cpu {exact_cpu / cpu:.1f}x) faster than exact"
         frames = last.get("frames_decoded", 0) if name.startswith("full PyAV pass") else len(last["frames"])
         print(
-            f"{name:<22} {wall:>7.2f} {wall / base_wall:>7.3f} {cpu:>7.2f} {cpu / base_cpu:>7.3f} {last['peak_rss_mib']:>8.0f} {frames:>7} {wrong:>6} {missing:>8} {nearest:>8} {load:>5.1f}  {notes}"
+            f"{name:<30} {wall:>7.2f} {wall / base_wall:>7.3f} {cpu:>7.2f} {cpu / base_cpu:>7.3f} {last['peak_rss_mib']:>8.0f} {frames:>7} {wrong:>6} {missing:>8} {nearest:>8} {load:>5.1f}  {notes}"
         )
     print(f"{len(indices)} pool frames; 'nearest': returned frames that are the nearest frame to their target time; 'load': 1-min load average at the start")
     if "ours exact" in runs:

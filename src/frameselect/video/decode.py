@@ -8,7 +8,9 @@ in one forward pass over the stream for any set of pool indices: seeks
 only to leave out groups of pictures (or their rests) holding no wanted
 frame, never one seek per candidate (keyframe-only requests: one decoder
 fed the keyframes back to back), and only wanted frames are converted to
-RGB, straight to the size asked for.
+RGB, straight to the size asked for. A request spanning several groups of
+pictures is shared out among decoders running side by side, one a CPU,
+each on its own groups (frames still come out in stream order).
 Frames are shown upright, as a player shows them: a display matrix
 (rotation side data, as phones write) is applied. Nothing holds all frames of
 a video in memory.
