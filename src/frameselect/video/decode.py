@@ -547,25 +547,6 @@ DECODED_AHEAD_BYTES = 128 * 1024 * 1024
 _GROUP_DONE = object()  # a parallel decoder's mark: every frame of its group was handed over
 
 
-@functools.lru_cache(maxsize=256)
-def _stream_facts(path: str, size: int, mtime_ns: int) -> tuple[str, int]:
-    container = _open(path)
-    try:
-        cc = container.streams.video[0].codec_context
-        return str(cc.name), int(cc.width or 0) * int(cc.height or 0)
-    finally:
-        container.close()
-
-
-def _codec_name(path: str) -> str:
-    st = os.stat(path)
-    return _stream_facts(path, st.st_size, st.st_mtime_ns)[0]
-
-
-def _coded_pixels(path: str) -> int:
-    st = os.stat(path)
-    return _stream_facts(path, st.st_size, st.st_mtime_ns)[1]
-
 #: codecs whose decoder runs a dense request faster with slice threads than with frame threads when
 #: every picture is cut into at least as many slices as there are CPUs to run them. Measured on 2 cores
 #: with the FFmpeg that PyAV ships (docs/performance.md): on H.264 files of 2 slices a picture, slice
@@ -891,8 +872,10 @@ class VideoFrameSource(FrameSource):
                 stream.thread_type = dense
                 yield from self._decode_keyframes(container, stream, remaining, size)
             elif (workers := self._decoders(groups := self._runs(sorted(remaining), merge=False))) > 1:
+                codec = stream.codec_context
+                coded = (str(codec.name), int(codec.width or 1) * int(codec.height or 1))
                 container.close()
-                yield from self._decode_parallel(groups, workers, remaining, size)
+                yield from self._decode_parallel(groups, workers, remaining, size, coded)
             else:
                 runs = self._runs(sorted(remaining))
                 sparse = len(runs) > 1 and len(remaining) < SPARSE_FRAMES_PER_RUN * len(runs)
@@ -918,7 +901,12 @@ class VideoFrameSource(FrameSource):
         return max(1, min(usable_cpus(), PARALLEL_DECODERS_MAX, len(groups)))
 
     def _decode_parallel(
-        self, groups: list[tuple[int | None, set[int]]], workers: int, remaining: set[int], size: tuple[int, int] | None
+        self,
+        groups: list[tuple[int | None, set[int]]],
+        workers: int,
+        remaining: set[int],
+        size: tuple[int, int] | None,
+        coded: tuple[str, int],
     ) -> Iterator[tuple[int, NDArray[np.uint8]]]:
         """Decode group ``i`` on decoder ``i % workers``, each in its own thread and container; yield in stream order.
 
@@ -933,13 +921,12 @@ class VideoFrameSource(FrameSource):
         decoder stops while ``DECODED_AHEAD_BYTES / workers`` of its frames
         wait for the consumer, so memory does not grow with the request; an
         error reaches the consumer at the group it happened in, after every
-        frame before it. Leaving early stops the decoders.
+        frame before it. Leaving early stops the decoders. ``coded``: the
+        stream's codec name and pixels a frame.
         """
         threads = max(1, usable_cpus() // workers)
-        codec_threads = self.thread_type or (
-            "NONE" if threads == 1 else dense_thread_type(_codec_name(self.path), picture_slices(self.path), cpus=threads)
-        )
-        frame_bytes = 3 * (size[0] * size[1] if size else max(1, _coded_pixels(self.path)))
+        codec_threads = self.thread_type or ("NONE" if threads == 1 else dense_thread_type(coded[0], picture_slices(self.path), cpus=threads))
+        frame_bytes = 3 * (size[0] * size[1] if size else coded[1])
         outs: list[queue.Queue[Any]] = [queue.Queue(maxsize=max(2, DECODED_AHEAD_BYTES // (workers * frame_bytes))) for _ in range(workers)]
         stop = threading.Event()
         decoders = [
