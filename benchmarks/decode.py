@@ -19,7 +19,9 @@ Peers, each skipped when absent: OpenCV (sequential ``grab`` / ``retrieve``
 of the wanted indices), the ffmpeg CLI (``-vf fps=R`` to rawvideo), decord
 (``get_batch``), torchcodec (``get_frames_at``). ``--threading`` also times
 our exact pool with one decoder instead of one per CPU: with the threading
-it picks, then under each setting.
+it picks, then under each setting. ``--selection`` also times 32 pool frames
+spread evenly (what an answerer gets from a selector), with our decoders
+and with one.
 
 ``--make NAME`` (``<minutes>min-720p`` or ``-360p``, optionally ``-natural``)
 writes an H.264 file (x264 ``veryfast``, GOP exactly 250, 3 B-frames, 30 fps)
@@ -202,7 +204,24 @@ def run_reference(video: str, fps: float, digest: Digest, ident: str | None = No
     return {}
 
 
-def run_ours(video: str, fps: float, digest: Digest, policy: str | None = None, thread_type: str | None = None, decoders: int | None = None) -> dict[str, Any]:
+#: frames in a selection (``--selection``): a selector's budget, spread evenly over the pool
+SELECTION = 32
+
+
+def selection_positions(pool_size: int) -> list[int]:
+    """Pool positions of a ``SELECTION``-frame pick spread evenly over a pool (the frames an answerer gets)."""
+    return sorted({int(round(x)) for x in np.linspace(0, pool_size - 1, min(SELECTION, pool_size))})
+
+
+def run_ours(
+    video: str,
+    fps: float,
+    digest: Digest,
+    policy: str | None = None,
+    thread_type: str | None = None,
+    decoders: int | None = None,
+    selection: bool = False,
+) -> dict[str, Any]:
     from frameselect.video import candidates
     from frameselect.video.decode import DecodeCounter, VideoFrameSource
 
@@ -215,7 +234,8 @@ def run_ours(video: str, fps: float, digest: Digest, policy: str | None = None, 
     pool = candidates(video, policy or f"fps={fps:g}", video_id="bench", counter=counter)  # no content hash: not decoding
     probe_s = time.perf_counter() - t0
     before = counter.frames_decoded
-    for i, rgb in pool.source.iter(range(len(pool))):  # type: ignore[union-attr]
+    wanted = selection_positions(len(pool)) if selection else range(len(pool))
+    for i, rgb in pool.source.iter(wanted):  # type: ignore[union-attr]
         digest.add(int(pool.frame_indices[i]), rgb)
     errors = np.abs(np.asarray(pool.source.time_errors))  # type: ignore[union-attr]
     return {
@@ -331,6 +351,8 @@ METHODS: dict[str, Callable[..., dict[str, Any]]] = {
     "torchcodec": run_torchcodec,
 }
 METHODS["ours exact [1 decoder]"] = lambda v, f, d: run_ours(v, f, d, decoders=1)
+METHODS[f"ours selection ({SELECTION})"] = lambda v, f, d: run_ours(v, f, d, selection=True)
+METHODS[f"ours selection ({SELECTION}) [1 decoder]"] = lambda v, f, d: run_ours(v, f, d, selection=True, decoders=1)
 for _tt in ("AUTO", "FRAME", "SLICE", "NONE"):
     METHODS[f"ours exact [1 decoder, {_tt}]"] = lambda v, f, d, _tt=_tt: run_ours(v, f, d, thread_type=_tt, decoders=1)
 
@@ -441,10 +463,15 @@ class Identity:
         before, after = times[pos - 1], times[np.minimum(pos, times.size - 1)]
         return np.asarray(np.minimum(np.abs(before - self.targets), np.abs(after - self.targets)))
 
-    def match(self, got: dict[str, Any], indices: list[int]) -> tuple[int, list[float]]:
-        """(frames that are the nearest frame to their target, each returned frame's time minus its target)."""
+    def match(self, got: dict[str, Any], indices: list[int], positions: list[int] | None = None) -> tuple[int, list[float]]:
+        """(frames that are the nearest frame to their target, each returned frame's time minus its target).
+
+        ``positions``: the pool positions (target numbers) of ``indices`` when they are not the whole pool.
+        """
         hits, offsets = 0, []
-        for j, i in enumerate(indices[: len(self.targets)]):
+        for j, i in zip(positions if positions is not None else range(len(indices)), indices):
+            if j >= len(self.targets):
+                break
             mine = got.get(str(i))
             if mine is None:
                 continue
@@ -487,6 +514,7 @@ def main() -> None:
     ap.add_argument("--fps", type=float, default=1.0)
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--threading", action="store_true", help="also time our exact pool with one decoder: its own threading and each setting")
+    ap.add_argument("--selection", action="store_true", help=f"also time {SELECTION} pool frames spread evenly (a selection), with our decoders and with one")
     ap.add_argument("--only", help="comma-separated methods to run (the full pass always runs); default: all")
     ap.add_argument("--make", help="write a test video (e.g. 10min-720p) and exit")
     ap.add_argument("--out", help="where --make writes (default: <name>.mp4 here)")
@@ -524,6 +552,8 @@ def main() -> None:
         ap.error(f"unknown method(s) {unknown}; choose from {sorted(METHODS)}")
     if args.threading:
         names += ["ours exact [1 decoder]", *[f"ours exact [1 decoder, {t}]" for t in ("AUTO", "FRAME", "SLICE", "NONE")]]
+    if args.selection:
+        names += [f"ours selection ({SELECTION})", f"ours selection ({SELECTION}) [1 decoder]"]
     skipped = {name: why for name in names if (why := available(name))}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -564,8 +594,10 @@ def report(
         elif "approx" in name or "keyframes" in name:
             wrong = missing = nearest = "n/a"
         else:
-            w, m = wrong_frames(last["frames"], ref, indices)
-            hits, offsets = identity.match(last["frames"], indices)
+            positions = selection_positions(len(indices)) if "selection" in name else list(range(len(indices)))
+            wanted = [indices[j] for j in positions]
+            w, m = wrong_frames(last["frames"], ref, wanted)
+            hits, offsets = identity.match(last["frames"], wanted, positions)
             wrong, missing, nearest = str(w), str(m), str(hits)
             if not name.startswith("ours"):
                 notes = (
