@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 import numpy as np
 
 from frameselect._cpus import usable_cpus
+from frameselect._queues import put_unless_stopped
 from frameselect.cache import Cache, RunCounters
 from frameselect.errors import ConfigError, ContractError
 from frameselect.video.decode import DecodeCounter, FrameMemo, VideoFrameSource, VideoInfo
@@ -149,13 +150,7 @@ def prefetched(items: Iterator[T], depth: int) -> Iterator[T]:
     stop = threading.Event()
 
     def put(entry: tuple[str, Any]) -> bool:
-        while not stop.is_set():
-            try:
-                slots.put(entry, timeout=0.05)
-                return True
-            except queue.Full:
-                continue
-        return False
+        return put_unless_stopped(slots, entry, stop)
 
     def produce() -> None:
         try:

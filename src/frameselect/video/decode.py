@@ -58,6 +58,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from frameselect._cpus import usable_cpus
+from frameselect._queues import put_unless_stopped
 from frameselect.errors import CorruptVideoError, NoFramesError, NotAVideoError, TruncatedVideoError, VideoError, VideoNotFoundError
 from frameselect.types import CandidatePool, FrameSource
 
@@ -557,14 +559,6 @@ _GROUP_DONE = object()  # a parallel decoder's mark: every frame of its group wa
 SLICE_THREADED_CODECS: frozenset[str] = frozenset({"h264"})
 
 
-def usable_cpus() -> int:
-    """CPUs this process may run on (its affinity where the platform tells it), as FFmpeg counts them."""
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
 def dense_thread_type(codec: str, slices: int | None = None, cpus: int | None = None) -> str:
     """The decoder threading for a dense request: ``"SLICE"`` or ``"AUTO"`` (FFmpeg's frame threads).
 
@@ -966,13 +960,7 @@ class VideoFrameSource(FrameSource):
         import av
 
         def put(item: Any) -> bool:
-            while not stop.is_set():
-                try:
-                    out.put(item, timeout=0.05)
-                    return True
-                except queue.Full:
-                    continue
-            return False
+            return put_unless_stopped(out, item, stop)
 
         container = None
         try:
