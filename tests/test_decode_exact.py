@@ -526,3 +526,53 @@ def test_parallel_decoders_take_the_codecs_threading_on_the_cores_each_gets(slic
     chosen.clear()
     list(_source(pool, skip=True).iter(range(len(pool))))
     assert chosen == [("AUTO", 4), ("AUTO", 4)]  # 2 slices for 4 cores: frame threads
+
+
+# --------------------------------------------------------------------------- seeks that land late
+
+
+@pytest.fixture(scope="module")
+def transport(files: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The B-frame and open-GOP files in MPEG-TS, whose seeks land past the keyframe asked for."""
+    root = tmp_path_factory.mktemp("ts")
+    return {name: _remux(files[name], root / f"{name}.ts") for name in ("bframes", "open_gop")}
+
+
+def _landings(path: Path) -> list[tuple[int, int, bool]]:
+    """(keyframe pts, pts of the first packet after seeking to it, whether that packet is a keyframe)."""
+    import av
+
+    keys = probe(path).keyframe_pts
+    assert keys is not None
+    out = []
+    with av.open(str(path)) as c:
+        stream = c.streams.video[0]
+        for key in keys[1:].tolist():
+            c.seek(key, stream=stream, backward=True, any_frame=False)
+            first = next(p for p in c.demux(stream) if p.size)
+            out.append((key, int(first.pts), bool(first.is_keyframe)))
+    return out
+
+
+def test_mpeg_ts_seeks_land_late(transport: dict[str, Path]) -> None:
+    """What the next test guards against: a plain seek to a keyframe of these files does not start at it."""
+    for path in transport.values():
+        assert any(not (pts == key and is_key) for key, pts, is_key in _landings(path))
+
+
+@pytest.mark.parametrize("decoders", [1, 2])
+@pytest.mark.parametrize("name", ["bframes", "open_gop"])
+@pytest.mark.parametrize("policy", ["fps=7", "keyframes", "all"])
+def test_late_landing_seeks_still_give_the_exact_frames(
+    transport: dict[str, Path], name: str, policy: str, decoders: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = transport[name]
+    pool = candidates(path, policy)
+    reference = _by_index(path)
+    monkeypatch.setattr(VideoFrameSource, "parallel_decoders", decoders)
+    every = list(range(len(pool)))
+    for wanted in (every, every[1::5], every[len(every) // 2 :: 7]):  # whole pools, and sparse picks that seek
+        got = list(pool.source.iter(wanted))  # type: ignore[union-attr]
+        assert [i for i, _ in got] == sorted(set(wanted))
+        for i, rgb in got:
+            np.testing.assert_array_equal(rgb, reference[int(pool.source.pool_pts[i])], err_msg=f"{name}.ts {policy}: pool frame {i}")  # type: ignore[union-attr]

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import math
 import os
 import queue
@@ -540,6 +541,9 @@ SEEK_MIN_TAIL = 8
 #: requests with fewer wanted frames than this per run (on average) decode with ``sparse_thread_type``
 SPARSE_FRAMES_PER_RUN = 3
 
+#: where a seek lands past the keyframe asked for, it is made again this many groups further back (None: from the start)
+SEEK_BACK_GROUPS: tuple[int | None, ...] = (0, 1, 4, None)
+
 #: at most this many decoders share one request (``VideoFrameSource.parallel_decoders``)
 PARALLEL_DECODERS_MAX = 8
 
@@ -875,9 +879,8 @@ class VideoFrameSource(FrameSource):
                 sparse = len(runs) > 1 and len(remaining) < SPARSE_FRAMES_PER_RUN * len(runs)
                 stream.thread_type = self.sparse_thread_type if sparse else dense
                 for target, run in runs:
-                    if target is not None:
-                        container.seek(target, stream=stream, backward=True, any_frame=False)  # also resets the decoder
-                    yield from self._decode_run(container, stream, run, remaining, size)
+                    packets = None if target is None else self._sought(container, stream, target)
+                    yield from self._decode_run(container, stream, run, remaining, size, packets)
         except av.error.FFmpegError as exc:  # demuxing failed: the data ends early
             raise TruncatedVideoError(self.path, f"reading failed with {len(remaining)} wanted frame(s) left ({exc})") from exc
         finally:
@@ -970,10 +973,9 @@ class VideoFrameSource(FrameSource):
             stream.codec_context.thread_count = threads if thread_type != "NONE" else 1
             for target, run in groups:
                 wanted = set(run)
-                if target is not None:
-                    container.seek(target, stream=stream, backward=True, any_frame=False)
                 try:
-                    for item in self._decode_run(container, stream, wanted, set(run), size):
+                    packets = None if target is None else self._sought(container, stream, target)
+                    for item in self._decode_run(container, stream, wanted, set(run), size, packets):
                         if not put(item):
                             return
                 except av.error.FFmpegError as exc:  # demuxing failed: the data ends early
@@ -1012,11 +1014,8 @@ class VideoFrameSource(FrameSource):
             codec = stream.codec_context
             packet: Any = None
             for pts in sorted(remaining):
-                reader.seek(pts, stream=rstream, backward=True, any_frame=False)
-                for packet in reader.demux(rstream):
-                    if packet.size and packet.pts is not None and int(packet.pts) >= pts:
-                        break
-                if packet is None or packet.pts is None or int(packet.pts) != pts:
+                packet = next(self._sought(reader, rstream, pts), None)
+                if packet is None:
                     continue  # not found: reported as missing
                 try:
                     frames = codec.decode(packet)
@@ -1037,8 +1036,45 @@ class VideoFrameSource(FrameSource):
             remaining.discard(int(frame.pts))
             yield int(frame.pts), self._upright(frame, size)
 
+    def _sought(self, container: Any, stream: Any, key: int) -> Iterator[Any]:
+        """The packets from the keyframe at pts ``key`` on, after a seek (which also resets the decoder).
+
+        Most containers' seeks land on the keyframe. Where one lands past it
+        (MPEG-TS seeks by the timestamps it meets in the stream, and lands a
+        few frames late), the seek goes to keyframes further back (one group,
+        then four, then the start) and the packets before ``key`` are dropped
+        undecoded: every frame decoded before it in a stream is shown before
+        it, so meeting a later frame means the seek went past. Empty when
+        ``key`` is not found.
+        """
+        keys = self.keyframe_pts
+        i = int(np.searchsorted(keys, key)) if keys is not None else 0
+        for back in SEEK_BACK_GROUPS:
+            if back is None:
+                container.seek(0)  # the start of the file
+            else:
+                at = int(keys[max(i - back, 0)]) if keys is not None and back else key
+                container.seek(at, stream=stream, backward=True, any_frame=False)
+            packets = container.demux(stream)
+            for packet in packets:
+                if not packet.size or packet.pts is None:
+                    continue
+                if int(packet.pts) == key and packet.is_keyframe:
+                    return itertools.chain([packet], packets)
+                if int(packet.pts) > key:
+                    break  # landed past it
+            else:
+                return iter(())  # the data ends before it
+        return iter(())
+
     def _decode_run(
-        self, container: Any, stream: Any, run: set[int], remaining: set[int], size: tuple[int, int] | None
+        self,
+        container: Any,
+        stream: Any,
+        run: set[int],
+        remaining: set[int],
+        size: tuple[int, int] | None,
+        packets: Iterator[Any] | None = None,
     ) -> Iterator[tuple[int, NDArray[np.uint8]]]:
         """Decode forward from the current position until every pts of ``run`` came out.
 
@@ -1060,7 +1096,7 @@ class VideoFrameSource(FrameSource):
         pending = sorted(run)  # unsent pts, ascending, struck off lazily
         first = 0
         holding, next_key = False, None
-        packets = container.demux(stream)
+        packets = container.demux(stream) if packets is None else packets  # None: from where the demuxer is
         for packet in packets:
             if packet.size and packet.pts is not None:
                 pts = int(packet.pts)
