@@ -1043,9 +1043,8 @@ class VideoFrameSource(FrameSource):
         (MPEG-TS seeks by the timestamps it meets in the stream, and lands a
         few frames late), the seek goes to keyframes further back (one group,
         then four, then the start) and the packets before ``key`` are dropped
-        undecoded: every frame decoded before it in a stream is shown before
-        it, so meeting a later frame means the seek went past. Empty when
-        ``key`` is not found.
+        undecoded; meeting a later keyframe, or the end, first means the seek
+        went past. Empty when ``key`` is not found even from the start.
         """
         keys = self.keyframe_pts
         i = int(np.searchsorted(keys, key)) if keys is not None else 0
@@ -1061,10 +1060,9 @@ class VideoFrameSource(FrameSource):
                     continue
                 if int(packet.pts) == key and packet.is_keyframe:
                     return itertools.chain([packet], packets)
-                if int(packet.pts) > key:
-                    break  # landed past it
-            else:
-                return iter(())  # the data ends before it
+                if packet.is_keyframe and int(packet.pts) > key:
+                    break  # a later group's keyframe: the seek landed past it
+            # past it, or the data ended without it (landed past the last keyframe): further back
         return iter(())
 
     def _decode_run(
