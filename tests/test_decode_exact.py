@@ -463,18 +463,22 @@ def _groups(pool) -> int:  # type: ignore[no-untyped-def]
 def test_parallel_decoders_give_the_frames_of_one_pass_in_stream_order(
     files: dict[str, Path], name: str, policy: str, decoders: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = files[name]
-    pool = candidates(path, policy)
+    pool = candidates(files[name], policy)
     assert _groups(pool) >= 4  # several groups of pictures to share out
-    reference = _by_index(path)
     monkeypatch.setattr(VideoFrameSource, "parallel_decoders", decoders)
     rng = np.random.default_rng(len(name) + decoders)
-    for wanted in (list(range(len(pool))), sorted(rng.choice(len(pool), size=max(2, len(pool) // 3), replace=False).tolist())):
-        source = _source(pool, skip=True)
-        got = list(source.iter(wanted))
-        assert [i for i, _ in got] == sorted(wanted)  # stream order, each once
+    picks = [list(range(len(pool))), sorted(rng.choice(len(pool), size=max(2, len(pool) // 3), replace=False).tolist())]
+    _assert_exact_in_stream_order(pool, files[name], picks, f"{name} {policy}, {decoders} decoders")
+
+
+def _assert_exact_in_stream_order(pool, path: Path, picks: list[list[int]], label: str) -> None:  # type: ignore[no-untyped-def]
+    """Each pick of pool positions comes out once each, in stream order, as one plain decoding pass gives it."""
+    reference = _by_index(path)
+    for wanted in picks:
+        got = list(_source(pool, skip=True).iter(wanted))
+        assert [i for i, _ in got] == sorted(set(wanted))
         for i, rgb in got:
-            np.testing.assert_array_equal(rgb, reference[int(pool.source.pool_pts[i])], err_msg=f"{name} {policy}, {decoders} decoders: pool frame {i}")  # type: ignore[union-attr]
+            np.testing.assert_array_equal(rgb, reference[int(pool.source.pool_pts[i])], err_msg=f"{label}: pool frame {i}")
 
 
 def test_parallel_decoders_wait_for_a_slow_consumer_and_stop_when_it_leaves(files: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -566,13 +570,8 @@ def test_mpeg_ts_seeks_land_late(transport: dict[str, Path]) -> None:
 def test_late_landing_seeks_still_give_the_exact_frames(
     transport: dict[str, Path], name: str, policy: str, decoders: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = transport[name]
-    pool = candidates(path, policy)
-    reference = _by_index(path)
+    pool = candidates(transport[name], policy)
     monkeypatch.setattr(VideoFrameSource, "parallel_decoders", decoders)
     every = list(range(len(pool)))
-    for wanted in (every, every[1::5], every[len(every) // 2 :: 7]):  # whole pools, and sparse picks that seek
-        got = list(pool.source.iter(wanted))  # type: ignore[union-attr]
-        assert [i for i, _ in got] == sorted(set(wanted))
-        for i, rgb in got:
-            np.testing.assert_array_equal(rgb, reference[int(pool.source.pool_pts[i])], err_msg=f"{name}.ts {policy}: pool frame {i}")  # type: ignore[union-attr]
+    picks = [every, every[1::5], every[len(every) // 2 :: 7]]  # whole pools, and sparse picks that seek
+    _assert_exact_in_stream_order(pool, transport[name], picks, f"{name}.ts {policy}, {decoders} decoders")
