@@ -865,14 +865,14 @@ class VideoFrameSource(FrameSource):
         container = _open(self.path)
         try:
             stream = container.streams.video[0]
-            dense = self.thread_type or dense_thread_type(stream.codec_context.name, picture_slices(self.path))
+            codec = stream.codec_context
+            dense = self.thread_type or dense_thread_type(codec.name, picture_slices(self.path))
             if self._keyframes_only(remaining):
                 stream.thread_type = dense
                 yield from self._decode_keyframes(container, stream, remaining, size)
             elif (workers := self._decoders(groups := self._runs(sorted(remaining), merge=False))) > 1:
-                codec = stream.codec_context
                 coded = (str(codec.name), int(codec.width or 1) * int(codec.height or 1))
-                container.close()
+                container.close()  # each decoder opens its own
                 yield from self._decode_parallel(groups, workers, remaining, size, coded)
             else:
                 runs = self._runs(sorted(remaining))
@@ -971,15 +971,14 @@ class VideoFrameSource(FrameSource):
             stream = container.streams.video[0]
             stream.thread_type = thread_type
             stream.codec_context.thread_count = threads if thread_type != "NONE" else 1
-            for target, run in groups:
-                wanted = set(run)
+            for target, run in groups:  # this decoder's own sets: struck off as their frames come out
                 try:
                     packets = None if target is None else self._sought(container, stream, target)
-                    for item in self._decode_run(container, stream, wanted, set(run), size, packets):
+                    for item in self._decode_run(container, stream, run, set(run), size, packets):
                         if not put(item):
                             return
                 except av.error.FFmpegError as exc:  # demuxing failed: the data ends early
-                    put(TruncatedVideoError(self.path, f"reading failed with {len(wanted)} wanted frame(s) of a group left ({exc})"))
+                    put(TruncatedVideoError(self.path, f"reading failed with {len(run)} wanted frame(s) of a group left ({exc})"))
                     return
                 if not put(_GROUP_DONE):
                     return
@@ -1012,7 +1011,6 @@ class VideoFrameSource(FrameSource):
         try:
             rstream = reader.streams.video[0]
             codec = stream.codec_context
-            packet: Any = None
             for pts in sorted(remaining):
                 packet = next(self._sought(reader, rstream, pts), None)
                 if packet is None:
@@ -1046,14 +1044,13 @@ class VideoFrameSource(FrameSource):
         undecoded; meeting a later keyframe, or the end, first means the seek
         went past. Empty when ``key`` is not found even from the start.
         """
-        keys = self.keyframe_pts
-        i = int(np.searchsorted(keys, key)) if keys is not None else 0
+        keys = self.keyframe_pts if self.keyframe_pts is not None else np.asarray([key], dtype=np.int64)
+        i = int(np.searchsorted(keys, key))
         for back in SEEK_BACK_GROUPS:
             if back is None:
                 container.seek(0)  # the start of the file
             else:
-                at = int(keys[max(i - back, 0)]) if keys is not None and back else key
-                container.seek(at, stream=stream, backward=True, any_frame=False)
+                container.seek(key if back == 0 else int(keys[max(i - back, 0)]), stream=stream, backward=True, any_frame=False)
             packets = container.demux(stream)
             for packet in packets:
                 if not packet.size or packet.pts is None:
