@@ -12,7 +12,7 @@ pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
 
 from frameselect.encoders import _onnx
-from frameselect.encoders._minilm import embed_texts
+from frameselect.encoders._minilm import embed_texts, mean_pool
 from frameselect.encoders._mobilenet_v2 import classify
 from frameselect.encoders.offline import ImagenetLabel, OcrText
 from frameselect.errors import FrameselectError
@@ -47,6 +47,33 @@ def test_runtime_is_part_of_the_encoder_id() -> None:
     ids = {ImagenetLabel(runtime=rt).id for rt in _onnx.RUNTIMES}
     assert len(ids) == 3
     assert len({OcrText(runtime=rt).id for rt in _onnx.RUNTIMES}) == 3
+
+
+def test_the_onnx_recipe_is_part_of_the_encoder_id(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another recipe gives other features: their cache entries must not be found under the old id. Eager ids do not change."""
+    recipe = _onnx.RECIPE
+    before = {rt: (ImagenetLabel(runtime=rt).id, OcrText(runtime=rt).id) for rt in _onnx.RUNTIMES}
+    assert all(f"onnx_recipe={recipe}," in i for rt in ("onnx", "onnx-int8") for i in before[rt])
+    assert not any("onnx_recipe" in i for i in before["torch"])
+    monkeypatch.setattr(_onnx, "RECIPE", recipe + "x")
+    after = {rt: (ImagenetLabel(runtime=rt).id, OcrText(runtime=rt).id) for rt in _onnx.RUNTIMES}
+    assert after["torch"] == before["torch"]
+    for rt in ("onnx", "onnx-int8"):
+        for old, new in zip(before[rt], after[rt]):
+            assert new == old.replace(f"onnx_recipe={recipe},", f"onnx_recipe={recipe}x,") and new != old
+
+
+def test_mean_pool_is_the_torch_pooling() -> None:
+    """The ONNX paths' numpy pooling against the eager path's torch formula, padding rows and an empty text included."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(5)
+    hidden = rng.normal(size=(4, 7, 384)).astype(np.float32) * 3
+    mask = np.array([[1] * 7, [1, 1, 1, 0, 0, 0, 0], [1, 1, 0, 0, 0, 0, 0], [1] * 5 + [0, 0]])
+    h, m = torch.from_numpy(hidden), torch.from_numpy(mask).unsqueeze(-1).float()
+    expected = torch.nn.functional.normalize((h * m).sum(1) / m.sum(1).clamp(min=1e-9), dim=1).numpy()
+    assert np.allclose(mean_pool(hidden, mask), expected, atol=2e-7, rtol=0)
+    by_hand = hidden[1, :3].mean(0)
+    assert np.allclose(mean_pool(hidden, mask)[1], by_hand / np.linalg.norm(by_hand), atol=2e-7)
 
 
 def test_mobilenet_onnx_fp32_matches_torch(onnx_cache: Path, photos: np.ndarray) -> None:

@@ -19,6 +19,8 @@ transformers = pytest.importorskip("transformers")
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
 
+from frameselect.encoders import _onnx_hub  # noqa: E402
+from frameselect.encoders._onnx_hub import HUB_RECIPE  # noqa: E402
 from frameselect.encoders.hub import BlipItmEncoder, ClipEncoder, OpenClipEncoder, SiglipEncoder  # noqa: E402
 from frameselect.errors import ConfigError, MissingDependencyError  # noqa: E402
 from frameselect.plan import resolve  # noqa: E402
@@ -144,7 +146,15 @@ def test_runtime_is_part_of_the_id(kind: str, fixtures: dict[str, Any]) -> None:
     ids = [_build(kind, fixtures, rt, dtype="float32").id for rt in ("torch", "onnx", "onnx-int8")]
     assert len(set(ids)) == 3
     assert "runtime=" not in ids[0]  # eager ids are the ones recorded before ONNX paths existed: their caches stay valid
-    assert ids[1] == ids[0][:-1] + ",runtime=onnx)" and ids[2] == ids[0][:-1] + ",runtime=onnx-int8)"  # nothing else differs
+    for rt, onnx_id in zip(("onnx", "onnx-int8"), ids[1:]):  # nothing else differs: the runtime and its recipe are added
+        assert sorted(onnx_id[:-1].split(",")) == sorted(ids[0][:-1].split(",") + [f"onnx_recipe={HUB_RECIPE}", f"runtime={rt}"])
+
+
+def test_a_new_hub_recipe_gives_a_new_id(kind: str, fixtures: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    before = _build(kind, fixtures, "onnx-int8", dtype="float32").id
+    monkeypatch.setattr(_onnx_hub, "HUB_RECIPE", HUB_RECIPE + "x")
+    after = _build(kind, fixtures, "onnx-int8", dtype="float32").id
+    assert before != after and after == before.replace(f"onnx_recipe={HUB_RECIPE},", f"onnx_recipe={HUB_RECIPE}x,")
 
 
 def test_the_exported_file_is_reused(kind: str, fixtures: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:

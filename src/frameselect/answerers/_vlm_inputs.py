@@ -520,7 +520,7 @@ class InternVLInputs(_TextSide):
 
         processor = load_processor_dict(model_id, revision)
         tokenizer = AutoTokenizer.from_pretrained(model_id, revision=revision)
-        image_processor = AutoImageProcessor.from_pretrained(model_id, revision=revision)  # type: ignore[no-untyped-call]
+        image_processor = AutoImageProcessor.from_pretrained(model_id, revision=revision)  # type: ignore[no-untyped-call,unused-ignore]
         return cls(tokenizer, image_processor, int(processor.get("image_seq_length", 256)), processor.get("chat_template"))
 
     def __call__(self, text: str, images: Sequence[NDArray[np.uint8]], crop_to_patches: bool = False) -> Any:

@@ -48,11 +48,12 @@ from numpy.typing import NDArray
 from frameselect._cpus import usable_cpus
 from frameselect.errors import ConfigError, FrameselectError, MissingDependencyError
 
-__all__ = ["RUNTIMES", "check_runtime", "session", "tower_session", "new_session", "onnx_dir", "intra_op_threads"]
+__all__ = ["RUNTIMES", "check_runtime", "runtime_identity", "session", "tower_session", "new_session", "onnx_dir", "intra_op_threads"]
 
 RUNTIMES = ("torch", "onnx", "onnx-int8")
-#: bump when an export or quantisation recipe changes (old files are then ignored)
-RECIPE = "3"
+#: bump when an export, quantisation or pooling recipe changes (old files are then ignored, and ids change:
+#: :func:`runtime_identity`). 4: MiniLM's ONNX paths pool in numpy.
+RECIPE = "4"
 _LOCK = threading.Lock()
 
 
@@ -65,6 +66,19 @@ def check_runtime(runtime: str, part: str = "encoder") -> str:
         if missing:
             raise MissingDependencyError(f"{part}: runtime={runtime!r} needs {' and '.join(missing)}: pip install 'frameselect[onnx]', or use runtime='torch'")
     return runtime
+
+
+def runtime_identity(runtime: str, recipe: str | None = None) -> dict[str, str]:
+    """What an encoder's id records of its runtime: nothing for eager torch; else the runtime and the version of the
+    recipe its graphs come from (``recipe``, default :data:`RECIPE`).
+
+    A new recipe (export, rewrites, quantisation or pooling) gives other
+    features, so it gives another id, and cached features never mix recipes.
+
+    >>> runtime_identity("torch"), runtime_identity("onnx-int8", "4")
+    ({}, {'runtime': 'onnx-int8', 'onnx_recipe': '4'})
+    """
+    return {} if runtime == "torch" else {"runtime": runtime, "onnx_recipe": RECIPE if recipe is None else recipe}
 
 
 def intra_op_threads() -> int:

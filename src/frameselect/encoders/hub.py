@@ -206,7 +206,10 @@ class HubEncoder(Encoder):
 
     def resolved_identity(self) -> dict[str, Any]:
         """Model name, the commit its revision resolved to, the dtype, the preprocessing, and an ONNX runtime."""
-        runtime = {} if self.runtime == "torch" else {"runtime": self.runtime}
+        from frameselect.encoders._onnx import runtime_identity
+        from frameselect.encoders._onnx_hub import HUB_RECIPE
+
+        runtime = runtime_identity(self.runtime, HUB_RECIPE)
         return {"model": self.model_id, "revision": self.resolved_revision(), "dtype": self._dtype_label(), "preprocess": self._preprocess_label(), **runtime}
 
     # -- encoding -----------------------------------------------------------
@@ -463,7 +466,7 @@ class _TransformersEncoder(HubEncoder):
         if self._tokenizer is None:
             self._tokenizer = transformers.AutoTokenizer.from_pretrained(self.model_id, revision=self.revision)
         if self._image_processor is None:
-            self._image_processor = transformers.AutoImageProcessor.from_pretrained(self.model_id, revision=self.revision)  # type: ignore[no-untyped-call]
+            self._image_processor = transformers.AutoImageProcessor.from_pretrained(self.model_id, revision=self.revision)  # type: ignore[no-untyped-call,unused-ignore]
 
     def _complete(self) -> None:
         if self._tokenizer is None:

@@ -103,11 +103,12 @@ class ImagenetLabel(Encoder):
         self.size, self.crop, self.temperature = int(size), crop, float(temperature)
 
     def resolved_identity(self) -> dict[str, Any]:
-        """The classifier's weights file and the text model."""
+        """The classifier's weights file, the text model and the ONNX recipe (:func:`~frameselect.encoders._onnx.runtime_identity`)."""
         from frameselect.encoders._minilm import MODEL_ID
         from frameselect.encoders._mobilenet_v2 import WEIGHTS_FILE
+        from frameselect.encoders._onnx import runtime_identity
 
-        return {"weights": WEIGHTS_FILE, "text": MODEL_ID}
+        return {"weights": WEIGHTS_FILE, "text": MODEL_ID, **runtime_identity(self.runtime)}
 
     def class_probabilities(self, frames: NDArray[np.uint8]) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
         from frameselect.encoders._mobilenet_v2 import classify
@@ -153,12 +154,12 @@ class OcrText(Encoder):
     identity_exclude: ClassVar[frozenset[str]] = frozenset({"max_side", "min_score"})
 
     def resolved_identity(self) -> dict[str, Any]:
-        """The OCR engine (version and settings) and the text model."""
+        """The OCR engine (version and settings), the text model and the ONNX recipe."""
         from frameselect.encoders._minilm import MODEL_ID
         from frameselect.encoders._ocr import ocr_id
+        from frameselect.encoders._onnx import runtime_identity
 
-        extra = {} if self.runtime == "torch" else {"runtime": self.runtime}
-        return {"ocr": ocr_id(self.max_side, self.min_score), "text": MODEL_ID, **extra}
+        return {"ocr": ocr_id(self.max_side, self.min_score), "text": MODEL_ID, **runtime_identity(self.runtime)}
 
     def frame_texts(self, frames: NDArray[np.uint8]) -> list[str]:
         from frameselect.encoders._ocr import read_text
