@@ -122,3 +122,18 @@ def test_export_leaves_the_torch_model_untouched(onnx_cache: Path) -> None:
         graph.unlink()
     embed_texts(texts, runtime="onnx")  # exports again
     np.testing.assert_array_equal(embed_texts(texts), before)
+
+
+def test_read_only_frames_are_preprocessed_without_a_warning(photos: np.ndarray) -> None:
+    """A run's pools share read-only frames; torch's warning about them is silenced, and nothing is written to them."""
+    import warnings
+
+    from frameselect.encoders._mobilenet_v2 import preprocess
+
+    frozen = photos.copy()
+    frozen.setflags(write=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = preprocess(frozen)
+    assert np.array_equal(out.numpy(), preprocess(photos.copy()).numpy())
+    assert np.array_equal(frozen, photos)

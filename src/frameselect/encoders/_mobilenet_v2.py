@@ -17,6 +17,7 @@ import functools
 import importlib.util
 import os
 import threading
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -176,7 +177,11 @@ def preprocess(frames: NDArray[np.uint8], size: int = 224, crop: str = "center")
     """
     import torch
 
-    x = torch.from_numpy(np.ascontiguousarray(frames)).permute(0, 3, 1, 2).float().div_(255.0)
+    with warnings.catch_warnings():
+        # frames shared by a run's pools are read-only; .float() copies before anything is written
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable", category=UserWarning)
+        pixels = torch.from_numpy(np.ascontiguousarray(frames))
+    x = pixels.permute(0, 3, 1, 2).float().div_(255.0)
     if crop == "center":
         h, w = x.shape[-2:]
         side = min(h, w)
