@@ -177,6 +177,11 @@ def test_p_is_stored_as_a_json_number(tmp_path: Path, capsys: pytest.CaptureFixt
         (["-s", "uniform", "-p", "x=1", "--router", "text_cue"], "-p sets selector parameters and cannot be combined with --router"),
         (["-s", "uniform", "--bank", "uniform,kcenter"], "--bank names the selectors a --router may assign: give --router too"),
         (["-s", "uniform", "--cache-dir", "/proc/no-such-cache"], "cannot use the cache folder /proc/no-such-cache"),
+        (["-s", "uniform", "-E", "bogus=1"], "encoder 'color_histogram' has no parameter 'bogus'; its parameters: bins"),
+        (["-s", "uniform", "-E", "bins"], "-E/--encoder-param takes name=value, got 'bins'"),
+        (["-s", "uniform", "-e", "imagenet_label", "-E", "runtime=tensorrt"], "unknown runtime 'tensorrt'; use one of torch, onnx, onnx-int8"),
+        (["-s", "uniform", "-A", "base_url=http://127.0.0.1:9/v1"], "-A/--answerer-param sets the answering backend's parameters: give --answerer NAME too"),
+        (["-s", "uniform", "-a", "openai_http", "-A", "base_url=ftp://host/v1"], "base_url must start with http:// or https://, got 'ftp://host/v1'"),
     ],
 )
 def test_input_errors_name_the_input_and_decode_nothing(
@@ -192,6 +197,17 @@ def test_input_errors_name_the_input_and_decode_nothing(
     assert err.startswith("frameselect: error: ") and message in err
     with Store(store) as st:
         assert st.runs() == []
+
+
+@pytest.mark.usefixtures("tiny_cli")
+def test_encoder_and_answerer_parameters_reach_the_stored_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = tmp_path / "s.sqlite"
+    argv = ["run", "-s", "kcenter", "-e", "color_histogram", "-E", "bins=4", "-a", "oracle", "--limit", "1", "--store", str(store), "--no-progress"]
+    assert main(argv) == 0
+    with Store(store) as st:
+        (info,) = st.runs()
+    assert info.config["encoder"]["params"] == {"bins": 4}
+    assert info.config["answerer"]["name"] == "oracle"
 
 
 @pytest.mark.usefixtures("tiny_cli")

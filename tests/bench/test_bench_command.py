@@ -20,6 +20,8 @@ def test_bench_without_models_runs_query_agnostic_selectors(tmp_path: Path, caps
         "uniform",
         "--selector",
         "topk",
+        "--selector",
+        "random",
         "--k",
         "4",
         "--encoder",
@@ -35,7 +37,28 @@ def test_bench_without_models_runs_query_agnostic_selectors(tmp_path: Path, caps
     out = capsys.readouterr()
     assert "### k = 4" in out.out and "| uniform |" in out.out and "oracle (upper bound)" in out.out
     assert "skipped topk" in out.out + out.err  # needs relevance, and there is no encoder
+    # the oracle as the only answerer: its ranks once, its accuracy by kind not printed beside itself
+    assert out.out.count("ranks at k = 4 by oracle accuracy (1 = best of 2):") == 1
+    assert "accuracy by question kind at k = 4 (oracle):" in out.out and " / " not in out.out.split("(oracle):")[1].split("ranks at")[0]
     assert (tmp_path / "c" / "bench").is_dir() and (tmp_path / "b.sqlite").exists()
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["-E", "runtime=tensorrt"], "unknown runtime 'tensorrt'; use one of torch, onnx, onnx-int8"),
+        (["-E", "colour=red"], "encoder 'imagenet_label' has no parameter 'colour'"),
+        (["--encoder", "none", "-E", "runtime=onnx"], "encoder parameters (-E/--encoder-param) were given but no encoder"),
+    ],
+)
+def test_bench_refuses_a_bad_encoder_parameter_before_building_the_suite(
+    extra: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["bench", "--n-videos", "1", "--minutes", "0.5", "--store", str(tmp_path / "b.sqlite"), "--cache-dir", str(tmp_path / "c"), *extra]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert message in captured.err and "Traceback" not in captured.out + captured.err
+    assert not (tmp_path / "c" / "bench").exists()  # nothing generated
 
 
 def test_bench_smoke_with_real_models_and_a_cached_second_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

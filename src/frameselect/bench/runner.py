@@ -53,6 +53,7 @@ class BenchConfig:
     selectors: tuple[str, ...] = ()  # fnmatch patterns; empty = every registered selector
     answerers: tuple[str, ...] = DEFAULT_ANSWERERS
     encoder: str | None = "imagenet_label"  # None or "none": only selectors without features run
+    encoder_params: tuple[tuple[str, Any], ...] = ()  # (name, value) pairs for the encoder, e.g. (("runtime", "onnx-int8"),)
     store: str = "frameselect-bench.sqlite"
     cache_dir: str | None = None  # suite in <cache_dir>/bench, features in <cache_dir>/features
     n_videos: int = 9
@@ -211,6 +212,7 @@ def run_bench(
 
 def _run_bench(config: BenchConfig, executor: Any, *, log: Callable[[str], None] | None, progress: bool | None) -> BenchResult:
     from frameselect.datasets.haystack import HaystackDataset
+    from frameselect.errors import ConfigError
     from frameselect.executors import encode_videos
     from frameselect.pipeline import evaluate
     from frameselect.plan import resolve
@@ -219,6 +221,10 @@ def _run_bench(config: BenchConfig, executor: Any, *, log: Callable[[str], None]
     notes: list[str] = []
     timings: dict[str, float] = {}
     bench_dir, features_dir = _dirs(config.cache_dir)
+    with_encoder = bool(config.encoder) and str(config.encoder).lower() != "none"
+    if config.encoder_params and not with_encoder:
+        raise ConfigError("encoder parameters (-E/--encoder-param) were given but no encoder: drop them, or give --encoder NAME")
+    encoder = resolve("encoders", config.encoder, **dict(config.encoder_params)) if with_encoder else None  # refused before the suite is built
 
     start = time.perf_counter()
     dataset = HaystackDataset(n_videos=config.n_videos, minutes=config.minutes, seed=config.seed, root=bench_dir)
@@ -229,7 +235,6 @@ def _run_bench(config: BenchConfig, executor: Any, *, log: Callable[[str], None]
         kinds[str(s.metadata.get("kind"))] = kinds.get(str(s.metadata.get("kind")), 0) + 1
     say(f"suite: {config.n_videos} videos x {config.minutes:g} min, {len(samples)} questions {kinds} ({timings['suite']:.1f} s) in {bench_dir}")
 
-    encoder = resolve("encoders", config.encoder) if config.encoder and config.encoder.lower() != "none" else None
     if encoder is not None:
         start = time.perf_counter()
         n = _prewarm(samples, encoder, config.pool, features_dir) if executor is None else encode_videos(samples, encoder, config.pool, features_dir, executor)
@@ -400,18 +405,21 @@ def format_report(result: BenchResult) -> str:
         out.append(render(table))
         out.append("(* query-aware: uses the encoder's query relevance)")
         out.append("")
-        out.append(f"accuracy by question kind at k = {k} ({primary} / oracle upper bound):")
+        beside_oracle = "oracle" in answerers and primary != "oracle"  # the oracle alone is not printed beside itself
+        out.append(
+            f"accuracy by question kind at k = {k} ({primary} / oracle upper bound):" if beside_oracle else f"accuracy by question kind at k = {k} ({primary}):"
+        )
         kind_table = Table([Column("selector"), *(Column(kind) for kind in kinds_present)])
         for s in order:
             cells: list[Value] = [s]
             for kind in kinds_present:
                 a = _kind(by.get((s, primary)), kind, metric)
-                o = _kind(by.get((s, "oracle")), kind, metric) if "oracle" in answerers else math.nan
-                cells.append(f"{_fmt(a)} / {_fmt(o)}" if "oracle" in answerers else _fmt(a))
+                o = _kind(by.get((s, "oracle")), kind, metric) if beside_oracle else math.nan
+                cells.append(f"{_fmt(a)} / {_fmt(o)}" if beside_oracle else _fmt(a))
             kind_table.add(*cells)
         out.append(render(kind_table))
         if k == min(result.config.budgets):
-            for ans in [a for a in (primary, "oracle") if a in answerers]:
+            for ans in [a for a in dict.fromkeys((primary, "oracle")) if a in answerers]:
                 lines = ranking_summary(result, k, ans)
                 if lines:
                     out.append("")

@@ -14,7 +14,7 @@ import os
 import sys
 import time
 
-from frameselect.commands._common import add_executor_args
+from frameselect.commands._common import add_executor_args, parse_params
 
 #: :class:`frameselect.bench.runner.BenchConfig`'s defaults and ``default_store()``, spelled out so that
 #: building the parser imports no evaluator (a test keeps them equal)
@@ -34,6 +34,7 @@ def run(args: argparse.Namespace) -> int:
         selectors=tuple(s for item in (args.selector or []) for s in item.split(",") if s),
         answerers=tuple(a for item in (args.answerer or []) for a in item.split(",") if a) or DEFAULT_ANSWERERS,
         encoder=args.encoder,
+        encoder_params=tuple(parse_params(args.encoder_param, "-E/--encoder-param").items()),
         store=args.store,
         cache_dir=args.cache_dir,
         n_videos=args.n_videos,
@@ -97,6 +98,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         default="imagenet_label",
         help="encoder that supplies embeddings and query relevance (default: %(default)s; alternative: ocr_text; none: only selectors that need no features)",
     )
+    p.add_argument("--encoder-param", "-E", action="append", help="encoder parameter name=value (repeatable), e.g. runtime=onnx-int8")
     p.add_argument("--store", default=default_store(), help="SQLite results file (default: %(default)s, or $FRAMESELECT_BENCH_STORE)")
     p.add_argument(
         "--cache-dir", default=None, help="cache folder: suite in <dir>/bench, features in <dir>/features (default: ~/.cache/frameselect or $FRAMESELECT_CACHE)"

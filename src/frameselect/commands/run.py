@@ -46,12 +46,16 @@ def _plans(args: argparse.Namespace) -> list[Any]:
         raise ConfigError("--bank names the selectors a --router may assign: give --router too, or drop --bank")
     params = parse_params(args.param, "-p/--param")
     dataset = resolve("datasets", args.dataset, **parse_params(args.dataset_param, "-D/--dataset-param"))
+    encoder_params = parse_params(args.encoder_param, "-E/--encoder-param")
+    answerer_params = parse_params(args.answerer_param, "-A/--answerer-param")
+    if answerer_params and not args.answerer:
+        raise ConfigError("-A/--answerer-param sets the answering backend's parameters: give --answerer NAME too")
     common: dict[str, Any] = dict(  # parts shared by every run of the invocation are created once
         evaluators=args.evaluator or ["evidence_recall", "frame_precision"],
         dataset=dataset,
         k=args.k,
-        encoder=resolve("encoders", args.encoder) if args.encoder else None,
-        answerer=resolve("answerers", args.answerer) if args.answerer else None,
+        encoder=resolve("encoders", args.encoder, **encoder_params) if args.encoder else None,
+        answerer=resolve("answerers", args.answerer, **answerer_params) if args.answerer else None,
         pool=args.pool,
         seed=args.seed,
         limit=args.limit,
@@ -106,8 +110,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--dataset-param", "-D", action="append", help="dataset parameter name=value, e.g. root=/data/videomme (repeatable)")
     p.add_argument("--k", "-k", type=int, default=8, help="frame budget (default: %(default)s)")
     p.add_argument("--encoder", "-e", default="color_histogram", help="encoder for selectors that need features (default: %(default)s)")
+    p.add_argument("--encoder-param", "-E", action="append", help="encoder parameter name=value (repeatable), e.g. runtime=onnx-int8")
     p.add_argument("--evaluator", action="append", help="evaluator name (repeatable; default: evidence_recall, frame_precision)")
     p.add_argument("--answerer", "-a", default=None, help="answering backend, for answer-level evaluators")
+    p.add_argument(
+        "--answerer-param", "-A", action="append", help="answering backend parameter name=value (repeatable), e.g. base_url=http://127.0.0.1:8000/v1"
+    )
     p.add_argument(
         "--pool",
         default="fps=1.0",
