@@ -137,3 +137,15 @@ def test_read_only_frames_are_preprocessed_without_a_warning(photos: np.ndarray)
         out = preprocess(frozen)
     assert np.array_equal(out.numpy(), preprocess(photos.copy()).numpy())
     assert np.array_equal(frozen, photos)
+
+
+def test_minilm_onnx_paths_load_no_torch_weights_once_exported(onnx_cache: Path) -> None:
+    from frameselect.encoders import _minilm
+
+    texts = ["a cat sitting on a sofa", "rocket launch"]
+    first = embed_texts(texts, runtime="onnx")  # exports on first use (that needs the torch model)
+    _minilm._load.cache_clear()
+    _onnx.session.cache_clear()
+    again = embed_texts(texts, runtime="onnx")
+    assert _minilm._load.cache_info().currsize == 0  # the tokenizer and the exported graph only
+    assert np.array_equal(first, again)

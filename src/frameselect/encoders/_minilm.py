@@ -36,13 +36,22 @@ def model_dir() -> str:
 
 
 @functools.lru_cache(maxsize=1)
-def _load() -> tuple[Any, Any]:
-    from transformers import AutoModel, AutoTokenizer
-    from transformers.utils import logging as hf_logging
+def _tokenizer() -> Any:
+    """The tokenizer alone (the ONNX paths need no torch weights)."""
+    from transformers import AutoTokenizer
 
     with _LOCK:
+        return AutoTokenizer.from_pretrained(model_dir())
+
+
+@functools.lru_cache(maxsize=1)
+def _load() -> tuple[Any, Any]:
+    from transformers import AutoModel
+    from transformers.utils import logging as hf_logging
+
+    tokenizer = _tokenizer()
+    with _LOCK:
         path = model_dir()
-        tokenizer = AutoTokenizer.from_pretrained(path)
         progress = hf_logging.is_progress_bar_enabled()
         hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # a local file: no "Loading weights" bar
         try:
@@ -97,8 +106,8 @@ def embed_texts(texts: Sequence[str], batch_size: int = 64, runtime: str = "torc
 def _embed_onnx(texts: list[str], batch_size: int, runtime: str) -> NDArray[np.float32]:
     from frameselect.encoders._onnx import session
 
-    tokenizer = _load()[0]
-    sess = session("minilm", runtime)
+    sess = session("minilm", runtime)  # exported from the torch model on first use
+    tokenizer = _tokenizer()
     names = [i.name for i in sess.get_inputs()]
     out = []
     for start in range(0, len(texts), batch_size):
