@@ -94,3 +94,27 @@ def test_bench_smoke_with_real_models_and_a_cached_second_run(tmp_path: Path, ca
     assert all(v == result.n_samples for (sel, _, _), v in computed.items() if sel == "random")
     assert result.timings["encode"] < 5.0  # the pools' embeddings came from the cache
     assert {r.selector for r in result.rows} == {"uniform", "topk", "random"} and not result.notes
+
+    # the selection is made once per selector and budget: every other answerer replays it, and scores what a run of its own scores
+    from frameselect.datasets.haystack import HaystackDataset
+    from frameselect.pipeline import evaluate
+    from frameselect.store import Store
+
+    by = {(r.selector, r.k, r.answerer): r for r in result.rows}
+    first, other = by[("topk", 4, "label_ocr_reader")], by[("topk", 4, "label_reader")]
+    with Store(store) as st:
+        replayed = st.run(other.run_id)
+        assert replayed.parent_run == first.run_id and st.run(first.run_id).parent_run is None
+    alone = evaluate(
+        selector="topk",
+        evaluators=["mc_accuracy", "evidence_recall", "frame_precision"],
+        dataset=HaystackDataset(n_videos=1, minutes=1.0, seed=0, root=Path(cache) / "bench"),
+        k=4,
+        encoder="imagenet_label",
+        answerer="label_reader",
+        store=str(tmp_path / "alone.sqlite"),
+        cache_dir=Path(cache) / "features",
+        progress=False,
+    )
+    for metric in ("mc_accuracy", "evidence_recall", "frame_precision"):
+        assert other.table[metric] == pytest.approx(alone.table[metric], abs=1e-12), metric

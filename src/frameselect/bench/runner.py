@@ -2,8 +2,10 @@
 
 :func:`run_bench` builds (or loads) the suite, encodes every candidate pool
 once with the relevance encoder, then calls :func:`frameselect.pipeline.evaluate`
-once per selector × budget × answering backend, with the answer-level
-(``mc_accuracy``) and the selection-level (``evidence_recall``,
+once per selector × budget, under the first answering backend, and
+:func:`frameselect.replay.replay` for each other backend (a selection does not
+depend on who answers, so it is made once and answered by each), with the
+answer-level (``mc_accuracy``) and the selection-level (``evidence_recall``,
 ``frame_precision``) evaluators, into one SQLite store. All of it is cached:
 pools' embeddings in the feature cache, per-frame class probabilities and
 OCR text likewise, answers in the store, finished samples in the store. A
@@ -31,7 +33,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from frameselect.evaluators.base import Evaluator
 
@@ -42,6 +44,8 @@ DEFAULT_ANSWERERS = ("label_ocr_reader", "label_reader", "ocr_reader", "oracle")
 SELECTION_EVALUATORS = ("evidence_recall", "frame_precision")
 ANSWER_EVALUATOR = "mc_accuracy"
 QUERY_AWARE_NEEDS = frozenset({"text", "relevance"})
+T = TypeVar("T")
+
 KINDS = ("needle", "ordering", "counting", "global")
 
 
@@ -181,7 +185,7 @@ def _prewarm(samples: Sequence[Any], encoder: Any, pool: str, features_dir: Path
 RUNS_IN_FLIGHT = 2
 
 
-def _in_order(fn: Callable[[Any], BenchRow], jobs: Sequence[Any], in_flight: int) -> Iterator[BenchRow]:
+def _in_order(fn: Callable[[Any], T], jobs: Sequence[Any], in_flight: int) -> Iterator[T]:
     """``fn`` over ``jobs``, up to ``in_flight`` at once on threads (1: here, one after another); results in job order."""
     if in_flight <= 1:
         yield from map(fn, jobs)
@@ -216,6 +220,7 @@ def _run_bench(config: BenchConfig, executor: Any, *, log: Callable[[str], None]
     from frameselect.executors import encode_videos
     from frameselect.pipeline import evaluate
     from frameselect.plan import resolve
+    from frameselect.replay import replay
 
     say = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     notes: list[str] = []
@@ -248,57 +253,83 @@ def _run_bench(config: BenchConfig, executor: Any, *, log: Callable[[str], None]
     for note in notes:
         say(f"note: {note}")
 
-    jobs = [(name, sel, k, ans_name, ans) for name, sel in chosen for k in config.budgets for ans_name, ans in answerer_parts]
+    # one job per selector and budget: the selection runs once, under the first answering backend; the
+    # others answer the stored selections (a replay), since a selection does not depend on who answers
+    jobs = [(name, sel, k) for name, sel in chosen for k in config.budgets]
     in_flight = RUNS_IN_FLIGHT if executor is not None else 1
     if in_flight > 1:  # the store's file, tables and WAL mode exist before two runs open it at once
         from frameselect.store import Store
 
         Store(config.store).close()
 
-    def one(job: tuple[str, Any, int, str, Any]) -> BenchRow:
-        name, sel, k, ans_name, ans = job
+    def one(job: tuple[str, Any, int]) -> list[BenchRow]:
+        name, sel, k = job
         aware = bool(set(sel.needs) & QUERY_AWARE_NEEDS)
-        t0 = time.perf_counter()
-        result = evaluate(
-            selector=sel,
-            evaluators=evaluators,
-            dataset=dataset,
-            k=k,
-            encoder=encoder if set(sel.needs) & {"embeddings", "text", "relevance"} else None,
-            answerer=ans,
-            store=config.store,
-            pool=config.pool,
-            seed=config.seed,
-            cache_dir=features_dir,
-            by="kind",
-            progress=progress,
-            label=f"{name}@k={k}·{ans_name}",
-            executor=executor or "serial",
-        )
-        failed = [r for r in result.records if r.status != "ok"]
-        return BenchRow(
-            selector=name,
-            k=k,
-            answerer=ans_name,
-            run_id=result.run_id,
-            table=dict(result.table),
-            by_kind=dict(result.breakdown.get("kind", {})),
-            seconds=time.perf_counter() - t0,
-            query_aware=aware,
-            failed=len(failed),
-            first_error=failed[0].error if failed else None,
-            computed=result.counters.samples_done + result.counters.samples_failed,
-        )
+        out: list[BenchRow] = []
+        selected_in: str | None = None
+        for ans_name, ans in answerer_parts:
+            t0 = time.perf_counter()
+            label = f"{name}@k={k}·{ans_name}"
+            if selected_in is None:
+                result = evaluate(
+                    selector=sel,
+                    evaluators=evaluators,
+                    dataset=dataset,
+                    k=k,
+                    encoder=encoder if set(sel.needs) & {"embeddings", "text", "relevance"} else None,
+                    answerer=ans,
+                    store=config.store,
+                    pool=config.pool,
+                    seed=config.seed,
+                    cache_dir=features_dir,
+                    by="kind",
+                    progress=progress,
+                    label=label,
+                    executor=executor or "serial",
+                )
+                selected_in = result.run_id
+            else:
+                result = replay(
+                    selected_in,
+                    ans,
+                    store=config.store,
+                    dataset=dataset,
+                    evaluators=evaluators,
+                    cache_dir=features_dir,
+                    label=label,
+                    by="kind",
+                    progress=progress,
+                    executor=executor or "serial",
+                )
+            failed = [r for r in result.records if r.status != "ok"]
+            out.append(
+                BenchRow(
+                    selector=name,
+                    k=k,
+                    answerer=ans_name,
+                    run_id=result.run_id,
+                    table=dict(result.table),
+                    by_kind=dict(result.breakdown.get("kind", {})),
+                    seconds=time.perf_counter() - t0,
+                    query_aware=aware,
+                    failed=len(failed),
+                    first_error=failed[0].error if failed else None,
+                    computed=result.counters.samples_done + result.counters.samples_failed,
+                )
+            )
+        return out
 
     rows: list[BenchRow] = []
     start_all = last = time.perf_counter()
-    for i, row in enumerate(_in_order(one, jobs, in_flight)):
-        rows.append(row)
-        if i + 1 == len(jobs) or jobs[i + 1][0] != row.selector:  # the selector's last run is done
+    for i, group in enumerate(_in_order(one, jobs, in_flight)):
+        rows.extend(group)
+        if i + 1 == len(jobs) or jobs[i + 1][0] != group[0].selector:  # the selector's last run is done
             now = time.perf_counter()
-            timings[f"selector:{row.selector}"] = now - last
+            name = group[0].selector
+            timings[f"selector:{name}"] = now - last
             last = now
-            say(f"{row.selector}: {timings[f'selector:{row.selector}']:.1f} s" + (f" ({row.failed} failed: {row.first_error})" if row.failed else ""))
+            failed = next((r for r in group if r.failed), None)
+            say(f"{name}: {timings[f'selector:{name}']:.1f} s" + (f" ({failed.failed} failed: {failed.first_error})" if failed else ""))
     timings["selectors"] = time.perf_counter() - start_all
 
     from frameselect.registry import evaluators as evaluator_registry
