@@ -3,4 +3,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec .venv/bin/frameselect bench "$@"
+# the videos are computed in worker processes, one per core (the same tables as the serial default;
+# a later --executor in "$@" wins)
+exec .venv/bin/frameselect bench --executor process "$@"
