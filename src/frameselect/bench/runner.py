@@ -180,8 +180,9 @@ def _prewarm(samples: Sequence[Any], encoder: Any, pool: str, features_dir: Path
     return ctx.counters.frames_encoded
 
 
-#: runs of the benchmark in flight at once on an executor: the next run's videos keep the workers busy
-#: while the last videos of the previous one finish (each run still has its own records and table)
+#: selector × budget groups (a selecting run and its replays) in flight at once on an executor: the next
+#: group's videos keep the workers busy while the last videos of the previous one finish (each run still
+#: has its own records and table)
 RUNS_IN_FLIGHT = 2
 
 
