@@ -64,16 +64,17 @@ def test_the_onnx_recipe_is_part_of_the_encoder_id(monkeypatch: pytest.MonkeyPat
 
 
 def test_mean_pool_is_the_torch_pooling() -> None:
-    """The ONNX paths' numpy pooling against the eager path's torch formula, padding rows and an empty text included."""
+    """The ONNX paths' numpy pooling against the eager path's torch formula, padding rows and a row with no token included."""
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(5)
-    hidden = rng.normal(size=(4, 7, 384)).astype(np.float32) * 3
-    mask = np.array([[1] * 7, [1, 1, 1, 0, 0, 0, 0], [1, 1, 0, 0, 0, 0, 0], [1] * 5 + [0, 0]])
+    hidden = rng.normal(size=(5, 7, 384)).astype(np.float32) * 3
+    mask = np.array([[1] * 7, [1, 1, 1, 0, 0, 0, 0], [1, 1, 0, 0, 0, 0, 0], [1] * 5 + [0, 0], [0] * 7])
     h, m = torch.from_numpy(hidden), torch.from_numpy(mask).unsqueeze(-1).float()
     expected = torch.nn.functional.normalize((h * m).sum(1) / m.sum(1).clamp(min=1e-9), dim=1).numpy()
     assert np.allclose(mean_pool(hidden, mask), expected, atol=2e-7, rtol=0)
     by_hand = hidden[1, :3].mean(0)
     assert np.allclose(mean_pool(hidden, mask)[1], by_hand / np.linalg.norm(by_hand), atol=2e-7)
+    assert not mean_pool(hidden, mask)[4].any()  # no token: zeros, as torch gives
 
 
 def test_mobilenet_onnx_fp32_matches_torch(onnx_cache: Path, photos: np.ndarray) -> None:
