@@ -30,6 +30,7 @@ from frameselect.plan import plan_run  # noqa: E402
 from frameselect.replay import replay  # noqa: E402
 from frameselect.selectors import Selector  # noqa: E402
 from frameselect.selectors.basic import uniform_indices  # noqa: E402
+from frameselect.store import Store  # noqa: E402
 from frameselect.types import Query, Sample, SampleRecord  # noqa: E402
 
 EVALUATORS = ["evidence_recall", "frame_precision", "mc_accuracy"]
@@ -287,7 +288,7 @@ def test_bench_on_an_executor_runs_two_runs_at_once_and_equals_serial(tmp_path: 
     kw: dict[str, Any] = dict(
         selectors=("uniform", "random", "fixed_fps"),
         budgets=(4, 8),
-        answerers=("oracle",),
+        answerers=("oracle", "ocr_reader"),  # the second answers the first one's stored selections (a replay)
         encoder="none",
         cache_dir=str(tmp_path / "c"),
         n_videos=2,
@@ -297,15 +298,20 @@ def test_bench_on_an_executor_runs_two_runs_at_once_and_equals_serial(tmp_path: 
     inline = run_bench(BenchConfig(**kw, store=str(tmp_path / "i.sqlite")), log=lambda _: None, executor=InlineExecutor())
     key = [(r.selector, r.k, r.answerer, r.run_id) for r in serial.rows]
     assert key == [(r.selector, r.k, r.answerer, r.run_id) for r in inline.rows]  # rows in the serial order
-    assert [r.selector for r in serial.rows] == ["fixed_fps", "fixed_fps", "random", "random", "uniform", "uniform"]
+    assert [(r.selector, r.answerer) for r in serial.rows] == [
+        (s, a) for s in ("fixed_fps", "random", "uniform") for _ in (4, 8) for a in ("oracle", "ocr_reader")
+    ]
     assert [{k: v for k, v in r.table.items() if "latency" not in k} for r in inline.rows] == [
         {k: v for k, v in r.table.items() if "latency" not in k} for r in serial.rows
     ]
     assert all(r.computed == serial.n_samples > 0 for r in inline.rows)
     with sqlite3.connect(tmp_path / "i.sqlite") as conn:  # each run once, each sample once
-        assert conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 6
-        assert conn.execute("SELECT COUNT(*) FROM records").fetchone()[0] == 6 * serial.n_samples
-        assert conn.execute("SELECT COUNT(*) FROM (SELECT DISTINCT run_id, sample_id FROM records)").fetchone()[0] == 6 * serial.n_samples
+        assert conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 12
+        assert conn.execute("SELECT COUNT(*) FROM records").fetchone()[0] == 12 * serial.n_samples
+        assert conn.execute("SELECT COUNT(*) FROM (SELECT DISTINCT run_id, sample_id FROM records)").fetchone()[0] == 12 * serial.n_samples
+    with Store(tmp_path / "i.sqlite") as st:  # each ocr_reader run answers the oracle run's selections
+        parents = {(r.selector, r.k): r.run_id for r in inline.rows if r.answerer == "oracle"}
+        assert all(st.run(r.run_id).parent_run == parents[(r.selector, r.k)] for r in inline.rows if r.answerer == "ocr_reader")
 
 
 def test_process_workers_get_their_share_of_the_cores_for_blas_and_onnx_runtime() -> None:
