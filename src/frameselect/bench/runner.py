@@ -44,8 +44,6 @@ DEFAULT_ANSWERERS = ("label_ocr_reader", "label_reader", "ocr_reader", "oracle")
 SELECTION_EVALUATORS = ("evidence_recall", "frame_precision")
 ANSWER_EVALUATOR = "mc_accuracy"
 QUERY_AWARE_NEEDS = frozenset({"text", "relevance"})
-T = TypeVar("T")
-
 KINDS = ("needle", "ordering", "counting", "global")
 
 
@@ -180,6 +178,8 @@ def _prewarm(samples: Sequence[Any], encoder: Any, pool: str, features_dir: Path
     return ctx.counters.frames_encoded
 
 
+T = TypeVar("T")
+
 #: selector × budget groups (a selecting run and its replays) in flight at once on an executor: the next
 #: group's videos keep the workers busy while the last videos of the previous one finish (each run still
 #: has its own records and table)
@@ -270,38 +270,22 @@ def _run_bench(config: BenchConfig, executor: Any, *, log: Callable[[str], None]
         selected_in: str | None = None
         for ans_name, ans in answerer_parts:
             t0 = time.perf_counter()
-            label = f"{name}@k={k}·{ans_name}"
+            shared: dict[str, Any] = dict(
+                evaluators=evaluators,
+                dataset=dataset,
+                store=config.store,
+                cache_dir=features_dir,
+                by="kind",
+                progress=progress,
+                label=f"{name}@k={k}·{ans_name}",
+                executor=executor or "serial",
+            )
             if selected_in is None:
-                result = evaluate(
-                    selector=sel,
-                    evaluators=evaluators,
-                    dataset=dataset,
-                    k=k,
-                    encoder=encoder if set(sel.needs) & {"embeddings", "text", "relevance"} else None,
-                    answerer=ans,
-                    store=config.store,
-                    pool=config.pool,
-                    seed=config.seed,
-                    cache_dir=features_dir,
-                    by="kind",
-                    progress=progress,
-                    label=label,
-                    executor=executor or "serial",
-                )
+                encodes = set(sel.needs) & {"embeddings", "text", "relevance"}
+                result = evaluate(selector=sel, k=k, encoder=encoder if encodes else None, answerer=ans, pool=config.pool, seed=config.seed, **shared)
                 selected_in = result.run_id
             else:
-                result = replay(
-                    selected_in,
-                    ans,
-                    store=config.store,
-                    dataset=dataset,
-                    evaluators=evaluators,
-                    cache_dir=features_dir,
-                    label=label,
-                    by="kind",
-                    progress=progress,
-                    executor=executor or "serial",
-                )
+                result = replay(selected_in, ans, **shared)
             failed = [r for r in result.records if r.status != "ok"]
             out.append(
                 BenchRow(
