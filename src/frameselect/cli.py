@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 from collections.abc import Sequence
@@ -32,11 +33,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: the exit status when the reader of our output went away (128 + SIGPIPE, as a shell reports it)
+EXIT_BROKEN_PIPE = 141
+
+
+def _silence_stdout() -> None:
+    """Point standard output at the null device, so the interpreter's last flush finds no closed pipe."""
+    if sys.stdout is not sys.__stdout__ or sys.stdout is None:
+        return  # output redirected inside this process (a test's capture): nothing of ours to silence
+    try:
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError):
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
     try:
+        args = parser.parse_args(argv)
         return int(args.func(args) or 0)
+    except BrokenPipeError:  # `frameselect list | head`: the reader has gone; stop quietly (stored results are whole)
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     except FrameselectError as exc:
         print(f"frameselect: error: {exc}", file=sys.stderr)
         return 2

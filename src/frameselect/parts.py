@@ -26,7 +26,10 @@ A part declares, on its class:
   feature and answer caches;
 - ``live_params``: constructor arguments that are live data (a sample list),
   recorded only as such;
-- :meth:`Part.resolved_identity`: the values fixed at load time.
+- :meth:`Part.resolved_identity`: the values fixed at load time;
+- ``param_ranges``: the :class:`Range` of every numeric parameter, checked by
+  :func:`check_params` before a run starts (NaN and infinities are refused
+  unless a range allows them).
 
 A constructor argument that is a live object (an injected model, tokenizer or
 sample list) is recorded as ``{"__object__": "module.Class"}``; such a part
@@ -38,7 +41,9 @@ from __future__ import annotations
 import dataclasses
 import enum
 import inspect
+import math
 import os
+import re
 import sys
 from collections.abc import Mapping
 from typing import Any, ClassVar, TypedDict, TypeVar
@@ -47,6 +52,10 @@ from frameselect.errors import PartConfigError
 
 __all__ = [
     "Part",
+    "Range",
+    "declared_ranges",
+    "numeric_parameters",
+    "check_params",
     "PartConfig",
     "part_params",
     "part_config",
@@ -87,6 +96,8 @@ class Part:
     identity_exclude: ClassVar[frozenset[str]] = frozenset()
     #: constructor arguments that are live data, recorded only as such (the part cannot be revived)
     live_params: ClassVar[frozenset[str]] = frozenset()
+    #: the range of each numeric parameter (merged with the base classes'); see :class:`Range`
+    param_ranges: ClassVar[Mapping[str, Range]] = {}
 
     @property
     def name(self) -> str:
@@ -96,6 +107,129 @@ class Part:
     def resolved_identity(self) -> dict[str, Any]:
         """Values fixed when the part loads that determine its outputs (none by default)."""
         return {}
+
+
+@dataclasses.dataclass(frozen=True)
+class Range:
+    """The values a numeric parameter takes: bounds (``gt``/``ge``/``lt``/``le``), whole numbers only, NaN, infinities.
+
+    ``None`` is always accepted (a parameter's "not set"); a sequence is
+    checked element by element. NaN and ±inf are refused unless ``nan_ok`` /
+    ``inf_ok`` (an infinity must still satisfy the bounds).
+
+    >>> Range(gt=0).problem(0)
+    'must be > 0'
+    >>> Range(ge=1, integer=True).problem(2.5)
+    'must be a whole number'
+    >>> Range(ge=0, le=1).problem(float("nan"))
+    'must be a number, not NaN'
+    >>> Range(gt=0, inf_ok=True).problem(float("inf")) is None
+    True
+    """
+
+    gt: float | None = None
+    ge: float | None = None
+    lt: float | None = None
+    le: float | None = None
+    integer: bool = False
+    nan_ok: bool = False
+    inf_ok: bool = False
+
+    def __str__(self) -> str:
+        what = "a whole number" if self.integer else "a number"
+        bounds = [f"{op} {_num(v)}" for op, v in ((">", self.gt), (">=", self.ge), ("<", self.lt), ("<=", self.le)) if v is not None]
+        return what + (" " + " and ".join(bounds) if bounds else "") + (" (or NaN)" if self.nan_ok else "") + (" (infinity allowed)" if self.inf_ok else "")
+
+    def problem(self, value: Any) -> str | None:
+        """Why ``value`` is outside the range, or None when it is inside."""
+        if value is None:
+            return None
+        if isinstance(value, (list, tuple)):
+            for i, v in enumerate(value):
+                why = self.problem(v)
+                if why is not None:
+                    return f"element {i} ({v!r}) {why}"
+            return None
+        np = sys.modules.get("numpy")
+        if isinstance(value, bool) or not (isinstance(value, (int, float)) or (np is not None and isinstance(value, (np.integer, np.floating)))):
+            return f"must be {self}"
+        x = float(value)
+        if math.isnan(x):
+            return None if self.nan_ok else "must be a number, not NaN"
+        if math.isinf(x) and not self.inf_ok:
+            return "must be finite"
+        if self.integer and not math.isinf(x) and x != int(x):
+            return "must be a whole number"
+        if self.gt is not None and not x > self.gt:
+            return f"must be > {_num(self.gt)}"
+        if self.ge is not None and not x >= self.ge:
+            return f"must be >= {_num(self.ge)}"
+        if self.lt is not None and not x < self.lt:
+            return f"must be < {_num(self.lt)}"
+        if self.le is not None and not x <= self.le:
+            return f"must be <= {_num(self.le)}"
+        return None
+
+
+def _num(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() else f"{v:g}"
+
+
+def declared_ranges(factory: type | object) -> dict[str, Range]:
+    """Every parameter range a part class declares, its base classes' included (a subclass's wins)."""
+    cls = factory if isinstance(factory, type) else type(factory)
+    out: dict[str, Range] = {}
+    for klass in reversed(cls.__mro__):
+        out.update(vars(klass).get("param_ranges", {}) or {})
+    return out
+
+
+_NUMERIC_ANNOTATION = re.compile(r"\b(int|float)\b")
+
+
+def numeric_parameters(factory: type | object) -> list[str]:
+    """The parameters of a part class that take numbers: annotated ``int``/``float`` (alone, optional or in a sequence), or a number by default."""
+    cls = factory if isinstance(factory, type) else type(factory)
+    found: list[str] = []
+    names = set(parameter_names(cls))
+    for name, annotation, default in _parameter_declarations(cls):
+        if name not in names or name in found:
+            continue
+        numeric_default = isinstance(default, (int, float)) and not isinstance(default, bool)
+        if _NUMERIC_ANNOTATION.search(str(annotation)) or numeric_default:
+            found.append(name)
+    return found
+
+
+def _parameter_declarations(cls: type) -> list[tuple[str, Any, Any]]:
+    """``(name, annotation, default)`` of each configuration parameter (annotations as written)."""
+    if dataclasses.is_dataclass(cls):
+        return [(f.name, f.type, f.default) for f in dataclasses.fields(cls) if f.init]
+    out: list[tuple[str, Any, Any]] = []
+    for klass in cls.__mro__:
+        if klass is object:
+            break
+        init = klass.__dict__.get("__init__")
+        if init is None:
+            continue
+        params = list(inspect.signature(init).parameters.values())[1:]
+        out += [(p.name, p.annotation, p.default) for p in params if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+        if not any(p.kind is p.VAR_KEYWORD for p in params):
+            break
+    return out
+
+
+def check_params(factory: type | object, params: Mapping[str, Any] | None = None) -> list[str]:
+    """What is wrong with ``params`` (default: the part's own configuration) against the declared ranges: ``["fps=0 must be > 0", ...]``."""
+    ranges = declared_ranges(factory)
+    values = dict(params) if params is not None else {k: getattr(factory, k, None) for k in ranges}
+    problems = []
+    for name, value in values.items():
+        rng = ranges.get(name)
+        why = rng.problem(value) if rng is not None else None
+        if why is not None:
+            problems.append(f"{name}={value!r} {why}")
+    return problems
 
 
 def registered_name_of(cls: type) -> str:

@@ -4,8 +4,9 @@ before any sample is touched.
 A wrong configuration is a :class:`~frameselect.errors.ConfigError` that names
 the part and what to do: a selector, router or evaluator whose needs the
 encoder cannot meet, a parameter a part does not have, answer-level
-evaluators without an answering backend, ``k < 1``, a bad pool policy,
-``limit < 0``. :func:`plan_run` builds the plan of ``evaluate()``; replay
+evaluators without an answering backend, a numeric parameter outside the
+range its part declares (``Part.param_ranges``), ``k`` outside
+``1..K_MAX``, a bad pool policy, ``limit < 0``. :func:`plan_run` builds the plan of ``evaluate()``; replay
 builds its own from the stored run (:mod:`frameselect.replay`).
 """
 
@@ -21,7 +22,7 @@ from frameselect.encoders.base import Encoder
 from frameselect.errors import ConfigError, FrameselectError, PartConfigError
 from frameselect.evaluators.base import Evaluator
 from frameselect.fingerprint import fingerprint
-from frameselect.parts import part_config
+from frameselect.parts import Part, check_params, part_config
 from frameselect.registry import get_registry
 from frameselect.selectors.base import Selector
 from frameselect.types import Sample
@@ -36,6 +37,8 @@ __all__ = [
     "resolve",
     "check_needs",
     "check_budget",
+    "check_ranges",
+    "K_MAX",
     "check_limit",
     "check_pool",
     "check_answerer",
@@ -79,17 +82,37 @@ def _singular(kind: str) -> str:
     return {"routers": "router", "routing": "router"}.get(kind, kind[:-1] if kind.endswith("s") else kind)
 
 
+#: the largest frame budget: far more frames than any video holds, and within what the store keeps as an integer
+K_MAX = 2**31 - 1
+
+
+def check_ranges(kind: str, part: Any, params: Mapping[str, Any] | None = None, *, name: str | None = None) -> None:
+    """Numeric parameters lie in their declared ranges: ``params`` for a part class about to be created, else the part's own."""
+    problems = check_params(part, params)
+    if problems:
+        label = name or getattr(part, "registered_name", "") or type(part).__name__
+        flag = {"selectors": "-p", "datasets": "-D", "encoders": "-E", "answerers": "-A"}.get(kind)
+        hint = f" (CLI {flag} NAME=VALUE)" if flag else ""
+        raise ConfigError(f"{_singular(kind)} {label!r}: parameter {'; '.join(problems)}; give a value in range{hint}")
+
+
 def resolve(kind: str, part: Any, **params: Any) -> Any:
     """A part from a registered name (created with ``params``) or an instance (returned as is).
 
-    A parameter the part does not have, or a value its constructor refuses,
-    is a :class:`ConfigError` naming the part and its parameters.
+    A parameter the part does not have, a numeric value outside its declared
+    range, or a value its constructor refuses, is a :class:`ConfigError`
+    naming the part and its parameters.
     """
     what = _singular(kind)
     if not isinstance(part, str):
         if params:
             raise ConfigError(f"parameters {sorted(params)} given for a {what} instance ({type(part).__name__}); pass them to its constructor instead")
+        if isinstance(part, Part):
+            check_ranges(kind, part, name=part.name)
         return part
+    factory = get_registry(kind).get(part)
+    if isinstance(factory, type):  # before creating it: a bad value never reaches a constructor (nor loads a model)
+        check_ranges(kind, factory, params, name=part)
     try:
         return get_registry(kind).create(part, **params)  # an unknown parameter: the registry names the ones the part has
     except PartConfigError as exc:
@@ -103,6 +126,8 @@ def check_budget(k: Any) -> int:
     """``k`` as a frame budget (an integer ≥ 1)."""
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ConfigError(f"frame budget k must be an integer of at least 1, got {k!r} (k=, CLI -k)")
+    if k > K_MAX:
+        raise ConfigError(f"frame budget k={k} is too large: k must be at most {K_MAX} (k=, CLI -k)")
     return int(k)
 
 
@@ -162,6 +187,7 @@ def _dataset(dataset: str | Dataset | Iterable[Sample], params: Mapping[str, Any
     if params:
         raise ConfigError(f"dataset parameters {sorted(params)} given for a dataset instance; pass them to its constructor instead")
     if isinstance(dataset, Dataset):
+        check_ranges("datasets", dataset, name=dataset.name)
         return dataset
     try:
         return InMemoryDataset(list(dataset))

@@ -21,6 +21,7 @@ load on the first ``get``, and always before any plug-in loads.
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import importlib
 from collections.abc import Callable, Iterable, Iterator
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from frameselect.routing.base import Router
     from frameselect.selectors.base import Selector
 
-__all__ = ["Registry", "REGISTRIES", "get_registry"]
+__all__ = ["Registry", "REGISTRIES", "get_registry", "did_you_mean"]
 
 T = TypeVar("T")
 
@@ -151,9 +152,10 @@ class Registry(Generic[T]):
         try:
             return self._entries[name]
         except KeyError:
-            known = ", ".join(self.names()) or "(none)"
+            names = self.names()
+            known = ", ".join(names) or "(none)"
             hint = f" (plug-in failed to load: {self.plugin_errors[name]})" if name in self.plugin_errors else ""
-            raise UnknownNameError(f"unknown {self.singular} {name!r}{hint}; known: {known}") from None
+            raise UnknownNameError(f"unknown {self.singular} {name!r}{hint}{did_you_mean(name, names)}; known: {known}") from None
 
     def create(self, name: str, **params: Any) -> T:
         """The part registered as ``name``, configured by ``params``."""
@@ -162,8 +164,9 @@ class Registry(Generic[T]):
             known = parameter_names(factory)
             unknown = sorted(set(params) - set(known))
             if unknown:
+                close = "".join(did_you_mean(u, known) for u in unknown)
                 raise PartConfigError(
-                    f"{self.singular} {name!r} has no parameter {', '.join(map(repr, unknown))}; its parameters: {', '.join(known) or 'none'}"
+                    f"{self.singular} {name!r} has no parameter {', '.join(map(repr, unknown))}{close}; its parameters: {', '.join(known) or 'none'}"
                 )
         return factory(**params)
 
@@ -173,6 +176,12 @@ class Registry(Generic[T]):
         if not self._builtins_loaded and self._builtin_names is not None:
             known |= self._builtin_names
         return sorted(n for n in known if fnmatch.fnmatchcase(n, pattern))
+
+    def broken_plugins(self) -> dict[str, str]:
+        """Plug-ins of this kind whose import failed: ``{name: "entry point: error"}`` (after loading them all)."""
+        self._load_plugins()
+        described = {n: _describe(ep) for n, ep in (self._plugins or {}).items()}
+        return {n: f"{described.get(n, n)}: {err}" for n, err in sorted(self.plugin_errors.items())}
 
     def __contains__(self, name: object) -> bool:
         if not isinstance(name, str):
@@ -191,6 +200,18 @@ class Registry(Generic[T]):
 
     def __repr__(self) -> str:
         return f"Registry({self.kind!r}, {len(self._entries)} entries)"
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """`` (did you mean 'a' or 'b'?)`` for the names close to ``name`` (case ignored), else ""."""
+    by_lower: dict[str, list[str]] = {}
+    for k in known:
+        by_lower.setdefault(k.lower(), []).append(k)
+    close = difflib.get_close_matches(name.lower(), list(by_lower), n=3, cutoff=0.75)
+    matches = [k for c in close for k in by_lower[c]]
+    if not matches:
+        return ""
+    return " (did you mean " + " or ".join(repr(m) for m in matches) + "?)"
 
 
 def _qualname(obj: object) -> str:

@@ -59,6 +59,7 @@ from numpy.typing import NDArray
 
 from frameselect.answerers.base import Answerer, AnswerRequest, option_letters
 from frameselect.errors import AnswererError
+from frameselect.parts import Range
 from frameselect.registry import answerers
 from frameselect.types import Answer, Query
 
@@ -239,6 +240,17 @@ class OpenAIHTTPAnswerer(Answerer):
     variable holding the key (see the module docstring); ``transport`` replaces
     httpx's network transport (tests).
     """
+
+    param_ranges = {
+        "max_tokens": Range(ge=1, integer=True),
+        "temperature": Range(ge=0),
+        "timeout_s": Range(gt=0),
+        "max_retries": Range(ge=0, integer=True),
+        "concurrency": Range(ge=1, integer=True),
+        "jpeg_quality": Range(ge=1, le=100, integer=True),
+        "backoff_s": Range(ge=0),
+        "max_backoff_s": Range(ge=0),
+    }
 
     needs_frames = True
     #: the key comes from the environment when not given; it is never configured, fingerprinted or shown

@@ -74,6 +74,7 @@ from numpy.typing import NDArray
 from frameselect.answerers.base import Answerer, AnswerRequest, option_letters
 from frameselect.cache import Cache, default_cache_dir
 from frameselect.fingerprint import hash_bytes
+from frameselect.parts import Range
 from frameselect.registry import answerers
 from frameselect.types import Answer, Sample
 
@@ -260,6 +261,15 @@ def _appearances(times: NDArray[np.float64], detected: NDArray[np.bool_], merge_
 
 class _Reader(Answerer):
     """Shared parameters and the per-request loop."""
+
+    param_ranges = {
+        "min_score": Range(ge=0, le=1),
+        "temperature": Range(gt=0),
+        "merge_gap": Range(ge=0),
+        "size": Range(ge=32, le=512, integer=True),
+        "ocr_max_side": Range(ge=1, integer=True),
+        "ocr_min_score": Range(ge=0, le=1),
+    }
 
     needs_frames: ClassVar[bool] = True
     has_option_logprobs: ClassVar[bool] = True

@@ -67,6 +67,7 @@ from frameselect._hub import cached_commit, dtype_kwarg, dtype_name, module_devi
 from frameselect.answerers._vlm_inputs import InternVLInputs, LlavaOnevisionInputs, QwenVLInputs, torchvision_available
 from frameselect.answerers.base import Answerer, AnswerRequest, option_letters
 from frameselect.errors import AnswererError
+from frameselect.parts import Range
 from frameselect.registry import answerers
 from frameselect.types import Answer, Query
 
@@ -137,6 +138,8 @@ def _transformers_major() -> int:
 
 class TransformersVLM(Answerer):
     """Shared machinery of the transformers VLM backends (not registered itself)."""
+
+    param_ranges = {"max_new_tokens": Range(ge=1, integer=True)}
 
     #: transformers class that loads the checkpoint
     model_class: ClassVar[str] = "AutoModelForImageTextToText"
@@ -344,6 +347,8 @@ class TransformersVLM(Answerer):
 
 class _QwenVL(TransformersVLM):
     """Qwen2-VL and Qwen2.5-VL: the frames as one video, with their frame rate."""
+
+    param_ranges = {"max_pixels": Range(ge=1, integer=True)}
 
     inputs_class = QwenVLInputs
     #: Qwen2.5-VL's M-RoPE takes absolute time: ``second_per_grid_ts`` from the frame rate

@@ -40,6 +40,8 @@ def parse_value(text: str) -> Any:
         return lowered.lower() == "true"
     if lowered.lower() in ("none", "null"):
         return None
+    if lowered.lower().lstrip("+-") in ("nan", "inf", "infinity"):  # numbers (refused or not by the part's declared range), never names
+        return float(lowered)
     try:
         return json.loads(lowered)
     except ValueError:

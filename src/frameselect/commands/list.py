@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from frameselect.registry import REGISTRIES, get_registry
 
@@ -19,6 +20,8 @@ def run(args: argparse.Namespace) -> int:
     for name in names:
         line = f"{name:<{width}}  {_summary(reg.get(name))}" if args.verbose else name
         print(line.rstrip())
+    for name, error in reg.broken_plugins().items():  # listed, not silently dropped: the list itself still works
+        print(f"frameselect: warning: {reg.singular} plug-in {name!r} failed to load and is not listed: {error}", file=sys.stderr)
     return 0
 
 

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from frameselect.bench.haystack import HaystackConfig, ensure_suite
 from frameselect.bench.questions import questions_for
 from frameselect.datasets.base import Dataset
+from frameselect.parts import Range
 from frameselect.registry import datasets
 from frameselect.types import Sample
 
@@ -29,6 +30,8 @@ __all__ = ["HaystackDataset"]
 @datasets.register("haystack")
 class HaystackDataset(Dataset):
     """Generated haystack videos with needle, ordering, counting and global questions."""
+
+    param_ranges = {"n_videos": Range(ge=1, integer=True), "minutes": Range(gt=0), "seed": Range(ge=0, integer=True)}
 
     def __init__(self, n_videos: int = 9, minutes: float = 3.0, seed: int = 0, root: str | os.PathLike[str] | None = None) -> None:
         self.config = HaystackConfig(n_videos=int(n_videos), minutes=float(minutes), seed=int(seed))

@@ -45,6 +45,7 @@ from frameselect.datasets._loading import (
     text,
 )
 from frameselect.errors import DatasetConfigError
+from frameselect.parts import Range
 from frameselect.registry import datasets
 from frameselect.types import Query, Sample
 
@@ -71,6 +72,8 @@ def _options(rec: Mapping[str, Any], where: Where) -> tuple[str, ...]:
 @datasets.register("longvideobench")
 class LongVideoBench(AnnotationDataset):
     """LongVideoBench: referring-reasoning questions on web videos up to an hour long (val: 1,337, test: 5,341)."""
+
+    param_ranges = {"duration_group": Range(ge=1, integer=True)}
 
     default_split = "val"
     splits = ("val", "test")

@@ -61,6 +61,7 @@ from frameselect.datasets._loading import (
     text,
 )
 from frameselect.errors import DatasetConfigError
+from frameselect.parts import Range
 from frameselect.registry import datasets
 from frameselect.types import Query, Sample, Span
 
@@ -89,6 +90,8 @@ def _options(value: Any, where: Where) -> tuple[str, ...]:
 @datasets.register("lvhaystack")
 class LVHaystack(AnnotationDataset):
     """LV-Haystack: key-frame search on long Ego4D videos, with five-option questions (T* benchmark)."""
+
+    param_ranges = {"keyframe_window": Range(ge=0)}
 
     default_split = "test"
     splits = ("train", "val", "test", "test_tiny")

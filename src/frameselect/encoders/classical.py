@@ -6,6 +6,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from frameselect.encoders.base import Encoder, l2_normalize
+from frameselect.parts import Range
 from frameselect.registry import encoders
 
 __all__ = ["ColorHistogram", "Thumbnail", "color_histogram", "thumbnail"]
@@ -62,6 +63,8 @@ def thumbnail(frames: NDArray[np.uint8], size: int = 16) -> NDArray[np.float32]:
 class ColorHistogram(Encoder):
     """Joint RGB histogram (``bins``³ dimensions), Hellinger-normalised."""
 
+    param_ranges = {"bins": Range(ge=2, le=32, integer=True)}
+
     def __init__(self, bins: int = 8) -> None:
         if not 2 <= bins <= 32:
             raise ValueError(f"bins must be in [2, 32], got {bins}")
@@ -74,6 +77,8 @@ class ColorHistogram(Encoder):
 @encoders.register("thumbnail")
 class Thumbnail(Encoder):
     """Downscaled luma thumbnail (``size``² dimensions), mean-centred and L2-normalised."""
+
+    param_ranges = {"size": Range(ge=2, le=128, integer=True)}
 
     def __init__(self, size: int = 16) -> None:
         if not 2 <= size <= 128:

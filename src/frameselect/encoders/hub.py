@@ -50,6 +50,7 @@ from numpy.typing import NDArray
 from frameselect._hub import cached_commit, dtype_kwarg, dtype_name, module_device, module_dtype, pick_device, pick_dtype, short_hash, weights_fingerprint
 from frameselect.encoders.base import Encoder
 from frameselect.errors import ConfigError
+from frameselect.parts import Range
 from frameselect.registry import encoders
 
 __all__ = ["HubEncoder", "OpenClipEncoder", "ClipEncoder", "SiglipEncoder", "BlipItmEncoder", "check_frames"]
@@ -85,6 +86,8 @@ class HubEncoder(Encoder):
     in what an injected model lacks), :meth:`_embed_images` and
     :meth:`_embed_texts` (torch in, torch out, not yet normalised).
     """
+
+    param_ranges = {"batch_size": Range(ge=1, integer=True)}
 
     has_text = True
     #: settings that do not change the vectors, and live objects the preprocessing label covers
@@ -431,6 +434,8 @@ def _open_clip_text(model: Any, tokens: Any) -> Any:
 
 class _TransformersEncoder(HubEncoder):
     """A transformers dual encoder: model class + tokenizer + image processor."""
+
+    param_ranges = {"max_text_length": Range(ge=1, integer=True)}
 
     #: transformers class loading the checkpoint
     model_class: ClassVar[str] = "AutoModel"

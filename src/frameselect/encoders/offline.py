@@ -40,6 +40,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from frameselect.encoders.base import Encoder, l2_normalize
+from frameselect.parts import Range
 from frameselect.registry import encoders
 
 __all__ = ["ImagenetLabel", "OcrText", "probabilities", "label_distribution", "N_CLASSES", "LABEL_WEIGHT"]
@@ -85,6 +86,8 @@ class ImagenetLabel(Encoder):
     ``"onnx-int8"`` (ONNX Runtime, :mod:`frameselect.encoders._onnx`), for both
     networks; part of the id, so caches never mix runtimes.
     """
+
+    param_ranges = {"size": Range(ge=32, le=512, integer=True), "temperature": Range(gt=0)}
 
     has_text = True
     normalized = True
@@ -139,6 +142,8 @@ class OcrText(Encoder):
     the detector's longer-side limit; ``min_score``: lines recognised with a
     lower confidence are dropped.
     """
+
+    param_ranges = {"max_side": Range(ge=1, integer=True), "min_score": Range(ge=0, le=1)}
 
     has_text = True
     normalized = True

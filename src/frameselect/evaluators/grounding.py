@@ -26,6 +26,7 @@ import numpy as np
 
 from frameselect.evaluators.answer import answer_letters, check_extraction, extract_letter
 from frameselect.evaluators.base import Evaluator
+from frameselect.parts import Range
 from frameselect.registry import evaluators
 from frameselect.types import Answer, CandidatePool, Features, Sample, Selection, Span
 
@@ -170,6 +171,8 @@ class RecallAtIoU(_GroundingEvaluator):
     NExT-GQA's IoU@0.3/0.5 and moment retrieval's R1@0.5/0.7).
     """
 
+    param_ranges = {"thresholds": Range(ge=0, le=1)}
+
     def __init__(self, thresholds: Sequence[float] = (0.3, 0.5, 0.7)) -> None:
         self.thresholds = tuple(float(t) for t in thresholds)
 
@@ -273,6 +276,8 @@ class NExTGQAAccGQA(Evaluator):
     :class:`~frameselect.evaluators.answer.MCAccuracy`. NaN without ground
     truth or evidence.
     """
+
+    param_ranges = {"threshold": Range(ge=0, le=1)}
 
     needs_answer = True
 

@@ -33,6 +33,7 @@ from typing import ClassVar
 import numpy as np
 
 from frameselect.evaluators.base import Evaluator, mean_of
+from frameselect.parts import Range
 from frameselect.registry import evaluators
 from frameselect.types import Answer, CandidatePool, Features, Sample, SampleRecord, Selection
 
@@ -90,6 +91,7 @@ def keyframe_times(sample: Sample, fallback: str | None = "evidence_midpoints") 
 
 
 class _HaystackEvaluator(Evaluator):
+    param_ranges = {"threshold": Range(ge=0)}
     key: ClassVar[str] = ""
 
     def __init__(self, threshold: float = LVH_THRESHOLD_S, fallback: str | None = "evidence_midpoints") -> None:

@@ -39,6 +39,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from frameselect.evaluators.base import Evaluator
+from frameselect.parts import Range
 from frameselect.registry import evaluators
 from frameselect.types import Answer, CandidatePool, Features, Sample, Selection
 
@@ -147,6 +148,7 @@ def clip_saliency(pool: CandidatePool, selection: Selection, n_clips: int, clip_
 
 
 class _HighlightEvaluator(Evaluator):
+    param_ranges = {"min_score": Range(), "clip_length": Range(gt=0)}
     which: ClassVar[int] = 0
 
     def __init__(self, min_score: float = 4, clip_length: float | None = None) -> None:

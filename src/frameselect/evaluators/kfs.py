@@ -38,6 +38,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from frameselect.evaluators.base import Evaluator
+from frameselect.parts import Range
 from frameselect.registry import evaluators
 from frameselect.types import Answer, CandidatePool, Features, Sample, SampleRecord, Selection
 
@@ -118,6 +119,7 @@ def ukss_mean(values: Sequence[float], floor: float = UKSS_FLOOR) -> float:
 
 
 class _KFSEvaluator(Evaluator):
+    param_ranges = {"end_pad": Range(ge=0)}
     key: ClassVar[str] = ""
 
     def __init__(self, end_pad: float = 0.0) -> None:

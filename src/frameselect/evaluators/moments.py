@@ -44,6 +44,7 @@ from numpy.typing import NDArray
 
 from frameselect.evaluators.base import Evaluator
 from frameselect.evaluators.highlight import frame_scores
+from frameselect.parts import Range
 from frameselect.registry import evaluators
 from frameselect.types import Answer, CandidatePool, Features, Sample, Selection
 
@@ -180,6 +181,8 @@ class MomentRetrievalMAP(Evaluator):
     else 2) sets how frames become windows; ``max_windows`` how many count
     (the reference's 10).
     """
+
+    param_ranges = {"clip_length": Range(gt=0), "max_windows": Range(ge=1, integer=True)}
 
     def __init__(self, clip_length: float | None = None, max_windows: int = MR_MAX_WINDOWS) -> None:
         if clip_length is not None and not clip_length > 0:

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from frameselect.parts import Range
 from frameselect.registry import routers
 from frameselect.routing.allocate import allocate_budgets
 from frameselect.routing.base import DEFAULT_BUDGETS, Route, RouteContext, Router, RouteSet
@@ -37,6 +38,8 @@ class ConstantRouter(Router):
 
 class DemandRouter(Router):
     """Base of routers that score evidence demand and allocate at a fixed mean."""
+
+    param_ranges = {"budgets": Range(ge=1, integer=True), "split": Range(ge=0, le=1), "floor": Range(ge=0)}
 
     def __init__(self, budgets: Sequence[int] = DEFAULT_BUDGETS, split: float = 0.5, floor: float = 0.1) -> None:
         self.budgets = tuple(sorted({int(b) for b in budgets}))
@@ -170,6 +173,8 @@ def duration_demand(durations: Sequence[float | None]) -> list[float]:
 @routers.register("hybrid")
 class HybridRouter(DemandRouter):
     """Mean of text-cue, relevance-shape and duration demand (weights configurable)."""
+
+    param_ranges = {"weights": Range(ge=0)}
 
     needs = frozenset({"relevance"})
 

@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from frameselect.errors import SelectionError
+from frameselect.parts import Range
 from frameselect.registry import selectors
 from frameselect.selectors.base import Selector, fill_to_k, normalize_minmax
 from frameselect.types import CandidatePool, Features, Query
@@ -163,6 +164,8 @@ class AKS(Selector):
     (``t2=-100``), and the command line declares ``--t1``/``--t2`` as
     integers, so only the defaults (0.8, -100) can actually be used there.
     """
+
+    param_ranges = {"t1": Range(), "t2": Range(), "all_depth": Range(ge=0, integer=True), "ratio": Range(ge=1, integer=True)}
 
     needs = frozenset({"relevance"})
     t1: float = 0.8

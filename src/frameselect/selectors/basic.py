@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from frameselect.parts import Range
 from frameselect.registry import selectors
 from frameselect.selectors.base import Selector, fill_to_k
 from frameselect.types import CandidatePool, Features, Query
@@ -126,6 +127,8 @@ class FixedFps(Selector):
     are kept uniformly (linspace); if fewer, the budget is filled with the
     frames farthest in time from those chosen (the shared fill rule).
     """
+
+    param_ranges = {"fps": Range(gt=0)}
 
     fps: float = 1.0
 

@@ -13,6 +13,7 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
+from frameselect.parts import Range
 from frameselect.registry import selectors
 from frameselect.selectors.base import Selector, fill_to_k
 from frameselect.types import CandidatePool, Features, Query
@@ -82,6 +83,8 @@ class BOLT(Selector):
     and ``demo.py`` defaults to 3; this follows ``select_frames.py``
     (``power=1`` here, ``-1`` accepted with the same meaning).
     """
+
+    param_ranges = {"power": Range(ge=0)}
 
     needs = frozenset({"relevance"})
     power: float = 1.0

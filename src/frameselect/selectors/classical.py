@@ -31,6 +31,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from frameselect.errors import SelectionError
+from frameselect.parts import Range
 from frameselect.registry import selectors
 from frameselect.selectors._draws import weighted_index
 from frameselect.selectors.base import Selector, fill_to_k, normalize_minmax
@@ -183,6 +184,8 @@ class MMR(Selector):
     min-max normalised to [0, 1] first with ``normalize=True`` (off by
     default, which is the paper's form).
     """
+
+    param_ranges = {"lam": Range(ge=0, le=1)}
 
     needs = frozenset({"embeddings", "relevance"})
     lam: float = 0.5
@@ -414,6 +417,8 @@ class KMeans(Selector):
     (every frame is nearly equidistant from its two nearest centres).
     """
 
+    param_ranges = {"max_iter": Range(ge=1, integer=True), "tol": Range(ge=0)}
+
     needs = frozenset({"embeddings"})
     max_iter: int = 100
     tol: float = 1e-4
@@ -495,6 +500,8 @@ class DPP(Selector):
     if the greedy stops early (kernel rank < k, e.g. duplicate frames) the
     budget is filled by relevance, the shared fill rule.
     """
+
+    param_ranges = {"theta": Range(ge=0, lt=1)}
 
     needs = frozenset({"embeddings", "relevance"})
     theta: float = 0.5
@@ -618,6 +625,8 @@ class FacilityLocation(Selector):
     its stale bounds send it back to about 5,000 rows.
     """
 
+    param_ranges = {"lam": Range(ge=0, le=1)}
+
     needs = frozenset({"embeddings", "relevance"})
     lam: float = 0.5
 
@@ -727,6 +736,8 @@ class TemporalNMS(Selector):
     top-k. If suppression leaves fewer than k frames, the budget is filled
     with the most relevant suppressed frames (the shared fill rule).
     """
+
+    param_ranges = {"window": Range(ge=0)}
 
     needs = frozenset({"relevance"})
     window: float = 2.0

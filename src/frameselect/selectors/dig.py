@@ -19,6 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from frameselect.errors import SelectionError
+from frameselect.parts import Range
 from frameselect.registry import selectors
 from frameselect.selectors.base import Selector, fill_to_k
 from frameselect.types import CandidatePool, Features, Query
@@ -221,6 +222,8 @@ class DIG(Selector):
     included; the default removes repeats and fills to k with
     :func:`fill_to_k` (farthest in time).
     """
+
+    param_ranges = {"chunk_sec": Range(gt=0), "wlen": Range(ge=0, integer=True), "prominence": Range(ge=0)}
 
     needs = frozenset({"embeddings", "relevance"})
     query_type: str = "auto"

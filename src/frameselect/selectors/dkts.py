@@ -9,6 +9,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 from numpy.typing import NDArray
 
+from frameselect.parts import Range
 from frameselect.registry import selectors
 from frameselect.selectors.base import Selector
 from frameselect.selectors.motion import CHUNK, rgb_to_gray
@@ -257,6 +258,8 @@ class DKTS(Selector):
     cutting the band into other blocks would change BLAS's rounding of the
     kernel and could move a change point. Full KTS would be O(k N^2).
     """
+
+    param_ranges = {"threshold": Range(ge=0), "max_segment_len": Range(ge=1, integer=True)}
 
     needs = frozenset({"embeddings", "pixels"})
     threshold: float = 4.0

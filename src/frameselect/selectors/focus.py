@@ -21,6 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from frameselect.errors import SelectionError
+from frameselect.parts import Range
 from frameselect.registry import selectors
 from frameselect.selectors._draws import BoundedDraws, NumpyChoice, choice_draws, numpy_draws_as_expected, weighted_sample
 from frameselect.selectors.base import Selector, fill_to_k, normalize_minmax
@@ -491,6 +492,25 @@ class FOCUS(Selector):
     below 1 fps, where the reference divides by ``max(1, fps)``). Arm boundaries come from the timestamps, so an
     irregular pool gets arms of equal duration.
     """
+
+    param_ranges = {
+        "coarse_every_sec": Range(gt=0),
+        "fine_every_sec": Range(gt=0),
+        "zoom_ratio": Range(ge=0, le=1),
+        "min_coarse_segments": Range(ge=1, integer=True),
+        "min_zoom_segments": Range(ge=0, integer=True),
+        "region_half_window_sec": Range(ge=0),
+        "extra_samples_per_region": Range(ge=0, integer=True),
+        "min_variance_threshold": Range(ge=0),
+        "fine_uniform_ratio": Range(ge=0, le=1),
+        "final_min_arms": Range(ge=1, integer=True),
+        "final_max_arms": Range(ge=1, integer=True),
+        "top_ratio": Range(ge=0, le=1),
+        "temperature": Range(gt=0),
+        "min_gap_sec": Range(ge=0),
+        "disable_gap_below_sec": Range(ge=0),
+        "gap_ratio_of_avg": Range(ge=0),
+    }
 
     needs = frozenset({"relevance"})
     coarse_every_sec: float = 16.0

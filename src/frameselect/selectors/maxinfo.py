@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from frameselect.parts import Range
 from frameselect.registry import selectors
 from frameselect.selectors.base import Selector, fill_to_k
 from frameselect.types import CandidatePool, Features, Query
@@ -284,6 +285,8 @@ class MaxInfo(Selector):
     35-40 ms for N=3600, D=512, k=32 on one x86-64 core (70-80 ms in
     float64).
     """
+
+    param_ranges = {"rank": Range(ge=1, integer=True), "tol": Range(ge=0)}
 
     needs = frozenset({"embeddings"})
     rank: int = 8

@@ -16,6 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from frameselect.errors import SelectionError
+from frameselect.parts import Range
 from frameselect.registry import selectors
 from frameselect.selectors.base import Selector
 from frameselect.types import CandidatePool, Features, Query
@@ -281,6 +282,8 @@ class MDP3(Selector):
     default the last segment may be shorter and the output is always
     ``min(k, N)`` distinct frames.
     """
+
+    param_ranges = {"lam": Range(ge=0), "segment_size": Range(integer=True), "condition_size": Range(ge=1, integer=True), "alphas": Range(gt=0)}
 
     needs = frozenset({"embeddings", "text"})
     lam: float = 0.2

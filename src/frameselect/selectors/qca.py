@@ -16,6 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from frameselect.errors import SelectionError
+from frameselect.parts import Range
 from frameselect.registry import selectors
 from frameselect.selectors.base import Selector, fill_to_k
 from frameselect.types import CandidatePool, Features, Query
@@ -245,6 +246,8 @@ class QCA(Selector):
     sample, so this returns no frames). The default fills to k with :func:`fill_to_k`, priority =
     relevance, and uses ``min(segments, N)`` runs on short pools.
     """
+
+    param_ranges = {"segments": Range(ge=1, integer=True), "gamma": Range(), "beta": Range(ge=0, le=1), "tau": Range(gt=0), "temperature": Range(gt=0)}
 
     needs = frozenset({"embeddings", "relevance"})
     segments: int = 16

@@ -14,6 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from frameselect.errors import SelectionError
+from frameselect.parts import Range
 from frameselect.registry import selectors
 from frameselect.selectors.base import Selector
 from frameselect.types import CandidatePool, Features, Query
@@ -63,6 +64,8 @@ class QFrame(Selector):
     multi-resolution step (6 frames at 1/2, 6 at 1/4, 8 at 1/8 of the
     resolution, by rank) belongs to the answering side and is not applied.
     """
+
+    param_ranges = {"tau": Range(gt=0)}
 
     needs = frozenset({"relevance"})
     tau: float = 0.8

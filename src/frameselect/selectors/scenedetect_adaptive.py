@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from frameselect.parts import Range
 from frameselect.registry import selectors
 from frameselect.selectors.base import Selector
 from frameselect.selectors.shot import content_scores, keep_top_k, scene_middles
@@ -138,6 +139,14 @@ class AdaptiveDetector(Selector):
     0.25-0.35 s for 3600 frames of 72x128 on one core (the ratios and cuts
     add under 5 ms), as ``scenedetect_content``.
     """
+
+    param_ranges = {
+        "adaptive_threshold": Range(),
+        "min_scene_len": Range(ge=0),
+        "window_width": Range(ge=1, integer=True),
+        "min_content_val": Range(ge=0),
+        "weights": Range(),
+    }
 
     needs = frozenset({"pixels"})
     adaptive_threshold: float = 3.0

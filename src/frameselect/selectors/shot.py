@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from frameselect.parts import Range
 from frameselect.registry import selectors
 from frameselect.selectors.base import Selector, fill_to_k
 from frameselect.types import CandidatePool, Features, Query
@@ -318,6 +319,8 @@ class ContentDetector(Selector):
     before any difference is taken (``benchmarks/selector_floors.py``).
     """
 
+    param_ranges = {"threshold": Range(ge=0), "min_scene_len": Range(ge=0), "weights": Range()}
+
     needs = frozenset({"pixels"})
     threshold: float = 27.0
     min_scene_len: int | float = 15
@@ -428,6 +431,8 @@ class KatnaDetector(Selector):
     for them on one core (``benchmarks/selector_floors.py``), and is not
     this formula (up to one level apart).
     """
+
+    param_ranges = {"window_len": Range(ge=1, integer=True)}
 
     needs = frozenset({"pixels"})
     window_len: int = 20

@@ -19,6 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from frameselect.errors import SelectionError
+from frameselect.parts import Range
 from frameselect.registry import selectors
 from frameselect.selectors.base import Selector
 from frameselect.types import CandidatePool, Features, Query
@@ -188,6 +189,8 @@ class TSPO(Selector):
     (bfloat16 keeps about three significant digits, so near-tied frames
     may swap). Its ``aks`` method is not offered (see the ``aks`` selector).
     """
+
+    param_ranges = {"window": Range(ge=1, integer=True), "tau": Range(gt=0), "heads": Range(ge=1, integer=True), "init_seed": Range(ge=0, integer=True)}
 
     needs = frozenset({"embeddings", "text"})
     weights: str = ""

@@ -30,6 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from frameselect.errors import SelectionError
+from frameselect.parts import Range
 from frameselect.registry import selectors
 from frameselect.selectors._draws import weighted_sample
 from frameselect.selectors.base import Selector, fill_to_k
@@ -477,6 +478,18 @@ class TStar(Selector):
     reference's and each depends on the last draw, so they cannot be
     batched.
     """
+
+    param_ranges = {
+        "n_targets": Range(ge=1, integer=True),
+        "n_cues": Range(ge=0, integer=True),
+        "min_confidence": Range(ge=0, le=1),
+        "grid_rows": Range(ge=1, integer=True),
+        "grid_cols": Range(ge=1, integer=True),
+        "threshold": Range(ge=0, le=1),
+        "budget": Range(gt=0),
+        "max_budget": Range(ge=1, integer=True),
+        "window": Range(ge=0, integer=True),
+    }
 
     detector: str = "auto"
     objects: tuple[str, ...] = ()

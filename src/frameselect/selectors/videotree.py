@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from frameselect.parts import Range
 from frameselect.registry import selectors
 from frameselect.selectors.base import Selector, fill_to_k, normalize_minmax
 from frameselect.types import CandidatePool, Features, Query
@@ -215,6 +216,18 @@ class VideoTree(Selector):
     seeded selections (N 10-3,600, k 1-64; random, clustered and repeated
     embeddings) are the same; the other differs among repeated frames.
     """
+
+    param_ranges = {
+        "init_cluster_num": Range(ge=1, integer=True),
+        "max_cluster_num": Range(ge=1, integer=True),
+        "adaptive_rate": Range(ge=2, integer=True),
+        "iter_threshold": Range(ge=0, integer=True),
+        "num_subclusters": Range(ge=1, integer=True),
+        "num_subsubclusters": Range(ge=1, integer=True),
+        "relevance_cuts": Range(ge=0, le=1),
+        "kmeans_iter_limit": Range(ge=1, integer=True),
+        "kmeans_tol": Range(ge=0),
+    }
 
     needs = frozenset({"embeddings", "relevance"})
     init_cluster_num: int = 8

@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from frameselect.errors import SelectionError
+from frameselect.parts import Range
 from frameselect.registry import selectors
 from frameselect.selectors.tstar import Detections, TStar, TStarSearch, _best_confidences, _sample, _spline_distribution, _spread, _verify
 from frameselect.types import CandidatePool, Features, Query
@@ -196,6 +197,8 @@ class VSLS(TStar):
     fourth round of ``docs/performance-selectors.md`` (1.13-1.25x), about
     the 50 ms target.
     """
+
+    param_ranges = {"relation_alpha": Range(ge=0)}
 
     threshold: float = 0.7
     budget: float = 0.5
