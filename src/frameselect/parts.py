@@ -55,6 +55,7 @@ __all__ = [
     "Range",
     "declared_ranges",
     "numeric_parameters",
+    "parameter_declarations",
     "check_params",
     "PartConfig",
     "part_params",
@@ -192,7 +193,7 @@ def numeric_parameters(factory: type | object) -> list[str]:
     cls = factory if isinstance(factory, type) else type(factory)
     found: list[str] = []
     names = set(parameter_names(cls))
-    for name, annotation, default in _parameter_declarations(cls):
+    for name, annotation, default in parameter_declarations(cls):
         if name not in names or name in found:
             continue
         numeric_default = isinstance(default, (int, float)) and not isinstance(default, bool)
@@ -201,7 +202,7 @@ def numeric_parameters(factory: type | object) -> list[str]:
     return found
 
 
-def _parameter_declarations(cls: type) -> list[tuple[str, Any, Any]]:
+def parameter_declarations(cls: type) -> list[tuple[str, Any, Any]]:
     """``(name, annotation, default)`` of each configuration parameter (annotations as written)."""
     if dataclasses.is_dataclass(cls):
         return [(f.name, f.type, f.default) for f in dataclasses.fields(cls) if f.init]

@@ -13,7 +13,8 @@ Like scikit-learn's ``check_estimator`` and ``parametrize_with_checks``::
 
 There is one suite per kind that users extend: :func:`check_selector`,
 :func:`check_evaluator`, :func:`check_dataset`, :func:`check_encoder`,
-:func:`check_answerer`, :func:`check_router`. Every suite ends with the round
+:func:`check_answerer`, :func:`check_router`; :func:`check_param_ranges` says
+whether every numeric parameter declares its range. Every suite ends with the round
 trip: the part revived from its stored configuration has the same fingerprint.
 :func:`registry_cases` gives every registered part of a kind as a lazily
 built case, so a new part is checked the day it is registered; parts that
@@ -27,7 +28,17 @@ from collections.abc import Iterable
 from typing import Any
 
 from frameselect.parts import Part
-from frameselect.testing._core import EXAMPLES, Check, PartCase, check_config_round_trip, example_for, label_of, register_example, registry_cases
+from frameselect.testing._core import (
+    EXAMPLES,
+    Check,
+    PartCase,
+    check_config_round_trip,
+    check_param_ranges,
+    example_for,
+    label_of,
+    register_example,
+    registry_cases,
+)
 from frameselect.testing.kinds import (
     answerer_checks,
     check_answerer,
@@ -52,6 +63,7 @@ __all__ = [
     "answerer_checks",
     "check_answerer",
     "check_config_round_trip",
+    "check_param_ranges",
     "check_dataset",
     "check_encoder",
     "check_evaluator",

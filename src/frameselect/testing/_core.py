@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import json
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -10,9 +12,21 @@ from pathlib import Path
 from typing import Any
 
 from frameselect.errors import PartConfigError
-from frameselect.parts import Part, is_revivable, part_config, part_fingerprint, registered_name_of, revive
+from frameselect.parts import (
+    Part,
+    check_params,
+    declared_ranges,
+    is_revivable,
+    numeric_parameters,
+    parameter_declarations,
+    parameter_names,
+    part_config,
+    part_fingerprint,
+    registered_name_of,
+    revive,
+)
 
-__all__ = ["Check", "PartCase", "check_config_round_trip", "label_of", "register_example", "example_for", "registry_cases", "EXAMPLES"]
+__all__ = ["Check", "PartCase", "check_config_round_trip", "check_param_ranges", "label_of", "register_example", "example_for", "registry_cases", "EXAMPLES"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +55,30 @@ def label_of(part: Any) -> str:
 
 def fail(suite: str, part: Any, case: str, message: str) -> AssertionError:
     return AssertionError(f"{suite}({label_of(part)}) [{case}]: {message}")
+
+
+def check_param_ranges(part: Any) -> None:
+    """Every numeric parameter of a part (a class or an instance) declares its range, and the defaults lie in it.
+
+    A numeric parameter is one annotated ``int``/``float`` (alone, optional or
+    in a sequence) or whose default is a number; its :class:`~frameselect.parts.Range`
+    goes in the class's ``param_ranges``, which the plan checks before a run
+    starts. A range naming no parameter is an error too (a typo would check nothing).
+    """
+    cls = part if isinstance(part, type) else type(part)
+    label = registered_name_of(cls) or cls.__qualname__
+    ranges = declared_ranges(cls)
+    missing = [n for n in numeric_parameters(cls) if n not in ranges]
+    if missing:
+        raise AssertionError(f"param_ranges({label}): numeric parameter(s) {missing} declare no range; add them to {cls.__qualname__}.param_ranges")
+    stray = sorted(set(ranges) - set(parameter_names(cls)))
+    if stray:
+        raise AssertionError(f"param_ranges({label}): ranges for {stray}, which are not parameters of {cls.__qualname__}")
+    defaults = {name: default for name, _, default in parameter_declarations(cls) if name in ranges and default is not inspect.Parameter.empty}
+    defaults = {k: v for k, v in defaults.items() if v is not dataclasses.MISSING}
+    problems = check_params(cls, defaults)
+    if problems:
+        raise AssertionError(f"param_ranges({label}): a default lies outside its declared range: {'; '.join(problems)}")
 
 
 def check_config_round_trip(suite: str) -> Check:
