@@ -77,9 +77,14 @@ def test_parameter_the_selector_does_not_have(tiny, tmp_path: Path, decoded: lis
     assert "start" in message.split("its parameters: ")[1]
 
 
-def test_parameter_value_the_selector_refuses(tiny, tmp_path: Path, decoded: list[int]) -> None:  # type: ignore[no-untyped-def]
+def test_parameter_value_outside_its_declared_range(tiny, tmp_path: Path, decoded: list[int]) -> None:  # type: ignore[no-untyped-def]
     message = _refused(tiny, tmp_path, decoded, selector="mmr", selector_params={"lam": 7.0}, encoder="imagenet_label")
-    assert message.startswith("selector 'mmr' cannot be created with lam=7.0: ")
+    assert message == "selector 'mmr': parameter lam=7.0 must be <= 1; give a value in range (CLI -p NAME=VALUE)"
+
+
+def test_parameter_value_the_selector_refuses(tiny, tmp_path: Path, decoded: list[int]) -> None:  # type: ignore[no-untyped-def]
+    message = _refused(tiny, tmp_path, decoded, selector="bayes_grpo", selector_params={"stage": "sideways"}, encoder="imagenet_label")
+    assert message.startswith("selector 'bayes_grpo' cannot be created with stage='sideways': ")
 
 
 def test_answer_level_evaluator_without_an_answerer(tiny, tmp_path: Path, decoded: list[int]) -> None:  # type: ignore[no-untyped-def]
