@@ -113,7 +113,7 @@ def test_live_objects_are_marked_and_refuse_revival() -> None:
 def test_revive_errors_name_the_part() -> None:
     with pytest.raises(UnknownNameError, match="unknown selector 'nope'"):
         revive({"kind": "selectors", "name": "nope", "params": {}})
-    with pytest.raises(PartConfigError, match=r"selector 'mmr' has no parameter 'lamb'; its parameters: lam, normalize"):
+    with pytest.raises(PartConfigError, match=r"selector 'mmr' has no parameter 'lamb' \(did you mean 'lam'\?\); its parameters: lam, normalize"):
         revive({"kind": "selectors", "name": "mmr", "params": {"lamb": 0.1}})
     assert part_config(revive({"name": "uniform"}, kind="selectors"))["name"] == "uniform"  # configurations stored without a kind
 
