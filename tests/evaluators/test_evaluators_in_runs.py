@@ -34,8 +34,10 @@ def test_selection_level_evaluators_in_a_real_run(tmp_path: Path) -> None:
     assert rec["nextgqa_iop@0.3"] == 0.0 and rec["nextgqa_iou@0.3"] == 0.0
     # moment windows [0,2] [4,6] [10,12] (2-s clips of 0, 5, 11 s): IoU 2/3 with three of the four 3-s scenes,
     # so AP 0.75 at thresholds 0.5-0.65 and 0 above: mean 4 * 0.75 / 10; all scenes are "short"
-    assert rec["mr_map"] == pytest.approx(0.3) and rec["mr_map@0.5"] == 0.75 and rec["mr_map@0.75"] == 0.0
-    assert rec["mr_map_short"] == pytest.approx(0.3) and math.isnan(rec["mr_map_long"])
+    assert rec["MR-full-mAP"] == pytest.approx(0.3) and rec["MR-full-mAP@0.5"] == 0.75 and rec["MR-full-mAP@0.75"] == 0.0
+    assert rec["MR-short-mAP"] == pytest.approx(0.3) and math.isnan(rec["MR-long-mAP"])
+    # R1 judges the first window, [0,2] (equal scores keep time order): IoU 2/3 with [0,3]
+    assert rec["MR-full-R1@0.65"] == 1.0 and rec["MR-full-R1@0.7"] == 0.0 and math.isnan(rec["MR-long-R1@0.5"])
     assert result.table["kfs_ukss"] > 0
 
 
