@@ -63,3 +63,16 @@ def test_every_evaluator_writes_only_the_keys_it_declares() -> None:
         assert set(values) <= set(ev.score_keys), name
         table = ev.aggregate([SampleRecord("s", dict(values), metadata=metadata)])
         assert set(table) == set(ev.metrics), name
+
+
+def test_a_table_names_the_convention_that_ran(tmp_path: Path) -> None:
+    from frameselect.store import Store
+    from frameselect.tables import build_tables, load_runs, render_tables
+
+    evs = [evaluators.create("kfs_kfr"), evaluators.create("kfs_kfr", reference_exact=True), evaluators.create("iou", signed=True)]
+    frameselect.evaluate(selector="uniform", evaluators=evs, dataset="tiny", k=3, store=tmp_path / "s.sqlite", cache_dir=tmp_path / "c")
+    with Store(tmp_path / "s.sqlite") as store:
+        sections = build_tables(load_runs(store), n_boot=50)
+    assert [m.name for m in sections[0].metrics][:3] == ["kfs_kfr", "kfs_kfr_ref", "iou_signed"]
+    header = render_tables(sections, "csv").splitlines()[0].split(",")
+    assert "kfs_kfr_ref" in header and "iou_signed" in header
