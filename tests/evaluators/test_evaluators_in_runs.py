@@ -34,8 +34,10 @@ def test_selection_level_evaluators_in_a_real_run(tmp_path: Path) -> None:
     assert rec["nextgqa_iop@0.3"] == 0.0 and rec["nextgqa_iou@0.3"] == 0.0
     # moment windows [0,2] [4,6] [10,12] (2-s clips of 0, 5, 11 s): IoU 2/3 with three of the four 3-s scenes,
     # so AP 0.75 at thresholds 0.5-0.65 and 0 above: mean 4 * 0.75 / 10; all scenes are "short"
-    assert rec["mr_map"] == pytest.approx(0.3) and rec["mr_map@0.5"] == 0.75 and rec["mr_map@0.75"] == 0.0
-    assert rec["mr_map_short"] == pytest.approx(0.3) and math.isnan(rec["mr_map_long"])
+    assert rec["MR-full-mAP"] == pytest.approx(0.3) and rec["MR-full-mAP@0.5"] == 0.75 and rec["MR-full-mAP@0.75"] == 0.0
+    assert rec["MR-short-mAP"] == pytest.approx(0.3) and math.isnan(rec["MR-long-mAP"])
+    # R1 judges the first window, [0,2] (equal scores keep time order): IoU 2/3 with [0,3]
+    assert rec["MR-full-R1@0.65"] == 1.0 and rec["MR-full-R1@0.7"] == 0.0 and math.isnan(rec["MR-long-R1@0.5"])
     assert result.table["kfs_ukss"] > 0
 
 
@@ -61,3 +63,16 @@ def test_every_evaluator_writes_only_the_keys_it_declares() -> None:
         assert set(values) <= set(ev.score_keys), name
         table = ev.aggregate([SampleRecord("s", dict(values), metadata=metadata)])
         assert set(table) == set(ev.metrics), name
+
+
+def test_a_table_names_the_convention_that_ran(tmp_path: Path) -> None:
+    from frameselect.store import Store
+    from frameselect.tables import build_tables, load_runs, render_tables
+
+    evs = [evaluators.create("kfs_kfr"), evaluators.create("kfs_kfr", reference_exact=True), evaluators.create("iou", signed=True)]
+    frameselect.evaluate(selector="uniform", evaluators=evs, dataset="tiny", k=3, store=tmp_path / "s.sqlite", cache_dir=tmp_path / "c")
+    with Store(tmp_path / "s.sqlite") as store:
+        sections = build_tables(load_runs(store), n_boot=50)
+    assert [m.name for m in sections[0].metrics][:3] == ["kfs_kfr", "kfs_kfr_ref", "iou_signed"]
+    header = render_tables(sections, "csv").splitlines()[0].split(",")
+    assert "kfs_kfr_ref" in header and "iou_signed" in header

@@ -195,3 +195,62 @@ def test_nextgqa_grounding_is_nan_without_evidence_or_window() -> None:
     empty = ev.score(Sample("q", "v.mp4", Query("q?"), None, (Span(0.0, 1.0),)), pool, Selection(()), None)
     assert all(math.isnan(v) for v in [*no_evidence.values(), *empty.values()])
     assert set(no_evidence) == set(ev.metrics)
+
+
+# -- signed get_tIoU: the reference's per-segment values ------------------------------------------------
+
+# Seeded windows against 1-2 locations (half of the windows near a location, one of zero length) and get_tIoU(loc, span)
+# per location: outputs of doc-doc/NExT-GQA at commit 63772e0256ad9e34b83d6a108f1ba2041b924607,
+# code/TempGQA/eval_ground.py get_tIoU, run on them.
+SIGNED_CASES = [
+    ([(15.0, 21.0)], (12.9, 23.6), [(0.5607476635514018, 0.5607476635514018)]),
+    ([(2.1, 3.4)], (24.9, 27.9), [(-0.8333333333333334, -7.166666666666667)]),
+    ([(19.9, 22.7)], (21.6, 23.7), [(0.2894736842105257, 0.5238095238095233)]),
+    ([(15.4, 23.6), (16.5, 26.3)], (15.3, 22.7), [(0.8795180722891565, 0.9864864864864865), (0.5636363636363636, 0.8378378378378379)]),
+    ([(17.7, 20.1), (24.1, 32.8)], (22.8, 30.3), [(-0.21428571428571422, -0.35999999999999993), (0.6200000000000001, 0.8266666666666665)]),
+    ([(26.9, 31.2)], (27.9, 27.9), [(0.0, 1.0)]),
+    ([(6.5, 6.8), (6.0, 9.5)], (8.4, 10.7), [(-0.38095238095238115, -0.695652173913044), (0.2340425531914893, 0.47826086956521746)]),
+    ([(0.5, 2.1), (29.9, 34.5)], (2.2, 2.5), [(-0.050000000000000044, -0.3333333333333338), (-0.848297213622291, -91.33333333333339)]),
+    ([(25.4, 31.3)], (24.3, 28.8), [(0.48571428571428604, 0.755555555555556)]),
+    ([(0.7, 9.1), (14.0, 15.3)], (7.8, 8.3), [(0.059523809523809625, 1.0), (-0.7599999999999998, -11.399999999999979)]),
+    ([(18.0, 27.0)], (19.8, 25.1), [(0.588888888888889, 1.0)]),
+    ([(0.5, 3.4), (21.8, 26.7)], (8.7, 11.2), [(-0.49532710280373826, -2.1199999999999997), (-0.588888888888889, -4.24)]),
+]
+#: what eval_ground (same commit) printed for these 12 questions: mIoP, IoP@0.3, IoP@0.5, mIoU, IoU@0.3, IoU@0.5 (%)
+SIGNED_CASES_PRINTED = ("59.4", "75.0", "66.7", "31.0", "41.7", "33.3")
+
+
+@pytest.mark.parametrize(("locs", "window", "per_location"), SIGNED_CASES)
+def test_signed_values_are_get_tiou_per_segment(locs: list[tuple[float, float]], window: tuple[float, float], per_location: list[tuple[float, float]]) -> None:
+    for loc, expected in zip(locs, per_location, strict=True):
+        assert temporal_iou_iop(window, loc, signed=True) == pytest.approx(expected, abs=1e-12)
+        assert temporal_iou_iop(window, loc) == pytest.approx((max(0.0, expected[0]), max(0.0, expected[1])), abs=1e-12)
+    spans = [Span(*loc) for loc in locs]
+    best = (max(v[0] for v in per_location), max(v[1] for v in per_location))
+    assert best_iou_iop(window, spans, signed=True) == pytest.approx(best, abs=1e-12)
+    # eval_ground's question-level values start from 0: the default
+    assert best_iou_iop(window, spans) == pytest.approx((max(0.0, best[0]), max(0.0, best[1])), abs=1e-12)
+
+
+def test_question_level_numbers_match_eval_ground_printout() -> None:
+    ev = NExTGQAGrounding()
+    records = []
+    for i, (locs, window, _) in enumerate(SIGNED_CASES):
+        sample = Sample(f"q{i}", "v.mp4", Query("q"), None, tuple(Span(*loc) for loc in locs))
+        pool = CandidatePool.from_timestamps(sorted(set(window)))  # the selection's first-to-last window is `window`
+        records.append(SampleRecord(f"q{i}", ev.score(sample, pool, Selection(tuple(range(len(pool.timestamps)))), None)))
+    table = ev.aggregate(records)
+    keys = ("nextgqa_miop", "nextgqa_iop@0.3", "nextgqa_iop@0.5", "nextgqa_miou", "nextgqa_iou@0.3", "nextgqa_iou@0.5")
+    assert tuple(f"{100 * table[k]:.1f}" for k in keys) == SIGNED_CASES_PRINTED
+
+
+def test_signed_iou_and_iop_evaluators_say_so_in_their_keys() -> None:
+    sample = _sample((Span(4.0, 8.0),))
+    sel = Selection((0, 2))  # window 0..2 s, 2 s before the span: gap 2, hull 8, window 2
+    iou, iop = evaluators.create("iou", signed=True), evaluators.create("iop", signed=True)
+    assert iou.metrics == iou.score_keys == ("iou_signed",) and iop.metrics == ("iop_signed",)
+    assert iou.score(sample, POOL, sel, None) == {"iou_signed": pytest.approx(-2 / 8)}
+    assert iop.score(sample, POOL, sel, None) == {"iop_signed": pytest.approx(-2 / 2)}
+    assert evaluators.create("iou").score(sample, POOL, sel, None) == {"iou": 0.0}
+    records = [SampleRecord("a", {"iou_signed": -0.25}), SampleRecord("b", {"iou_signed": 0.75})]
+    assert aggregate(records, [iou])["iou_signed"] == pytest.approx(0.25)

@@ -138,3 +138,83 @@ def test_empty_selections_score_as_eval_py_and_stay_in_the_scene_hit_means() -> 
     assert table["kfs_kfr"] == pytest.approx((0.0 + 0.2 + 0.2 + 0.2) / 4)
     empty = kfs_scores([], [[(0.0, 1.0)]])
     assert math.isnan(empty["kfr"]) and math.isnan(empty["ukss"]) and (empty["shr"], empty["bsr"], empty["bds"]) == (0.0, 0.0, 0.0)
+
+
+# -- reference_exact: eval.py's aggregate, NaN included ------------------------------------------------
+
+# What NEC-VID/KFS-Bench at commit 2349b9ebe00433db250f28cac497b15dbd1ca48a, eval.py main(), returned for its means
+# (mean_kfr, mean_shr, mean_ukss, read on return; it prints them to 4 places) on the KFS_REFERENCE questions:
+# all six (two with an empty selection), and the four with frames.
+KFS_REFERENCE_MEANS_ALL = (NAN, 0.27777777777777773, NAN)
+KFS_REFERENCE_MEANS_WITH_FRAMES = (0.15000000000000002, 0.41666666666666663, 0.1621690750734271)
+
+# The same eval.py on two questions: the first's scenes written with each end 1 s before its start (zero length once
+# main adds 1 s), frames at 10, 20, 30 s; the second's scenes [0,3] and [5,9] (as written), frames at 1, 6, 7, 12 s.
+# Per question (kfr, shr, bsr, bds, ukss) and the means (mean_kfr, mean_shr, mean_ukss).
+ZERO_LENGTH_SCENES = [([[(10.0, 10.0)], [(20.0, 20.0)]], [10.0, 20.0, 30.0]), ([[(0.0, 4.0)], [(5.0, 10.0)]], [1.0, 6.0, 7.0, 12.0])]
+ZERO_LENGTH_REFERENCE = [(0.6666666666666666, 1.0, 0.0, NAN, NAN), (0.75, 1.0, 1.0, 0.9778024140774094, 0.9017873167470597)]
+ZERO_LENGTH_MEANS = (0.7083333333333333, 1.0, NAN)
+
+KEYS = ("kfr", "shr", "bsr", "bds", "ukss")
+
+
+def _same(a: float, b: float) -> bool:
+    return (math.isnan(a) and math.isnan(b)) or a == pytest.approx(b, abs=1e-12)
+
+
+def _reference_run(questions: list[tuple[list[tuple[str, float, float]], list[float]]], reference_exact: bool) -> dict[str, float]:
+    names = [f"kfs_{k}" for k in KEYS]
+    evs = [evaluators.create(n, end_pad=1.0, reference_exact=reference_exact) for n in names]
+    records = []
+    for i, (rows, times) in enumerate(questions):
+        pool = CandidatePool.from_timestamps(times)
+        metrics: dict[str, float] = {}
+        for ev in evs:
+            metrics.update(ev.score(_kfs_sample(i, rows), pool, Selection(tuple(range(len(times)))), None))
+        records.append(SampleRecord(f"q{i}", metrics))
+    return {k: v for ev in evs for k, v in ev.aggregate(records).items()}
+
+
+def test_reference_exact_means_are_eval_py_means_nan_included() -> None:
+    questions = [(rows, times) for rows, times, _ in KFS_REFERENCE]
+    ref = _reference_run(questions, reference_exact=True)
+    assert set(ref) == {"kfs_kfr_ref", "kfs_shr_ref", "kfs_bsr_ref", "kfs_bds_ref", "kfs_ukss_ref"}
+    for key, expected in zip(("kfs_kfr_ref", "kfs_shr_ref", "kfs_ukss_ref"), KFS_REFERENCE_MEANS_ALL, strict=True):
+        assert _same(ref[key], expected), key
+    # the default convention on the same questions: KFR and UKSS over the questions with frames
+    ours = _reference_run(questions, reference_exact=False)
+    assert ours["kfs_kfr"] == pytest.approx(KFS_REFERENCE_MEANS_WITH_FRAMES[0], abs=1e-12)
+    assert ours["kfs_ukss"] == pytest.approx(KFS_REFERENCE_MEANS_WITH_FRAMES[2], abs=1e-12)
+    assert ours["kfs_shr"] == pytest.approx(KFS_REFERENCE_MEANS_ALL[1], abs=1e-12)
+    # without an empty selection both conventions give eval.py's numbers
+    with_frames = [q for q in questions if q[1]]
+    for reference_exact, suffix in ((True, "_ref"), (False, "")):
+        table = _reference_run(with_frames, reference_exact)
+        for key, expected in zip(("kfr", "shr", "ukss"), KFS_REFERENCE_MEANS_WITH_FRAMES, strict=True):
+            assert table[f"kfs_{key}{suffix}"] == pytest.approx(expected, abs=1e-12), (key, suffix)
+
+
+def test_reference_exact_bds_of_zero_length_scenes_is_nan_as_np_max() -> None:
+    for (scenes, times), expected in zip(ZERO_LENGTH_SCENES, ZERO_LENGTH_REFERENCE, strict=True):
+        ref = kfs_scores(times, scenes, reference_exact=True)
+        assert all(_same(ref[k], e) for k, e in zip(KEYS, expected, strict=True)), ref
+    ref_values = [kfs_scores(t, s, reference_exact=True)["ukss"] for s, t in ZERO_LENGTH_SCENES]
+    assert math.isnan(ukss_mean(ref_values, reference_exact=True)) and math.isnan(ZERO_LENGTH_MEANS[2])
+    assert sum(kfs_scores(t, s, reference_exact=True)["kfr"] for s, t in ZERO_LENGTH_SCENES) / 2 == pytest.approx(ZERO_LENGTH_MEANS[0])
+    # the default keeps the cosine that exists: per-scene key frames [1, 1] against lengths^0 = [1, 1]
+    ours = kfs_scores(*ZERO_LENGTH_SCENES[0][::-1])
+    assert ours["bds"] == pytest.approx(1.0) and ours["ukss"] == 0.0
+
+
+def test_reference_exact_keys_and_a_question_without_scenes() -> None:
+    ev = evaluators.create("kfs_kfr", reference_exact=True)
+    assert ev.metrics == ev.score_keys == ("kfs_kfr_ref",)
+    assert evaluators.create("kfs_kfr").metrics == ("kfs_kfr",)
+    pool = CandidatePool.from_timestamps([1.0, 2.0])
+    no_scenes = Sample("s", "v", Query("q"), None, ())
+    # eval.py skips a question without annotated scenes: no value, so it cannot turn the mean into NaN
+    assert ev.score(no_scenes, pool, Selection((0, 1)), None) == {}
+    assert math.isnan(evaluators.create("kfs_kfr").score(no_scenes, pool, Selection((0, 1)), None)["kfs_kfr"])
+    scored = ev.score(Sample("t", "v", Query("q"), None, (Span(0.0, 1.5),)), pool, Selection((0, 1)), None)
+    assert scored == {"kfs_kfr_ref": 0.5}
+    assert ev.aggregate([SampleRecord("s", {}), SampleRecord("t", dict(scored))]) == {"kfs_kfr_ref": 0.5}

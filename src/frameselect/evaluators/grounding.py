@@ -8,6 +8,14 @@ selected timestamp. It is compared with each evidence span as NExT-GQA's
 - a window of zero length (one frame) has IoU 0 and IoP 1 when it lies in the span, else 0;
 - over several evidence spans the best value is kept, and never below 0.
 
+``get_tIoU`` itself returns a *negative* IoU and IoP for disjoint spans (the
+gap divided by the hull, or by the window); ``eval_ground`` keeps the best
+value per question starting from 0, so its numbers never see them.
+``signed=True`` (on the helpers and on ``iou`` / ``iop``, whose keys become
+``iou_signed`` / ``iop_signed``) returns ``get_tIoU``'s values as they are and
+the best over spans without the floor at 0: the per-segment numbers of the
+reference code.
+
 NExT-GQA's headline grounding numbers (``eval_ground``) are mIoP, IoP@0.3,
 IoP@0.5, mIoU, IoU@0.3 and IoU@0.5 over the questions that have a prediction
 (``nextgqa_grounding``), and Acc@GQA (``nextgqa_acc_gqa``). Its Gaussian-mask
@@ -63,16 +71,18 @@ def selection_window(times: Sequence[float]) -> Window | None:
     return float(min(times)), float(max(times))
 
 
-def temporal_iou_iop(window: Window, span: Window) -> tuple[float, float]:
+def temporal_iou_iop(window: Window, span: Window, signed: bool = False) -> tuple[float, float]:
     """IoU and IoP of a predicted ``window`` against one ground-truth ``span``.
 
     Follows NExT-GQA's ``get_tIoU(loc=span, span=window)``; disjoint spans give
-    a negative intersection there, clipped to 0 here.
+    a negative intersection there, clipped to 0 here unless ``signed``.
 
     >>> temporal_iou_iop((2.0, 6.0), (4.0, 8.0))
     (0.3333333333333333, 0.5)
     >>> temporal_iou_iop((5.0, 5.0), (4.0, 8.0))
     (0.0, 1.0)
+    >>> temporal_iou_iop((10.0, 12.0), (4.0, 8.0), signed=True)
+    (-0.25, -1.0)
     """
     w0, w1 = window
     s0, s1 = span
@@ -82,18 +92,24 @@ def temporal_iou_iop(window: Window, span: Window) -> tuple[float, float]:
     hull = max(w1, s1) - min(w0, s0)
     iou = inter / hull if hull > 0 else 0.0
     iop = inter / (w1 - w0) if w1 > w0 else 0.0
+    if signed:
+        return iou, iop
     return max(0.0, iou), max(0.0, iop)
 
 
-def best_iou_iop(window: Window | None, spans: Sequence[Span]) -> tuple[float, float]:
-    """The best IoU and the best IoP over the evidence spans (NaN, NaN without spans or window)."""
+def best_iou_iop(window: Window | None, spans: Sequence[Span], signed: bool = False) -> tuple[float, float]:
+    """The best IoU and the best IoP over the evidence spans (NaN, NaN without spans or window).
+
+    Never below 0, as ``eval_ground``; ``signed``: the best of ``get_tIoU``'s
+    signed values, negative when the window misses every span.
+    """
     if window is None or not spans:
         return math.nan, math.nan
-    best_iou = best_iop = 0.0
-    for span in spans:
-        iou, iop = temporal_iou_iop(window, (span.start, span.end))
-        best_iou, best_iop = max(best_iou, iou), max(best_iop, iop)
-    return best_iou, best_iop
+    values = [temporal_iou_iop(window, (span.start, span.end), signed) for span in spans]
+    best_iou, best_iop = max(v[0] for v in values), max(v[1] for v in values)
+    if signed:
+        return best_iou, best_iop
+    return max(0.0, best_iou), max(0.0, best_iop)
 
 
 def recall_at_iou(window: Window | None, spans: Sequence[Span], thresholds: Sequence[float] = (0.3, 0.5, 0.7)) -> dict[float, float]:
@@ -135,8 +151,15 @@ def _window(pool: CandidatePool, selection: Selection) -> Window | None:
 
 
 class _GroundingEvaluator(Evaluator):
+    def __init__(self, signed: bool = False) -> None:
+        self.signed = bool(signed)
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        return (f"{self.name}_signed" if self.signed else self.name,)
+
     def _best(self, sample: Sample, pool: CandidatePool, selection: Selection) -> tuple[float, float]:
-        return best_iou_iop(_window(pool, selection), sample.evidence)
+        return best_iou_iop(_window(pool, selection), sample.evidence, self.signed)
 
 
 @evaluators.register("iou")
@@ -144,11 +167,12 @@ class IoU(_GroundingEvaluator):
     """Best temporal IoU of the selection's window (first to last frame) with an evidence span.
 
     Definition as NExT-GQA ``code/TempGQA/eval_ground.py`` (``get_tIoU``, mIoU).
-    NaN for samples without evidence.
+    NaN for samples without evidence. ``signed=True`` (key ``iou_signed``):
+    ``get_tIoU``'s signed value, negative for a window that misses every span.
     """
 
     def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
-        return {self.name: self._best(sample, pool, selection)[0]}
+        return {self.metrics[0]: self._best(sample, pool, selection)[0]}
 
 
 @evaluators.register("iop")
@@ -157,10 +181,11 @@ class IoP(_GroundingEvaluator):
 
     Definition as NExT-GQA ``code/TempGQA/eval_ground.py`` (``get_tIoU``, mIoP):
     the fraction of the window that lies in the evidence. NaN without evidence.
+    ``signed=True`` (key ``iop_signed``): ``get_tIoU``'s signed value.
     """
 
     def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
-        return {self.name: self._best(sample, pool, selection)[1]}
+        return {self.metrics[0]: self._best(sample, pool, selection)[1]}
 
 
 @evaluators.register("recall_at_iou")

@@ -1,22 +1,36 @@
-"""QVHighlights moment retrieval: MR-mAP of a selection's windows.
+"""QVHighlights moment retrieval: MR-mAP and MR-R1 of a selection's windows.
 
 QVHighlights (Lei et al., "QVHighlights: Detecting Moments and Highlights in
 Videos via Natural Language Queries", NeurIPS 2021) scores predicted moments
 (start, end, score) against the annotated ``relevant_windows``. Reference:
 github.com/jayleicn/moment_detr ``standalone_eval/eval.py``
-(``eval_moment_retrieval``, ``compute_mr_ap``, ``get_data_by_range``) and
-``standalone_eval/utils.py`` (``compute_average_precision_detection``,
-``interpolated_precision_recall``):
+(``eval_submission``, ``eval_moment_retrieval``, ``compute_mr_ap``,
+``compute_mr_r1``, ``get_data_by_range``) and ``standalone_eval/utils.py``
+(``compute_average_precision_detection``, ``interpolated_precision_recall``).
 
-- per question, the average precision of its predictions (the 10 first,
-  ranked by score) at each temporal-IoU threshold 0.5, 0.55, ..., 0.95:
-  a prediction is a true positive when its best-IoU ground-truth window not
-  yet matched reaches the threshold; precision interpolated as in VOC 2011;
-- ``mr_map`` is the mean over the ten thresholds, ``mr_map@0.5`` and
-  ``mr_map@0.75`` single thresholds, each averaged over questions;
-- ``mr_map_short``, ``_middle``, ``_long``: the same mean with only the
-  ground-truth windows of length in (0, 10], (10, 30] and (30, 150] seconds; a
-  question without such a window is left out of that bucket (NaN here).
+The keys are the ones ``eval_submission`` writes, flattened the way its
+``brief`` part names them: for each length bucket ``full`` (every window),
+``short``, ``middle`` and ``long`` (ground-truth windows of length in
+(0, 10], (10, 30] and (30, 150] seconds, the others dropped):
+
+- ``MR-<bucket>-mAP@<t>``: per question, the average precision of its
+  predictions (the 10 first, ranked by score) at temporal-IoU threshold ``t``
+  in 0.5, 0.55, ..., 0.95: a prediction is a true positive when its best-IoU
+  ground-truth window not yet matched reaches ``t``; precision interpolated as
+  in VOC 2011;
+- ``MR-<bucket>-mAP``: the mean over the ten thresholds (``eval_submission``'s
+  ``"average"``);
+- ``MR-<bucket>-R1@<t>``: 1 when the *first* predicted window (in the order
+  given, not re-ranked) has an IoU of at least ``t`` with the bucket's window
+  it overlaps best, else 0; as ``compute_mr_r1``, the best window is chosen by
+  IoU over the union and the final IoU divides by the hull of the two windows
+  (the same value whenever they overlap).
+
+Each is averaged over the questions that have a window in the bucket (a
+question without one is NaN there, as ``get_data_by_range`` leaves it out).
+``eval_submission``'s brief keys are ``MR-full-mAP``, ``MR-full-mAP@0.5``,
+``MR-full-mAP@0.75``, ``MR-short-mAP``, ``MR-middle-mAP``, ``MR-long-mAP``,
+``MR-full-R1@0.5`` and ``MR-full-R1@0.7``.
 
 Values are fractions (the reference prints percentages rounded to 0.01).
 Edge cases, as the reference defines them: a question without predicted
@@ -30,7 +44,8 @@ QVHighlights; ``metadata["clip_length"]``) that hold a selected frame,
 consecutive clips merged into one window, cut at ``metadata["duration"]``
 when known; a window's score is the best score of its frames (the
 selection's own scores, else the run's query relevance, else 1), ties kept
-in time order. Ground truth: the sample's evidence spans (the loader's
+in time order, best first (so the first window, which R1 judges, is the best
+scored one). Ground truth: the sample's evidence spans (the loader's
 ``relevant_windows``).
 """
 
@@ -49,10 +64,15 @@ from frameselect.registry import evaluators
 from frameselect.types import Answer, CandidatePool, Features, Sample, Selection
 
 __all__ = [
+    "MR_BRIEF_KEYS",
+    "MR_BUCKETS",
+    "MR_FULL_KEYS",
     "MR_IOU_THRESHOLDS",
     "MR_LENGTH_BUCKETS",
     "MR_MAX_WINDOWS",
+    "MR_REPORTS",
     "moment_ap",
+    "moment_r1",
     "moment_retrieval_scores",
     "selection_moments",
     "MomentRetrievalMAP",
@@ -66,6 +86,32 @@ MR_LENGTH_BUCKETS: dict[str, tuple[float, float]] = {"short": (0.0, 10.0), "midd
 
 #: predicted windows scored per question (the reference's ``max_pred_windows``)
 MR_MAX_WINDOWS = 10
+
+#: the buckets of ``eval_moment_retrieval``: ``full`` keeps every window, the others one length range
+MR_BUCKETS: tuple[str, ...] = ("full", *MR_LENGTH_BUCKETS)
+
+
+def _bucket_keys(bucket: str) -> list[str]:
+    return [f"MR-{bucket}-mAP"] + [f"MR-{bucket}-mAP@{t}" for t in MR_IOU_THRESHOLDS] + [f"MR-{bucket}-R1@{t}" for t in MR_IOU_THRESHOLDS]
+
+
+#: every key of ``eval_submission``'s moment-retrieval part, per bucket: mAP, mAP@t and R1@t for each threshold
+MR_FULL_KEYS: tuple[str, ...] = tuple(key for bucket in MR_BUCKETS for key in _bucket_keys(bucket))
+
+#: the moment-retrieval keys of ``eval_submission``'s ``brief`` dictionary
+MR_BRIEF_KEYS: tuple[str, ...] = (
+    "MR-full-mAP",
+    "MR-full-mAP@0.5",
+    "MR-full-mAP@0.75",
+    "MR-short-mAP",
+    "MR-middle-mAP",
+    "MR-long-mAP",
+    "MR-full-R1@0.5",
+    "MR-full-R1@0.7",
+)
+
+#: what :class:`MomentRetrievalMAP` aggregates into a table row
+MR_REPORTS: dict[str, tuple[str, ...]] = {"brief": MR_BRIEF_KEYS, "full": MR_FULL_KEYS}
 
 Moment = tuple[float, float, float]
 
@@ -124,23 +170,62 @@ def moment_ap(
     return np.array([_interpolated_ap(precision[t], recall[t]) for t in range(n_thr)])
 
 
+def moment_r1(first: tuple[float, float], ground_truth: Sequence[tuple[float, float]], thresholds: Sequence[float] = MR_IOU_THRESHOLDS) -> NDArray[np.float64]:
+    """R1 of one question: 1.0 per threshold that the first predicted window reaches, else 0.0.
+
+    As moment_detr's ``compute_mr_r1``: the ground-truth window is the one of
+    highest IoU (over the union; the first on ties) with ``first``, and the IoU
+    then compared is intersection over the hull of the two windows. NaN
+    without ground truth.
+
+    >>> moment_r1((0.0, 10.0), [(30.0, 40.0), (2.0, 10.0)], (0.5, 0.8, 0.85))
+    array([1., 1., 0.])
+    """
+    if not ground_truth:
+        return np.full(len(thresholds), math.nan)
+    gt = np.asarray(ground_truth, dtype=np.float64).reshape(-1, 2)
+    start, end = float(first[0]), float(first[1])
+    inter = np.clip(np.minimum(end, gt[:, 1]) - np.maximum(start, gt[:, 0]), 0.0, None)
+    union = (end - start) + (gt[:, 1] - gt[:, 0]) - inter
+    with np.errstate(divide="ignore", invalid="ignore"):
+        best = gt[int(np.argmax(inter / union))]
+    overlap = max(0.0, min(end, best[1]) - max(start, best[0]))
+    hull = max(end, best[1]) - min(start, best[0])
+    iou = overlap / hull if hull != 0 else 0.0
+    return np.array([1.0 if iou >= t else 0.0 for t in thresholds])
+
+
+def _in_bucket(ground_truth: Sequence[tuple[float, float]], bucket: str) -> list[tuple[float, float]]:
+    if bucket == "full":
+        return list(ground_truth)
+    low, high = MR_LENGTH_BUCKETS[bucket]
+    return [w for w in ground_truth if low < w[1] - w[0] <= high]
+
+
 def moment_retrieval_scores(predictions: Sequence[Moment], ground_truth: Sequence[tuple[float, float]], max_windows: int = MR_MAX_WINDOWS) -> dict[str, float]:
-    """MR-mAP (mean over thresholds), @0.5, @0.75 and per length bucket of one question.
+    """Every moment-retrieval key of ``eval_submission`` (:data:`MR_FULL_KEYS`) for one question.
 
     NaN for all without predictions or ground truth, and for a bucket holding
-    no ground-truth window. Only the first ``max_windows`` predictions count,
-    in the order given, as the reference cuts ``pred_relevant_windows`` (which
-    moment_detr writes best first) before ranking them by score.
+    no ground-truth window. Only the first ``max_windows`` predictions count
+    for mAP, in the order given, as the reference cuts ``pred_relevant_windows``
+    (which moment_detr writes best first) before ranking them by score; R1
+    judges the first prediction given.
     """
-    keys = ["mr_map", "mr_map@0.5", "mr_map@0.75"] + [f"mr_map_{b}" for b in MR_LENGTH_BUCKETS]
+    out = dict.fromkeys(MR_FULL_KEYS, math.nan)
     if not predictions or not ground_truth:
-        return dict.fromkeys(keys, math.nan)
+        return out
     kept = list(predictions)[:max_windows]
-    ap = moment_ap(kept, ground_truth)
-    out = {"mr_map": float(np.mean(ap)), "mr_map@0.5": float(ap[MR_IOU_THRESHOLDS.index(0.5)]), "mr_map@0.75": float(ap[MR_IOU_THRESHOLDS.index(0.75)])}
-    for bucket, (low, high) in MR_LENGTH_BUCKETS.items():
-        inside = [w for w in ground_truth if low < w[1] - w[0] <= high]
-        out[f"mr_map_{bucket}"] = float(np.mean(moment_ap(kept, inside))) if inside else math.nan
+    first = (float(kept[0][0]), float(kept[0][1]))
+    for bucket in MR_BUCKETS:
+        windows = _in_bucket(ground_truth, bucket)
+        if not windows:
+            continue
+        ap = moment_ap(kept, windows)
+        r1 = moment_r1(first, windows)
+        out[f"MR-{bucket}-mAP"] = float(np.mean(ap))
+        for t, a, r in zip(MR_IOU_THRESHOLDS, ap, r1, strict=True):
+            out[f"MR-{bucket}-mAP@{t}"] = float(a)
+            out[f"MR-{bucket}-R1@{t}"] = float(r)
     return out
 
 
@@ -169,14 +254,19 @@ def selection_moments(
 
 @evaluators.register("mr_map")
 class MomentRetrievalMAP(Evaluator):
-    """QVHighlights moment retrieval mAP of the selection's windows, overall, @0.5, @0.75 and by length.
+    """QVHighlights moment retrieval of the selection's windows: MR-mAP and MR-R1 per IoU threshold and length bucket.
 
     Reference: github.com/jayleicn/moment_detr ``standalone_eval/eval.py``
-    (``eval_moment_retrieval``, ``compute_mr_ap``) and ``standalone_eval/utils.py``
-    (``compute_average_precision_detection``). Writes ``mr_map``,
-    ``mr_map@0.5``, ``mr_map@0.75``, ``mr_map_short``, ``mr_map_middle`` and
-    ``mr_map_long``, means over questions (NaN ones left out, as the reference
-    leaves out questions without predictions or without a window in a bucket).
+    (``eval_submission``, ``eval_moment_retrieval``, ``compute_mr_ap``,
+    ``compute_mr_r1``) and ``standalone_eval/utils.py``
+    (``compute_average_precision_detection``). Every record carries every key
+    of ``eval_submission``'s moment-retrieval part (:data:`MR_FULL_KEYS`:
+    ``MR-<bucket>-mAP``, ``MR-<bucket>-mAP@<t>`` and ``MR-<bucket>-R1@<t>`` for
+    the buckets full, short, middle and long and the thresholds 0.5, ...,
+    0.95); ``report`` chooses the table's columns: ``"brief"`` (default)
+    ``eval_submission``'s brief keys (:data:`MR_BRIEF_KEYS`), ``"full"`` all of
+    them. Means over questions, NaN ones left out (the reference leaves out
+    questions without predictions or without a window in a bucket).
     ``clip_length`` (seconds; default the sample's ``metadata["clip_length"]``,
     else 2) sets how frames become windows; ``max_windows`` how many count
     (the reference's 10).
@@ -184,17 +274,24 @@ class MomentRetrievalMAP(Evaluator):
 
     param_ranges = {"clip_length": Range(gt=0), "max_windows": Range(ge=1, integer=True)}
 
-    def __init__(self, clip_length: float | None = None, max_windows: int = MR_MAX_WINDOWS) -> None:
+    def __init__(self, clip_length: float | None = None, max_windows: int = MR_MAX_WINDOWS, report: str = "brief") -> None:
         if clip_length is not None and not clip_length > 0:
             raise ValueError(f"clip_length must be positive, got {clip_length!r}")
         if max_windows < 1:
             raise ValueError(f"max_windows must be at least 1, got {max_windows!r}")
+        if report not in MR_REPORTS:
+            raise ValueError(f"unknown report {report!r}; use 'brief' (eval_submission's brief keys) or 'full' (every threshold and bucket)")
         self.clip_length = None if clip_length is None else float(clip_length)
         self.max_windows = int(max_windows)
+        self.report = report
 
     @property
     def metrics(self) -> tuple[str, ...]:
-        return ("mr_map", "mr_map@0.5", "mr_map@0.75", "mr_map_short", "mr_map_middle", "mr_map_long")
+        return MR_REPORTS[self.report]
+
+    @property
+    def score_keys(self) -> tuple[str, ...]:
+        return MR_FULL_KEYS
 
     def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
         clip_length = self.clip_length or float(sample.metadata.get("clip_length", 2.0))
