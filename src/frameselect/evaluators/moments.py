@@ -32,6 +32,11 @@ when known; a window's score is the best score of its frames (the
 selection's own scores, else the run's query relevance, else 1), ties kept
 in time order. Ground truth: the sample's evidence spans (the loader's
 ``relevant_windows``).
+
+Grounded answers: an answer that names windows (``Answer.windows``, the
+model's moments in seconds, best first) is scored instead of the selection,
+its windows ranked in the order given; ``grounding_from_answer`` says which
+(see :mod:`frameselect.evaluators.grounding`).
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from frameselect.evaluators.base import Evaluator
+from frameselect.evaluators.grounding import GroundedEvaluator, grounding_source
 from frameselect.evaluators.highlight import frame_scores
 from frameselect.registry import evaluators
 from frameselect.types import Answer, CandidatePool, Features, Sample, Selection
@@ -167,7 +172,7 @@ def selection_moments(
 
 
 @evaluators.register("mr_map")
-class MomentRetrievalMAP(Evaluator):
+class MomentRetrievalMAP(GroundedEvaluator):
     """QVHighlights moment retrieval mAP of the selection's windows, overall, @0.5, @0.75 and by length.
 
     Reference: github.com/jayleicn/moment_detr ``standalone_eval/eval.py``
@@ -178,7 +183,8 @@ class MomentRetrievalMAP(Evaluator):
     leaves out questions without predictions or without a window in a bucket).
     ``clip_length`` (seconds; default the sample's ``metadata["clip_length"]``,
     else 2) sets how frames become windows; ``max_windows`` how many count
-    (the reference's 10).
+    (the reference's 10). An answer's own windows, when it names some, are
+    the predictions instead, ranked in the order the model gave them.
     """
 
     def __init__(self, clip_length: float | None = None, max_windows: int = MR_MAX_WINDOWS) -> None:
@@ -196,6 +202,9 @@ class MomentRetrievalMAP(Evaluator):
     def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
         clip_length = self.clip_length or float(sample.metadata.get("clip_length", 2.0))
         duration = sample.metadata.get("duration", pool.duration)
-        moments = selection_moments(pool, selection, clip_length, None if duration is None else float(duration), features)
+        if answer is not None and answer.windows:
+            moments = [(start, end, float(len(answer.windows) - i)) for i, (start, end) in enumerate(answer.windows)]
+        else:
+            moments = selection_moments(pool, selection, clip_length, None if duration is None else float(duration), features)
         gt = [(s.start, s.end) for s in sample.evidence]
-        return moment_retrieval_scores(moments, gt, self.max_windows)
+        return {**moment_retrieval_scores(moments, gt, self.max_windows), **grounding_source(answer)}
