@@ -24,7 +24,8 @@ instead of the selection's, by ``nextgqa_grounding``, ``nextgqa_acc_gqa`` and
 answerer asks for answers. Each writes ``grounding_from_answer`` per sample
 when the run has answers: 1.0 when the answer's window was scored, 0.0 when
 the selection's was; its mean in the table is the share of questions scored
-from the model's own windows.
+from the model's own windows (NaN for a run without answers: the selection's
+windows were scored).
 """
 
 from __future__ import annotations
@@ -35,9 +36,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from frameselect.evaluators.answer import answer_letters, check_extraction, extract_letter
-from frameselect.evaluators.base import Evaluator, mean_of
+from frameselect.evaluators.base import Evaluator
 from frameselect.registry import evaluators
-from frameselect.types import Answer, CandidatePool, Features, Sample, SampleRecord, Selection, Span
+from frameselect.types import Answer, CandidatePool, Features, Sample, Selection, Span
 
 __all__ = [
     "selection_window",
@@ -156,20 +157,9 @@ class _GroundingEvaluator(Evaluator):
 
 
 class GroundedEvaluator(Evaluator):
-    """An evaluator that scores the answer's windows when there are some, and says which source it scored."""
+    """An evaluator that scores the answer's windows when there are some; its ``metrics`` end with ``grounding_from_answer``."""
 
     uses_answer = True
-
-    @property
-    def score_keys(self) -> tuple[str, ...]:
-        return (*self.metrics, GROUNDING_SOURCE)
-
-    def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, float]:
-        """The means of the metrics, and the share of questions scored from the answer's windows where answers were given."""
-        out = super().aggregate(records)
-        if any(GROUNDING_SOURCE in r.metrics for r in records if r.status == "ok"):
-            out[GROUNDING_SOURCE] = mean_of(records, GROUNDING_SOURCE)
-        return out
 
 
 def grounding_source(answer: Answer | None) -> dict[str, float]:
@@ -217,7 +207,7 @@ class RecallAtIoU(GroundedEvaluator):
 
     @property
     def metrics(self) -> tuple[str, ...]:
-        return tuple(f"recall_at_iou@{t:g}" for t in self.thresholds)
+        return (*(f"recall_at_iou@{t:g}" for t in self.thresholds), GROUNDING_SOURCE)
 
     def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
         window = answer_window(answer) or _window(pool, selection)
@@ -288,12 +278,12 @@ class NExTGQAGrounding(GroundedEvaluator):
 
     @property
     def metrics(self) -> tuple[str, ...]:
-        return ("nextgqa_miop", "nextgqa_iop@0.3", "nextgqa_iop@0.5", "nextgqa_miou", "nextgqa_iou@0.3", "nextgqa_iou@0.5")
+        return ("nextgqa_miop", "nextgqa_iop@0.3", "nextgqa_iop@0.5", "nextgqa_miou", "nextgqa_iou@0.3", "nextgqa_iou@0.5", GROUNDING_SOURCE)
 
     def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
         iou, iop = best_iou_iop(prediction_window(sample, pool, selection, answer, self.units), sample.evidence)
         if math.isnan(iou):
-            return {**dict.fromkeys(self.metrics, math.nan), **grounding_source(answer)}
+            return {**dict.fromkeys(self.metrics[:-1], math.nan), **grounding_source(answer)}
         return {
             **grounding_source(answer),
             "nextgqa_miop": iop,
@@ -322,6 +312,10 @@ class NExTGQAAccGQA(GroundedEvaluator):
     """
 
     needs_answer = True
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        return (self.name, GROUNDING_SOURCE)
 
     def __init__(self, threshold: float = 0.5, units: str = "seconds", extraction: str = "lmms_eval") -> None:
         self.threshold = float(threshold)

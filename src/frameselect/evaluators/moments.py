@@ -47,7 +47,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from frameselect.evaluators.grounding import GroundedEvaluator, grounding_source
+from frameselect.evaluators.grounding import GROUNDING_SOURCE, GroundedEvaluator, grounding_source
 from frameselect.evaluators.highlight import frame_scores
 from frameselect.registry import evaluators
 from frameselect.types import Answer, CandidatePool, Features, Sample, Selection
@@ -197,7 +197,7 @@ class MomentRetrievalMAP(GroundedEvaluator):
 
     @property
     def metrics(self) -> tuple[str, ...]:
-        return ("mr_map", "mr_map@0.5", "mr_map@0.75", "mr_map_short", "mr_map_middle", "mr_map_long")
+        return ("mr_map", "mr_map@0.5", "mr_map@0.75", "mr_map_short", "mr_map_middle", "mr_map_long", GROUNDING_SOURCE)
 
     def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
         clip_length = self.clip_length or float(sample.metadata.get("clip_length", 2.0))
