@@ -70,7 +70,7 @@ class Plan:
     router: Router | None = None
     bank: tuple[Selector, ...] = ()
     parent_run: str | None = None
-    #: ask the answerer for each sample (replay always does; a run when an evaluator scores answers)
+    #: ask the answerer for each sample (replay always does; a run when an evaluator scores or uses answers)
     needs_answers: bool = False
 
     @property
@@ -280,5 +280,5 @@ def plan_run(
         answerer=ans,
         router=rt,
         bank=tuple(bank_parts),
-        needs_answers=ans is not None and any(e.needs_answer for e in evs),
+        needs_answers=ans is not None and any(e.needs_answer or e.uses_answer for e in evs),
     )

@@ -40,6 +40,7 @@ from frameselect.progress import Progress
 from frameselect.store import Store
 from frameselect.types import Answer, CandidatePool, Features, Sample, SampleRecord, Selection
 from frameselect.video.decode import DecodeCounter, FrameMemo, VideoInfo, candidates, content_hash, probe, time_error_summary
+from frameselect.windows import requested_units, window_duration
 
 __all__ = [
     "Run",
@@ -237,10 +238,16 @@ def answer_cache_key(answerer: Answerer, request: AnswerRequest) -> str:
     """Hash of everything that determines an answer: backend id, prompt, options, frames.
 
     Frames enter by identity (video content hash, pool policy and the selected
-    pool indices), which determines their content exactly.
+    pool indices), which determines their content exactly. A question that asks
+    for time windows (:mod:`frameselect.windows`) adds their units and the
+    duration fractions refer to (the prompt and the reading of the reply depend on them).
     """
+    units = requested_units(request.sample)
+    duration = window_duration(request.sample.metadata, request.pool.duration) if units == "fraction" else None
+    grounding = {"windows": [units, duration]} if units is not None else {}
     return fingerprint(
         {
+            **grounding,
             "answerer": answerer.id,
             "query": request.sample.query,
             "video": request.pool.video_id,
@@ -476,6 +483,7 @@ class Run:
             sample_id=p.sample.id,
             metrics=metrics,
             answer=None if answer is None else answer.text,
+            answer_windows=None if answer is None else answer.windows,
             selection=req.selection.indices,
             timestamps=tuple(req.timestamps),
             k=p.k,

@@ -66,6 +66,7 @@ CREATE TABLE IF NOT EXISTS records (
     updated     REAL NOT NULL,
     k           INTEGER,
     policy      TEXT,
+    answer_windows TEXT,
     PRIMARY KEY (run_id, sample_id)
 );
 CREATE TABLE IF NOT EXISTS answers (
@@ -124,12 +125,12 @@ class Store:
             raise ConfigError(f"cannot open the store {self.path}: {exc} (store=, CLI --store: a frameselect SQLite file, or a new path)") from None
 
     def _migrate(self) -> None:
-        """Stores written before ``records`` had its own ``k`` and ``policy`` columns get them.
+        """Stores written before ``records`` had its own ``k``, ``policy`` and ``answer_windows`` columns get them.
 
-        Their rows keep ``k`` and ``policy`` inside ``metadata``, read back as before.
+        Their rows keep ``k`` and ``policy`` inside ``metadata``, read back as before; their answers carry no windows.
         """
         columns = {row[1] for row in self._conn.execute("PRAGMA table_info(records)")}
-        for name, sql_type in (("k", "INTEGER"), ("policy", "TEXT")):
+        for name, sql_type in (("k", "INTEGER"), ("policy", "TEXT"), ("answer_windows", "TEXT")):
             if name not in columns:
                 self._conn.execute(f"ALTER TABLE records ADD COLUMN {name} {sql_type}")
 
@@ -217,7 +218,7 @@ class Store:
                     ),
                 )
             conn.execute(
-                "INSERT OR REPLACE INTO records (run_id, sample_id, status, error, metrics, answer, metadata, updated, k, policy) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO records (run_id, sample_id, status, error, metrics, answer, metadata, updated, k, policy, answer_windows) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run_id,
                     record.sample_id,
@@ -229,12 +230,13 @@ class Store:
                     now,
                     record.k,
                     record.policy,
+                    None if record.answer_windows is None else _json([list(w) for w in record.answer_windows]),
                 ),
             )
 
     def records(self, run_id: str, *, status: str | None = None) -> list[SampleRecord]:
         sql = (
-            "SELECT r.sample_id, r.status, r.error, r.metrics, r.answer, r.metadata, s.indices, s.timestamps, r.k, r.policy "
+            "SELECT r.sample_id, r.status, r.error, r.metrics, r.answer, r.metadata, s.indices, s.timestamps, r.k, r.policy, r.answer_windows "
             "FROM records r LEFT JOIN selections s ON s.run_id = r.run_id AND s.sample_id = r.sample_id WHERE r.run_id = ?"
         )
         params: tuple[Any, ...] = (run_id,)
@@ -243,7 +245,7 @@ class Store:
             params += (status,)
         sql += " ORDER BY r.rowid"
         out = []
-        for sid, st, err, metrics, answer, meta, idx, ts, k, policy in self._conn.execute(sql, params):
+        for sid, st, err, metrics, answer, meta, idx, ts, k, policy, windows in self._conn.execute(sql, params):
             md = json.loads(meta)
             if k is None:  # a row from before the k and policy columns: they sit in the metadata
                 k, policy = md.pop("k", 0), md.pop("policy", "")
@@ -260,6 +262,7 @@ class Store:
                     k=int(k),
                     policy=str(policy or ""),
                     metadata=md,
+                    answer_windows=None if windows is None else json.loads(windows),
                 )
             )
         return out

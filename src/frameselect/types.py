@@ -257,9 +257,28 @@ class Selection:
         return [float(pool.timestamps[i]) for i in self.indices]
 
 
+def _windows(values: Any, what: str) -> tuple[tuple[float, float], ...] | None:
+    """``values`` as a tuple of ``(start, end)`` float pairs (None stays None); lists read from JSON become tuples."""
+    if values is None:
+        return None
+    windows = []
+    for pair in values:
+        start, end = (float(v) for v in pair)
+        if not (np.isfinite(start) and np.isfinite(end)) or end < start:
+            raise ValueError(f"{what}: a window is (start, end) seconds with start <= end, got {tuple(pair)!r}")
+        windows.append((start, end))
+    return tuple(windows)
+
+
 @dataclass(frozen=True)
 class Answer:
-    """What an answering backend said about one sample."""
+    """What an answering backend said about one sample.
+
+    ``windows`` are the time windows ``(start, end)`` in seconds the answer
+    names, in the order the model gave them (the first is its best): None when
+    the question asked for none (see :mod:`frameselect.windows`), ``()`` when
+    it asked and the reply held none.
+    """
 
     text: str
     latency_s: float = 0.0
@@ -267,6 +286,10 @@ class Answer:
     completion_tokens: int = 0
     model: str = ""
     error: str | None = None
+    windows: tuple[tuple[float, float], ...] | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "windows", _windows(self.windows, "Answer.windows"))
 
 
 @dataclass(frozen=True)
@@ -283,7 +306,10 @@ class SampleRecord:
     k: int = 0
     policy: str = ""
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    #: the time windows (seconds) the answer named (:attr:`Answer.windows`)
+    answer_windows: tuple[tuple[float, float], ...] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "metrics", dict(self.metrics))
         object.__setattr__(self, "metadata", dict(self.metadata))
+        object.__setattr__(self, "answer_windows", _windows(self.answer_windows, "SampleRecord.answer_windows"))

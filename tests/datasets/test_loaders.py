@@ -542,7 +542,18 @@ def test_nextgqa(tmp_path: Path) -> None:
         Query("why did the boy pick up one present", ("share with the girl", "approach lady", "unwrap it", "playing", "gesture")),
         "C",
         (Span(1.2, 5.8),),
-        {"video_id": "4882821564", "qid": 1, "type": "CW", "kind": "CW", "frame_count": 2697, "width": 640, "height": 480, "duration": 90.0, "fps": 29.97},
+        {
+            "video_id": "4882821564",
+            "qid": 1,
+            "type": "CW",
+            "kind": "CW",
+            "frame_count": 2697,
+            "width": 640,
+            "height": 480,
+            "duration": 90.0,
+            "fps": 29.97,
+            "answer_windows": "fraction",
+        },
     )
     assert (samples[1].id, samples[1].answer, samples[1].evidence) == ("4882821564_3", "B", (Span(12.1, 17.1), Span(20.0, 23.5)))
 
@@ -577,10 +588,24 @@ def test_charades_sta(tmp_path: Path) -> None:
     samples, caught = load("charades_sta", root=str(tmp_path))
     v1, v2 = str(tmp_path / "Charades_v1_480" / "3MSZA.mp4"), str(tmp_path / "Charades_v1_480" / "AO8RW.webm")
     assert samples == [
-        Sample("3MSZA/0", v1, Query("person turn a light on."), None, (Span(24.3, 30.4),), {"video_id": "3MSZA", "duration": 31.5}),
-        Sample("3MSZA/1", v1, Query("person flipped the light switch near the door."), None, (Span(24.3, 30.4),), {"video_id": "3MSZA", "duration": 31.5}),
         Sample(
-            "AO8RW/0", v2, Query("a person is putting a book on a shelf."), None, (Span(0.0, 5.5),), {"video_id": "AO8RW", "duration": 5.5}
+            "3MSZA/0", v1, Query("person turn a light on."), None, (Span(24.3, 30.4),), {"video_id": "3MSZA", "answer_windows": "seconds", "duration": 31.5}
+        ),
+        Sample(
+            "3MSZA/1",
+            v1,
+            Query("person flipped the light switch near the door."),
+            None,
+            (Span(24.3, 30.4),),
+            {"video_id": "3MSZA", "answer_windows": "seconds", "duration": 31.5},
+        ),
+        Sample(
+            "AO8RW/0",
+            v2,
+            Query("a person is putting a book on a shelf."),
+            None,
+            (Span(0.0, 5.5),),
+            {"video_id": "AO8RW", "answer_windows": "seconds", "duration": 5.5},
         ),  # clipped at the end
     ]
     assert len(caught) == 1 and "ZZZZZ/0 (ZZZZZ)" in str(caught[0].message)
@@ -639,6 +664,7 @@ def test_qvhighlights(tmp_path: Path) -> None:
         {
             "vid": "bP5KfdFJzC4_660.0_810.0",
             "clip_length": 2.0,
+            "answer_windows": "seconds",
             "duration": 126.0,
             "relevant_clip_ids": [0, 1, 2, 3, 4, 5, 6, 7],
             "saliency_scores": QVH_RECORD["saliency_scores"],
@@ -648,7 +674,7 @@ def test_qvhighlights(tmp_path: Path) -> None:
     # the test release has no windows, clip ids or scores
     write_jsonl(tmp_path / "highlight_test_release.jsonl", [{k: QVH_RECORD[k] for k in ("qid", "query", "duration", "vid")}])
     test, _ = load("qvhighlights", root=str(tmp_path), split="test")
-    assert (test[0].evidence, test[0].metadata) == ((), {"vid": "bP5KfdFJzC4_660.0_810.0", "clip_length": 2.0, "duration": 126.0})
+    assert (test[0].evidence, test[0].metadata) == ((), {"vid": "bP5KfdFJzC4_660.0_810.0", "clip_length": 2.0, "answer_windows": "seconds", "duration": 126.0})
 
 
 def test_qvhighlights_malformed(tmp_path: Path) -> None:

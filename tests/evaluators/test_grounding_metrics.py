@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -68,13 +67,8 @@ def test_selection_level_evaluators_on_a_pool() -> None:
     assert iou == {"iou": pytest.approx(3 / 5)}
     assert iop == {"iop": pytest.approx(3 / 4)}
     assert r == {"recall_at_iou@0.3": 1.0, "recall_at_iou@0.5": 1.0, "recall_at_iou@0.7": 0.0}
-    assert evaluators.create("recall_at_iou").metrics == ("recall_at_iou@0.3", "recall_at_iou@0.5", "recall_at_iou@0.7")
+    assert evaluators.create("recall_at_iou").metrics == ("recall_at_iou@0.3", "recall_at_iou@0.5", "recall_at_iou@0.7", "grounding_from_answer")
     assert math.isnan(evaluators.create("iou").score(_sample(()), POOL, sel, None)["iou"])
-
-
-@dataclass(frozen=True)
-class GroundedAnswer(Answer):
-    grounding: tuple[float, float] | None = None
 
 
 def test_nextgqa_acc_gqa_needs_right_answer_and_grounding() -> None:
@@ -83,11 +77,14 @@ def test_nextgqa_acc_gqa_needs_right_answer_and_grounding() -> None:
     sample = _sample((Span(2.0, 6.0),))
     inside = Selection((3, 4, 5))  # window 3..5, IoP 1
     wide = Selection((0, 9))  # window 0..9, IoP 4/9
-    assert ev.score(sample, POOL, inside, Answer("The answer is B")) == {"nextgqa_acc_gqa": 1.0}
-    assert ev.score(sample, POOL, inside, Answer("E")) == {"nextgqa_acc_gqa": 0.0}
-    assert ev.score(sample, POOL, wide, Answer("B")) == {"nextgqa_acc_gqa": 0.0}
-    # an answer that carries its own grounding is judged by it, not by the selection
-    assert ev.score(sample, POOL, wide, GroundedAnswer("B", grounding=(3.0, 6.5))) == {"nextgqa_acc_gqa": 1.0}
+    assert ev.score(sample, POOL, inside, Answer("The answer is B")) == {"nextgqa_acc_gqa": 1.0, "grounding_from_answer": 0.0}
+    assert ev.score(sample, POOL, inside, Answer("E")) == {"nextgqa_acc_gqa": 0.0, "grounding_from_answer": 0.0}
+    assert ev.score(sample, POOL, wide, Answer("B")) == {"nextgqa_acc_gqa": 0.0, "grounding_from_answer": 0.0}
+    # an answer that carries its own window is judged by its first one, not by the selection
+    assert ev.score(sample, POOL, wide, Answer("B", windows=((3.0, 6.5), (0.0, 9.0)))) == {"nextgqa_acc_gqa": 1.0, "grounding_from_answer": 1.0}
+    assert ev.score(sample, POOL, inside, Answer("B", windows=((0.0, 9.0),))) == {"nextgqa_acc_gqa": 0.0, "grounding_from_answer": 1.0}
+    # asked for windows but the reply named none: the selection's window, and the record says so
+    assert ev.score(sample, POOL, inside, Answer("B", windows=())) == {"nextgqa_acc_gqa": 1.0, "grounding_from_answer": 0.0}
     assert math.isnan(ev.score(_sample(()), POOL, inside, Answer("B"))["nextgqa_acc_gqa"])
 
 
@@ -145,11 +142,6 @@ def test_fraction_windows_and_best_values_match_eval_ground(index: int) -> None:
     assert ours == pytest.approx((best_iou, best_iop), abs=1e-12)
 
 
-@dataclass(frozen=True)
-class FractionAnswer(Answer):
-    grounding: tuple[float, float] | None = None
-
-
 def test_nextgqa_grounding_evaluator_reproduces_the_printed_numbers() -> None:
     ev = evaluators.create("nextgqa_grounding", units="fraction")
     acc = evaluators.create("nextgqa_acc_gqa", units="fraction")
@@ -159,7 +151,7 @@ def test_nextgqa_grounding_evaluator_reproduces_the_printed_numbers() -> None:
         sample = Sample(
             f"q{i}", "v.mp4", Query("why?", ("a", "b", "c", "d", "e")), "A" if i % 3 == 0 else "B", tuple(Span(a, b) for a, b in spans), {"duration": duration}
         )
-        answer = FractionAnswer("A", grounding=(fraction[0], fraction[1]))
+        answer = Answer("A", windows=((fraction[0], fraction[1]),))
         metrics = {**ev.score(sample, pool, Selection((0, 1)), answer), **acc.score(sample, pool, Selection((0, 1)), answer)}
         assert set(metrics) == set(ev.score_keys) | set(acc.score_keys)
         records.append(SampleRecord(sample.id, metrics))
@@ -175,7 +167,7 @@ def test_fraction_rounding_to_a_tenth_of_a_second_decides_hits() -> None:
     assert fraction_to_seconds((0.3333, 0.6667), 30.0) == (10.0, 20.0)
     sample = Sample("q", "v.mp4", Query("q?"), None, (Span(10.0, 20.0),), {"duration": 30.0})
     pool = CandidatePool.from_timestamps([0.0])
-    answer = FractionAnswer("", grounding=(0.3333, 0.6667))
+    answer = Answer("", windows=((0.3333, 0.6667),))
     assert NExTGQAGrounding("fraction").score(sample, pool, Selection((0,)), answer)["nextgqa_miop"] == 1.0
     # in seconds the same numbers are a window of 0.33 s, far from the span
     assert NExTGQAGrounding().score(sample, pool, Selection((0,)), answer)["nextgqa_miop"] == 0.0
@@ -194,7 +186,7 @@ def test_nextgqa_grounding_is_nan_without_evidence_or_window() -> None:
     no_evidence = ev.score(Sample("q", "v.mp4", Query("q?")), pool, Selection((0,)), None)
     empty = ev.score(Sample("q", "v.mp4", Query("q?"), None, (Span(0.0, 1.0),)), pool, Selection(()), None)
     assert all(math.isnan(v) for v in [*no_evidence.values(), *empty.values()])
-    assert set(no_evidence) == set(ev.metrics)
+    assert set(no_evidence) == set(ev.metrics) - {"grounding_from_answer"}  # no answer, no source to name
 
 
 # -- signed get_tIoU: the reference's per-segment values ------------------------------------------------

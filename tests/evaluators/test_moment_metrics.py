@@ -160,8 +160,8 @@ def test_evaluator_scores_the_selection_windows() -> None:
     sample = _sample([(20.0, 26.0), (100.0, 140.0)], duration=150.0, clip_length=2.0)
     sel = Selection((10, 11, 12, 60), scores=(0.5, 0.9, 0.2, 0.7))  # windows [20,26] 0.9 and [120,122] 0.7
     scores = ev.score(sample, pool, sel, None)
-    assert tuple(scores) == ev.score_keys == MR_FULL_KEYS
-    assert ev.metrics == MR_BRIEF_KEYS
+    assert tuple(scores) + ("grounding_from_answer",) == ev.score_keys == (*MR_FULL_KEYS, "grounding_from_answer")  # no answer: no source to name
+    assert ev.metrics == (*MR_BRIEF_KEYS, "grounding_from_answer")
     assert scores == moment_retrieval_scores([(20.0, 26.0, 0.9), (120.0, 122.0, 0.7)], [(20.0, 26.0), (100.0, 140.0)])
     assert scores["MR-full-mAP@0.5"] == 0.5  # [20,26] found first, [100,140] never: precision 1 at recall 1/2
     assert scores["MR-short-mAP"] == 1.0
@@ -284,17 +284,18 @@ def test_ap_at_every_threshold_matches_compute_average_precision_detection(index
 
 def test_benchmark_dictionary_matches_eval_submission() -> None:
     ev = MomentRetrievalMAP(report="full")
-    assert ev.metrics == MR_FULL_KEYS and len(MR_FULL_KEYS) == 4 * 21
+    assert ev.metrics == (*MR_FULL_KEYS, "grounding_from_answer") and len(MR_FULL_KEYS) == 4 * 21
     records = [SampleRecord(str(i), moment_retrieval_scores(_windows(p), _windows(g))) for i, (g, p) in enumerate(_all_cases())]  # type: ignore[arg-type]
     table = ev.aggregate(records)
-    assert tuple(table) == MR_FULL_KEYS
+    assert tuple(table) == (*MR_FULL_KEYS, "grounding_from_answer")
+    assert math.isnan(table["grounding_from_answer"])  # no answers: no source to name
     for bucket, (average, ap, r1) in REFERENCE_FULL.items():
         assert 100 * table[f"MR-{bucket}-mAP"] == pytest.approx(average, abs=ROUNDED), bucket
         for t, a, r in zip(MR_IOU_THRESHOLDS, ap, r1, strict=True):
             assert 100 * table[f"MR-{bucket}-mAP@{t}"] == pytest.approx(a, abs=ROUNDED), (bucket, t)
             assert 100 * table[f"MR-{bucket}-R1@{t}"] == pytest.approx(r, abs=ROUNDED), (bucket, t)
     brief = MomentRetrievalMAP().aggregate(records)
-    assert set(brief) == set(REFERENCE_BRIEF) == set(MR_BRIEF_KEYS)
+    assert set(brief) - {"grounding_from_answer"} == set(REFERENCE_BRIEF) == set(MR_BRIEF_KEYS)
     for key, expected in REFERENCE_BRIEF.items():
         assert 100 * brief[key] == pytest.approx(expected, abs=ROUNDED), key
 

@@ -18,6 +18,7 @@ Qwen2VLVideoProcessor.patchify.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -564,3 +565,32 @@ def test_docstring_examples() -> None:
 
     result = doctest.testmod(transformers_vlm, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted >= 3 and result.failed == 0
+
+
+def test_qwen2_vl_asks_a_grounding_question_for_its_window_and_reads_it(qwen2_vl: Qwen2VL, monkeypatch: pytest.MonkeyPatch) -> None:
+    from frameselect.windows import WINDOW_MAX_TOKENS, parse_windows, window_instruction
+
+    plain = _request(3)
+    grounded = AnswerRequest(dataclasses.replace(plain.sample, metadata={"answer_windows": "fraction"}), plain.pool, plain.selection)
+    prompt = qwen2_vl.prompt(grounded)
+    assert prompt == qwen2_vl.prompt(plain) + "\n" + window_instruction("fraction", has_options=True)
+    asked: list[int] = []
+    generate = qwen2_vl._model.generate
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        asked.append(kwargs["max_new_tokens"])
+        return generate(*args, **kwargs)
+
+    monkeypatch.setattr(qwen2_vl._model, "generate", spy)
+    (answer,) = qwen2_vl.answer([grounded])
+    (plain_answer,) = qwen2_vl.answer([plain])
+    assert asked == [WINDOW_MAX_TOKENS, 6]  # room for the window; a plain question keeps the backend's limit
+    assert answer.error is None and answer.windows == parse_windows(answer.text, "fraction", 10.0)  # the pool's 10 s
+    assert plain_answer.windows is None
+    # the reply is read as NExT-GQA reads fractions: 0.2 and 0.45 of the 10 s pool
+    monkeypatch.setattr(qwen2_vl._processor, "decode", lambda *a, **k: "B [0.2, 0.45]")
+    assert qwen2_vl.answer([grounded])[0].windows == ((2.0, 4.5),)
+    # a fraction without a known duration fails this request only
+    unknown = AnswerRequest(grounded.sample, dataclasses.replace(plain.pool, duration=None), plain.selection)
+    failed, ok = qwen2_vl.answer([unknown, plain])
+    assert failed.error is not None and "duration is unknown" in failed.error and ok.error is None

@@ -3,7 +3,12 @@
 Works with vLLM, SGLang, Ollama, llama.cpp's ``llama-server``, LM Studio and the
 OpenAI API itself: ``POST {base_url}/chat/completions`` with the selected frames
 as base64 image data URLs, each preceded by its time (``Frame at 12.0s:``), then
-the question and its lettered options.
+the question and its lettered options. A grounding question (its sample's
+``metadata["answer_windows"]``, :mod:`frameselect.windows`) also asks for the
+time window(s) of the answer, in seconds or as fractions of the video, with
+at least :data:`~frameselect.windows.WINDOW_MAX_TOKENS` tokens to reply in;
+the reply's windows, read by :func:`~frameselect.windows.parse_windows`, are
+the answer's ``windows`` (seconds).
 
 The transport is httpx (the ``http`` extra: ``pip install frameselect[http]``),
 asynchronous so that every try has one overall deadline, ``timeout_s``, over
@@ -62,6 +67,7 @@ from frameselect.errors import AnswererError
 from frameselect.parts import Range
 from frameselect.registry import answerers
 from frameselect.types import Answer, Query
+from frameselect.windows import WINDOW_MAX_TOKENS, WindowRequest, window_request
 
 if TYPE_CHECKING:
     import httpx
@@ -129,27 +135,31 @@ def encode_image(rgb: NDArray[np.uint8], image_format: str = "png", jpeg_quality
 # -- prompt ------------------------------------------------------------------
 
 
-def question_text(query: Query) -> str:
-    """The question, its lettered options and the answering instruction."""
+def question_text(query: Query, windows: WindowRequest | None = None) -> str:
+    """The question, its lettered options and the answering instruction (and the request for time windows, if ``windows``)."""
     lines = [f"Question: {query.text}"]
     if query.options:
         lines.append("Options:")
         lines.extend(f"{letter}. {option}" for letter, option in zip(option_letters(len(query.options)), query.options, strict=True))
         lines.append(_MC_INSTRUCTION)
-    else:
+    elif windows is None:
         lines.append(_OPEN_INSTRUCTION)
+    if windows is not None:
+        lines.append(windows.instruction(bool(query.options)))
     return "\n".join(lines)
 
 
-def build_messages(query: Query, timestamps: Sequence[float], image_urls: Sequence[str], system_prompt: str | None = None) -> list[dict[str, Any]]:
-    """Chat-completions ``messages``: each frame after its time, then the question."""
+def build_messages(
+    query: Query, timestamps: Sequence[float], image_urls: Sequence[str], system_prompt: str | None = None, windows: WindowRequest | None = None
+) -> list[dict[str, Any]]:
+    """Chat-completions ``messages``: each frame after its time, then the question (asking for ``windows`` if given)."""
     if len(timestamps) != len(image_urls):
         raise ValueError(f"{len(timestamps)} timestamps for {len(image_urls)} frames")
     content: list[dict[str, Any]] = []
     for t, url in zip(timestamps, image_urls, strict=True):
         content.append({"type": "text", "text": f"Frame at {t:.1f}s:"})
         content.append({"type": "image_url", "image_url": {"url": url}})
-    content.append({"type": "text", "text": question_text(query)})
+    content.append({"type": "text", "text": question_text(query, windows)})
     messages: list[dict[str, Any]] = []
     if system_prompt:
         messages.append({"role": "system", "content": system_prompt})
@@ -347,9 +357,11 @@ class OpenAIHTTPAnswerer(Answerer):
 
     def request_body(self, request: AnswerRequest) -> dict[str, Any]:
         """The JSON body sent for one request (decodes the selected frames)."""
+        windows = window_request(request.sample, request.pool.duration)
         urls = [encode_image(frame, self.image_format, self.jpeg_quality) for frame in request.frames()]
-        messages = build_messages(request.sample.query, request.timestamps, urls, self.system_prompt)
-        return {"model": self.model, "messages": messages, "max_tokens": self.max_tokens, "temperature": self.temperature, "stream": False}
+        messages = build_messages(request.sample.query, request.timestamps, urls, self.system_prompt, windows)
+        max_tokens = self.max_tokens if windows is None else max(self.max_tokens, WINDOW_MAX_TOKENS)
+        return {"model": self.model, "messages": messages, "max_tokens": max_tokens, "temperature": self.temperature, "stream": False}
 
     async def _answer_all(self, requests: list[AnswerRequest]) -> list[Answer]:
         import httpx
@@ -427,7 +439,9 @@ class OpenAIHTTPAnswerer(Answerer):
                     finally:
                         slots.put_nowait(url)
                     text, prompt_tokens, completion_tokens, model = chat_completion(_json(raw, url), url)
+                    windows = window_request(request.sample, request.pool.duration)
                     return Answer(
+                        windows=None if windows is None else windows.parse(text),
                         text=text,
                         latency_s=time.monotonic() - start,
                         prompt_tokens=prompt_tokens,

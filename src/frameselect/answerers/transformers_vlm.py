@@ -24,7 +24,12 @@ frames' timestamps (``time_instruction=True``; "uniformly sampled" becomes
 "sampled", the frames being selected), then the question, the lettered
 options and "Answer with the option's letter from the given choices
 directly." Decoding is greedy (no sampling, one beam), ``max_new_tokens``
-tokens at most, one request at a time.
+tokens at most, one request at a time. A grounding question (its sample's
+``metadata["answer_windows"]``, :mod:`frameselect.windows`) also asks for
+the answer's time window(s) and may take up to
+:data:`~frameselect.windows.WINDOW_MAX_TOKENS` tokens; the reply's windows
+(:func:`~frameselect.windows.parse_windows`) are the answer's ``windows``,
+in seconds.
 
 Without torchvision, which transformers 5's video processors (and so the
 Qwen2-VL, Qwen2.5-VL, LLaVA-OneVision and InternVL processors) require, the
@@ -70,6 +75,7 @@ from frameselect.errors import AnswererError
 from frameselect.parts import Range
 from frameselect.registry import answerers
 from frameselect.types import Answer, Query
+from frameselect.windows import WINDOW_MAX_TOKENS, WindowRequest, window_request
 
 __all__ = ["TransformersVLM", "Qwen2VL", "Qwen2_5VL", "LlavaOneVision", "InternVL", "build_prompt", "time_instruction_text", "selection_fps"]
 
@@ -92,11 +98,15 @@ def time_instruction_text(timestamps: Sequence[float], duration: float | None = 
     )
 
 
-def build_prompt(query: Query, timestamps: Sequence[float] = (), duration: float | None = None, time_instruction: bool = True) -> str:
+def build_prompt(
+    query: Query, timestamps: Sequence[float] = (), duration: float | None = None, time_instruction: bool = True, windows: WindowRequest | None = None
+) -> str:
     """The question text given to every VLM backend.
 
     Options get letters A, B, ...; an option that already starts with its
-    own letter (``"A. red"``) keeps it once.
+    own letter (``"A. red"``) keeps it once. ``windows`` (a grounding
+    question) adds the request for time windows after the answering
+    instruction, or instead of the open-ended one.
 
     >>> print(build_prompt(Query("What colour is the car?", ("red", "B. blue")), [1.0, 3.0], duration=4.0))
     The video lasts for 4.00 seconds, and 2 frames are sampled from it. These frames are located at 1.00s,3.00s. Please answer the following questions related to this video.
@@ -113,8 +123,10 @@ def build_prompt(query: Query, timestamps: Sequence[float] = (), duration: float
             text = option[match.end() :] if match and match.group(1) == letter else option
             lines.append(f"{letter}. {text.strip()}")
         lines.append(MULTIPLE_CHOICE_SUFFIX)
-    else:
+    elif windows is None:
         lines.append(OPEN_ENDED_SUFFIX)
+    if windows is not None:
+        lines.append(windows.instruction(bool(query.options)))
     return "\n".join(lines)
 
 
@@ -274,7 +286,8 @@ class TransformersVLM(Answerer):
     # -- answering ----------------------------------------------------------
     def prompt(self, request: AnswerRequest) -> str:
         """The question text (before the model's chat template) for one request."""
-        return build_prompt(request.sample.query, request.timestamps, request.pool.duration, self.time_instruction)
+        windows = window_request(request.sample, request.pool.duration)
+        return build_prompt(request.sample.query, request.timestamps, request.pool.duration, self.time_instruction, windows)
 
     def prepare(self, request: AnswerRequest) -> tuple[str, Any]:
         """The chat-formatted text and the processor's model inputs for one request."""
@@ -328,9 +341,11 @@ class TransformersVLM(Answerer):
 
         start = time.perf_counter()
         try:
+            windows = window_request(request.sample, request.pool.duration)
+            max_new_tokens = self.max_new_tokens if windows is None else max(self.max_new_tokens, WINDOW_MAX_TOKENS)
             inputs = self._model_inputs(request)
             with torch.inference_mode():
-                output = self._model.generate(**inputs, max_new_tokens=self.max_new_tokens, do_sample=False, num_beams=1)
+                output = self._model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False, num_beams=1)
             prompt_tokens = int(inputs["input_ids"].shape[1])
             new_tokens = output[0, prompt_tokens:]
             text = self._processor.decode(new_tokens, skip_special_tokens=True).strip()
@@ -340,6 +355,7 @@ class TransformersVLM(Answerer):
                 prompt_tokens=prompt_tokens,
                 completion_tokens=int(new_tokens.shape[0]),
                 model=self.model_label,
+                windows=None if windows is None else windows.parse(text),
             )
         except Exception as exc:  # one failed request must not stop the run
             return Answer(text="", latency_s=time.perf_counter() - start, model=self.model_id, error=f"{type(exc).__name__}: {exc}")

@@ -13,7 +13,8 @@ then clipped to it (as advised in ``gsig/charades-algorithms`` issue 5), and
 one that starts more than a second after the end is an error.
 
 A sample is a grounding query: the sentence as query text, no options, no
-answer, the moment as its single evidence span. Sample ids are
+answer, the moment as its single evidence span; answering models are asked
+for the moment's window in seconds (``metadata["answer_windows"]``). Sample ids are
 ``<video id>/<n>``, n counting that video's queries in file order.
 """
 
@@ -39,6 +40,7 @@ from frameselect.datasets._loading import (
 )
 from frameselect.registry import datasets
 from frameselect.types import Query, Sample, Span
+from frameselect.windows import ANSWER_WINDOWS
 
 __all__ = ["CharadesSTA", "parse_sta_line"]
 
@@ -105,7 +107,7 @@ class CharadesSTA(AnnotationDataset):
             n = counts.get(video_id, 0)
             counts[video_id] = n + 1
             sample_id = f"{video_id}/{n}"
-            metadata: dict[str, Any] = {"video_id": video_id}
+            metadata: dict[str, Any] = {"video_id": video_id, ANSWER_WINDOWS: "seconds"}
             if video_id in durations:
                 length = metadata["duration"] = durations[video_id]
                 if start > length + SPAN_TOLERANCE:

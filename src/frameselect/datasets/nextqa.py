@@ -20,6 +20,10 @@ with evidence spans. ``{val,test}.csv`` has ``video_id``, ``frame_count``,
 ``video_id`` to ``{"duration": s, "location": {qid: [[start, end], ...]},
 "fps": r}`` (seconds). ``nextqa`` also attaches these spans to the questions
 they cover when it finds ``gsub_<split>.json`` (or ``grounding=`` names it).
+A ``nextgqa`` question is grounded QA: answering models are asked for the
+letter and the evidence window as fractions of the video
+(``metadata["answer_windows"] = "fraction"``, the convention of NExT-GQA's
+``eval_ground`` with ``gs=True``).
 Spans are kept as released, a start up to a second before 0 or an end up to
 a second past ``duration`` included (the release rounds to 0.1 s); further
 out is an error.
@@ -59,6 +63,7 @@ from frameselect.datasets._loading import (
 from frameselect.errors import DatasetNotFoundError
 from frameselect.registry import datasets
 from frameselect.types import Query, Sample, Span
+from frameselect.windows import ANSWER_WINDOWS
 
 __all__ = ["NExTQA", "NExTGQA", "load_grounding", "scored_type", "TYPE_MERGES"]
 
@@ -270,11 +275,11 @@ class NExTGQA(_NExTBase):
                 raise annotation_error(where, "answer", f"{answer_text!r} is not one of the options a0..a4 {list(options)}")
             answer = letter(options.index(answer_text))
             evidence: tuple[Span, ...] = ()
-            extra: dict[str, Any] = {}
+            extra: dict[str, Any] = {ANSWER_WINDOWS: "fraction"}  # grounded QA: the answer and its window, as fractions of the video
             if grounding is not None:
                 video_id, qid = text(rec, where, "video_id"), str(integer(text(rec, where, "qid"), where, "qid"))
                 evidence = grounding.spans(video_id, qid) or ()
-                extra = grounding.info(video_id)
+                extra.update(grounding.info(video_id))
             sample = self._sample(where, rec, answer, evidence, extra, vmap, missing)
             if sample is not None:
                 out.append(sample)

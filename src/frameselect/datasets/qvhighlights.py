@@ -12,7 +12,8 @@ per relevant clip). The test release has no windows, clip ids or scores.
 A sample is a grounding query: ``query`` as text, no options, no answer,
 ``relevant_windows`` as evidence spans. ``saliency_scores``,
 ``relevant_clip_ids`` and ``clip_length`` (2.0 s) go into the metadata, so
-highlight-detection metrics can be computed from them. Sample ids are the
+highlight-detection metrics can be computed from them; answering models are
+asked for the moments' windows in seconds (``metadata["answer_windows"]``). Sample ids are the
 ``qid`` as text. A window before 0 or past ``duration`` (beyond a second),
 or a negative ``duration``, is an error naming the line.
 """
@@ -35,6 +36,7 @@ from frameselect.datasets._loading import (
 )
 from frameselect.registry import datasets
 from frameselect.types import Query, Sample
+from frameselect.windows import ANSWER_WINDOWS
 
 __all__ = ["QVHighlights", "CLIP_LENGTH"]
 
@@ -61,7 +63,7 @@ class QVHighlights(AnnotationDataset):
             query = text(rec, where, "query")
             vid = text(rec, where, "vid")
             evidence = spans(rec["relevant_windows"], where, "relevant_windows") if rec.get("relevant_windows") is not None else ()
-            metadata: dict[str, Any] = {"vid": vid, "clip_length": CLIP_LENGTH}
+            metadata: dict[str, Any] = {"vid": vid, "clip_length": CLIP_LENGTH, ANSWER_WINDOWS: "seconds"}
             if rec.get("duration") is not None:
                 metadata["duration"] = duration(rec["duration"], where, "duration")
                 evidence = within(evidence, metadata["duration"], where, "relevant_windows")

@@ -26,12 +26,14 @@ class Evaluator(Part):
     """Base class. ``metrics`` lists the benchmark-level keys ``aggregate`` returns;
     ``score_keys`` the per-sample keys ``score`` returns (the same by default).
 
-    Capabilities are declared on the class: ``needs_answer``, ``needs``
-    (features besides the selection) and ``higher_is_better``.
+    Capabilities are declared on the class: ``needs_answer``, ``uses_answer``,
+    ``needs`` (features besides the selection) and ``higher_is_better``.
     """
 
     kind: ClassVar[str] = "evaluators"
     needs_answer: ClassVar[bool] = False
+    #: scores the answer's time windows when the run has an answerer (answers are then asked for), else the selection
+    uses_answer: ClassVar[bool] = False
     #: features this evaluator needs besides the selection ("embeddings", "relevance")
     needs: ClassVar[frozenset[str]] = frozenset()
     higher_is_better: ClassVar[bool] = True

@@ -23,6 +23,17 @@ models predict windows as fractions of the video; the reference's ``gs=True``
 path scales them by the annotated duration and rounds to 0.1 s
 (``np.round(span * duration, 1)``): ``units="fraction"`` does the same with a
 window an answer carries.
+
+Grounded answers: an answer that names time windows (``Answer.windows``, in
+seconds; the backends ask for them on grounding questions, see
+:mod:`frameselect.windows`) is judged by its first window (the model's best)
+instead of the selection's, by ``nextgqa_grounding``, ``nextgqa_acc_gqa`` and
+``recall_at_iou``; these evaluators declare ``uses_answer``, so a run with an
+answerer asks for answers. Each writes ``grounding_from_answer`` per sample
+when the run has answers: 1.0 when the answer's window was scored, 0.0 when
+the selection's was; its mean in the table is the share of questions scored
+from the model's own windows (NaN for a run without answers: the selection's
+windows were scored).
 """
 
 from __future__ import annotations
@@ -52,12 +63,19 @@ __all__ = [
     "NExTGQAAccGQA",
     "NExTGQAGrounding",
     "prediction_window",
+    "answer_window",
+    "GROUNDING_SOURCE",
+    "GroundedEvaluator",
+    "grounding_source",
 ]
 
 Window = tuple[float, float]
 
 #: how a window an answer carries is given: in seconds, or as fractions of the video (NExT-GQA ``gs=True``)
 GROUNDING_UNITS: tuple[str, ...] = ("seconds", "fraction")
+
+#: the per-sample key saying which window was scored: 1.0 the answer's own, 0.0 the selection's
+GROUNDING_SOURCE = "grounding_from_answer"
 
 
 def selection_window(times: Sequence[float]) -> Window | None:
@@ -162,6 +180,17 @@ class _GroundingEvaluator(Evaluator):
         return best_iou_iop(_window(pool, selection), sample.evidence, self.signed)
 
 
+class GroundedEvaluator(Evaluator):
+    """An evaluator that scores the answer's windows when there are some; its ``metrics`` end with ``grounding_from_answer``."""
+
+    uses_answer = True
+
+
+def grounding_source(answer: Answer | None) -> dict[str, float]:
+    """``grounding_from_answer`` for a run with answers (nothing without)."""
+    return {} if answer is None else {GROUNDING_SOURCE: float(answer_window(answer) is not None)}
+
+
 @evaluators.register("iou")
 class IoU(_GroundingEvaluator):
     """Best temporal IoU of the selection's window (first to last frame) with an evidence span.
@@ -189,11 +218,14 @@ class IoP(_GroundingEvaluator):
 
 
 @evaluators.register("recall_at_iou")
-class RecallAtIoU(_GroundingEvaluator):
-    """R@IoU: whether the selection's window reaches IoU 0.3 / 0.5 / 0.7 with an evidence span.
+class RecallAtIoU(GroundedEvaluator):
+    """R@IoU: whether the predicted window reaches IoU 0.3 / 0.5 / 0.7 with an evidence span.
 
     Writes ``recall_at_iou@0.3``, ``@0.5``, ``@0.7`` (the thresholds of
-    NExT-GQA's IoU@0.3/0.5 and moment retrieval's R1@0.5/0.7).
+    NExT-GQA's IoU@0.3/0.5 and moment retrieval's R1@0.5/0.7: Charades-STA's
+    R1@IoU). The predicted window is the answer's first window (the model's
+    top-1 moment, in seconds) when it names one, else the selection's window
+    from its first to its last frame; ``grounding_from_answer`` says which.
     """
 
     param_ranges = {"thresholds": Range(ge=0, le=1)}
@@ -203,22 +235,23 @@ class RecallAtIoU(_GroundingEvaluator):
 
     @property
     def metrics(self) -> tuple[str, ...]:
-        return tuple(f"recall_at_iou@{t:g}" for t in self.thresholds)
+        return (*(f"recall_at_iou@{t:g}" for t in self.thresholds), GROUNDING_SOURCE)
 
     def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
-        hits = recall_at_iou(_window(pool, selection), sample.evidence, self.thresholds)
-        return {f"recall_at_iou@{t:g}": v for t, v in hits.items()}
+        window = answer_window(answer) or _window(pool, selection)
+        hits = recall_at_iou(window, sample.evidence, self.thresholds)
+        return {**{f"recall_at_iou@{t:g}": v for t, v in hits.items()}, **grounding_source(answer)}
 
 
-def _answer_window(answer: Answer | None) -> Window | None:
-    """A grounding window the answer carries itself (an ``Answer.grounding`` (start, end)), if any."""
-    grounding = getattr(answer, "grounding", None)
-    if grounding is None:
+def answer_window(answer: Answer | None) -> Window | None:
+    """The window an answer names itself: the first of ``Answer.windows`` (the model's best), if any.
+
+    >>> answer_window(Answer("B", windows=((3.0, 6.5), (10.0, 12.0))))
+    (3.0, 6.5)
+    """
+    if answer is None or not answer.windows:
         return None
-    if isinstance(grounding, Span):
-        return grounding.start, grounding.end
-    start, end = grounding
-    return float(start), float(end)
+    return answer.windows[0]
 
 
 def _check_units(units: str) -> str:
@@ -235,7 +268,7 @@ def prediction_window(sample: Sample, pool: CandidatePool, selection: Selection,
     ``metadata["duration"]`` (NExT-GQA's annotated duration), else the pool's.
     The selection's window is in seconds already.
     """
-    window = _answer_window(answer)
+    window = answer_window(answer)
     if window is None:
         return _window(pool, selection)
     if _check_units(units) == "seconds":
@@ -247,7 +280,7 @@ def prediction_window(sample: Sample, pool: CandidatePool, selection: Selection,
 
 
 @evaluators.register("nextgqa_grounding")
-class NExTGQAGrounding(Evaluator):
+class NExTGQAGrounding(GroundedEvaluator):
     """NExT-GQA's grounding numbers: mIoP, IoP@0.3, IoP@0.5, mIoU, IoU@0.3, IoU@0.5.
 
     Reference: Xiao et al., "Can I Trust Your Answer? Visually Grounded Video
@@ -260,7 +293,10 @@ class NExTGQAGrounding(Evaluator):
     ``nextgqa_iou@0.5`` (fractions; the reference prints percentages). The
     window is the answer's own grounding when it carries one (``units``:
     ``"seconds"``, default, or ``"fraction"`` of the video as the reference's
-    ``gs=True``), else the selection's first-to-last-frame window. NaN for a
+    ``gs=True``), else the selection's first-to-last-frame window;
+    ``grounding_from_answer`` says which. The built-in backends give windows
+    in seconds (they convert NExT-GQA's fractions with the same rounding), so
+    ``units="fraction"`` is for answers that carry the raw fractions. NaN for a
     question without evidence or without a window (the reference skips
     questions without a prediction).
     """
@@ -270,13 +306,14 @@ class NExTGQAGrounding(Evaluator):
 
     @property
     def metrics(self) -> tuple[str, ...]:
-        return ("nextgqa_miop", "nextgqa_iop@0.3", "nextgqa_iop@0.5", "nextgqa_miou", "nextgqa_iou@0.3", "nextgqa_iou@0.5")
+        return ("nextgqa_miop", "nextgqa_iop@0.3", "nextgqa_iop@0.5", "nextgqa_miou", "nextgqa_iou@0.3", "nextgqa_iou@0.5", GROUNDING_SOURCE)
 
     def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
         iou, iop = best_iou_iop(prediction_window(sample, pool, selection, answer, self.units), sample.evidence)
         if math.isnan(iou):
-            return dict.fromkeys(self.metrics, math.nan)
+            return {**dict.fromkeys(self.metrics[:-1], math.nan), **grounding_source(answer)}
         return {
+            **grounding_source(answer),
             "nextgqa_miop": iop,
             "nextgqa_iop@0.3": float(iop >= 0.3),
             "nextgqa_iop@0.5": float(iop >= 0.5),
@@ -287,14 +324,14 @@ class NExTGQAGrounding(Evaluator):
 
 
 @evaluators.register("nextgqa_acc_gqa")
-class NExTGQAAccGQA(Evaluator):
+class NExTGQAAccGQA(GroundedEvaluator):
     """NExT-GQA Acc@GQA: the answer is right AND its grounding has IoP ≥ 0.5 with the evidence.
 
     Reference: Xiao et al., "Can I Trust Your Answer? Visually Grounded Video
     Question Answering" (CVPR 2024); github.com/doc-doc/NExT-GQA
     ``code/TempGQA/eval_ground.py`` (``eval_ground``: ``max_tIoP >= 0.5`` and
     answer == prediction). The grounding window is the one the answer carries
-    (an ``Answer.grounding`` (start, end), for backends that ground their
+    (the first of ``Answer.windows``, for backends that ground their
     answers; ``units`` as :class:`NExTGQAGrounding`), else the selection's
     window from its first to its last frame. Answer letters as lmms-eval (A–E
     for NExT-QA's five options), ``extraction`` as
@@ -306,6 +343,10 @@ class NExTGQAAccGQA(Evaluator):
 
     needs_answer = True
 
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        return (self.name, GROUNDING_SOURCE)
+
     def __init__(self, threshold: float = 0.5, units: str = "seconds", extraction: str = "lmms_eval") -> None:
         self.threshold = float(threshold)
         self.units = _check_units(units)
@@ -313,8 +354,8 @@ class NExTGQAAccGQA(Evaluator):
 
     def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
         if sample.answer is None:
-            return {self.name: math.nan}
+            return {self.name: math.nan, **grounding_source(answer)}
         letter = extract_letter("" if answer is None else answer.text, answer_letters(len(sample.query.options)), self.extraction)
         correct = 1.0 if letter and letter.lower() == sample.answer.strip().lower() else 0.0
         _, iop = best_iou_iop(prediction_window(sample, pool, selection, answer, self.units), sample.evidence)
-        return {self.name: acc_gqa(correct, iop, self.threshold)}
+        return {self.name: acc_gqa(correct, iop, self.threshold), **grounding_source(answer)}

@@ -47,6 +47,11 @@ selection's own scores, else the run's query relevance, else 1), ties kept
 in time order, best first (so the first window, which R1 judges, is the best
 scored one). Ground truth: the sample's evidence spans (the loader's
 ``relevant_windows``).
+
+Grounded answers: an answer that names windows (``Answer.windows``, the
+model's moments in seconds, best first) is scored instead of the selection,
+its windows ranked in the order given; ``grounding_from_answer`` says which
+(see :mod:`frameselect.evaluators.grounding`).
 """
 
 from __future__ import annotations
@@ -57,7 +62,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from frameselect.evaluators.base import Evaluator
+from frameselect.evaluators.grounding import GROUNDING_SOURCE, GroundedEvaluator, grounding_source
 from frameselect.evaluators.highlight import frame_scores
 from frameselect.parts import Range
 from frameselect.registry import evaluators
@@ -253,8 +258,8 @@ def selection_moments(
 
 
 @evaluators.register("mr_map")
-class MomentRetrievalMAP(Evaluator):
-    """QVHighlights moment retrieval of the selection's windows: MR-mAP and MR-R1 per IoU threshold and length bucket.
+class MomentRetrievalMAP(GroundedEvaluator):
+    """QVHighlights moment retrieval of the selection's (or the answer's) windows: MR-mAP and MR-R1 per IoU threshold and length bucket.
 
     Reference: github.com/jayleicn/moment_detr ``standalone_eval/eval.py``
     (``eval_submission``, ``eval_moment_retrieval``, ``compute_mr_ap``,
@@ -269,7 +274,8 @@ class MomentRetrievalMAP(Evaluator):
     questions without predictions or without a window in a bucket).
     ``clip_length`` (seconds; default the sample's ``metadata["clip_length"]``,
     else 2) sets how frames become windows; ``max_windows`` how many count
-    (the reference's 10).
+    (the reference's 10). An answer's own windows, when it names some, are
+    the predictions instead, ranked in the order the model gave them.
     """
 
     param_ranges = {"clip_length": Range(gt=0), "max_windows": Range(ge=1, integer=True)}
@@ -287,15 +293,18 @@ class MomentRetrievalMAP(Evaluator):
 
     @property
     def metrics(self) -> tuple[str, ...]:
-        return MR_REPORTS[self.report]
+        return (*MR_REPORTS[self.report], GROUNDING_SOURCE)
 
     @property
     def score_keys(self) -> tuple[str, ...]:
-        return MR_FULL_KEYS
+        return (*MR_FULL_KEYS, GROUNDING_SOURCE)
 
     def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
         clip_length = self.clip_length or float(sample.metadata.get("clip_length", 2.0))
         duration = sample.metadata.get("duration", pool.duration)
-        moments = selection_moments(pool, selection, clip_length, None if duration is None else float(duration), features)
+        if answer is not None and answer.windows:
+            moments = [(start, end, float(len(answer.windows) - i)) for i, (start, end) in enumerate(answer.windows)]
+        else:
+            moments = selection_moments(pool, selection, clip_length, None if duration is None else float(duration), features)
         gt = [(s.start, s.end) for s in sample.evidence]
-        return moment_retrieval_scores(moments, gt, self.max_windows)
+        return {**moment_retrieval_scores(moments, gt, self.max_windows), **grounding_source(answer)}
