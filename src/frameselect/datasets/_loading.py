@@ -13,7 +13,8 @@ installed), keeps the official field names, and builds
   (an empty dataset is an error) get the same error.
 - field readers (:func:`require`, :func:`text`, :func:`number`,
   :func:`duration`, :func:`span`, :func:`within`, ...) that turn a wrong
-  value into that error: empty text, non-finite numbers, negative durations,
+  value into that error: empty text (unless the loader allows it for a field
+  its official release leaves empty), non-finite numbers, negative durations,
   negative, inverted or past-the-end spans;
 - option and answer normalisation (``"A. text"`` -> ``"text"``, index -> letter);
 - :func:`inside` and :class:`VideoRef`: a video path built from annotation
