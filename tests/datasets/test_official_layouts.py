@@ -11,7 +11,10 @@ produced by running the official code itself on these same inputs:
 - MLVU ``evaluation/multiple_choice_evaluation/choice_bench.py`` ``MVBench_dataset.qa_template`` and
   ``check_ans`` (JUNJIE99/MLVU @ fd060c10a43ea48a35100a22688a927b8e531199) on the four records of
   :data:`NEEDLE`: answers ``(C) 3``, ``(@) green``, ``(D) y``, ``(A) a``, ``(@) Garden``; ``check_ans``
-  is False for every reply ``(A)``..``(D)`` against the two ``(@)`` answers.
+  is False for every reply ``(A)``..``(D)`` against the two ``(@)`` answers. The same functions on the five
+  records of :data:`EMPTY_TEXTS` (empty candidates, answers and a question, as the release has them) give the
+  answers ``(B) There is a boat``, ``(C) ``, ``(D) ``, ``(D) ``, ``(@) `` and the ``check_ans`` results of
+  :data:`EMPTY_TEXTS_CHECKS`.
 """
 
 from __future__ import annotations
@@ -110,6 +113,53 @@ def test_mlvu_ids_stay_put_when_an_answer_is_fixed(tmp_path: Path) -> None:
     assert [s.id for s in after] == [s.id for s in before]
     assert next(s for s in after if s.id == "needle/1").answer == "B"
     assert len(caught) == 1 and "1 question(s)" in str(caught[0].message)
+
+
+#: the release's empty texts, reproduced in records written here: an empty candidate beside the answer
+#: (1_plotQA.json record 23), an empty answer naming an empty candidate in the middle or at the end (3_ego.json
+#: records 119 and 313), an empty question with four empty candidates and an empty answer (7_topic_reasoning.json
+#: record 26); the last record has an empty answer and no empty candidate
+EMPTY_TEXTS = [
+    {"question": "Is there a boat in the video?", "candidates": ["", "There is a boat", "There is no boat", ""], "answer": "There is a boat"},
+    {"question": "Where was the cup before I took it?", "candidates": ["On the table", "In the sink", "", "On the floor"], "answer": ""},
+    {"question": "How many chairs did I see?", "candidates": ["1", "4", "6", ""], "answer": ""},
+    {"question": "", "candidates": ["", "", "", ""], "answer": ""},
+    {"question": "What colour is the door?", "candidates": ["red", "blue"], "answer": ""},
+]
+EMPTY_TEXTS_REPLIES = ["(A)", "(B)", "(C)", "(D)", "B", "D"]
+#: reference: check_ans(reply, gt) for each record of EMPTY_TEXTS (rows) and each of EMPTY_TEXTS_REPLIES (columns)
+EMPTY_TEXTS_CHECKS = [
+    [0, 1, 0, 0, 1, 0],
+    [0, 0, 1, 0, 0, 0],
+    [0, 0, 0, 1, 0, 1],
+    [0, 0, 0, 1, 0, 1],
+    [0, 0, 0, 0, 0, 0],
+]
+
+
+def test_mlvu_empty_texts_load_and_score_as_choice_bench(tmp_path: Path) -> None:
+    rows = [{"video": f"ego_{i}.mp4", "duration": 375.5, **r, "question_type": "ego"} for i, r in enumerate(EMPTY_TEXTS)]
+    write_json(tmp_path / "MLVU" / "json" / "3_ego.json", rows)
+    touch(*(tmp_path / "MLVU" / "video" / "3_ego" / f"ego_{i}.mp4" for i in range(len(rows))))
+    samples, caught = load("mlvu", root=str(tmp_path))
+    assert [s.id for s in samples] == [f"ego/{i}" for i in range(len(EMPTY_TEXTS))]  # every record, in file order
+    assert [s.query.options for s in samples] == [tuple(r["candidates"]) for r in EMPTY_TEXTS]  # empty options kept at their index
+    assert [s.query.text for s in samples] == [r["question"] for r in EMPTY_TEXTS]
+    assert [s.answer for s in samples] == ["B", "C", "D", "D", UNMATCHED_ANSWER]
+    # the reference's verdicts, through our scorer with the reference's extraction (the letter before the first ")")
+    got = [[int(mc_accuracy(r, s.answer, len(s.query.options), extraction="lmms_eval_paren")) for r in EMPTY_TEXTS_REPLIES] for s in samples]
+    assert got == EMPTY_TEXTS_CHECKS
+    assert len(caught) == 1 and "1 question(s)" in str(caught[0].message) and "ego/4" in str(caught[0].message)  # only the unmatched one
+
+
+def test_mlvu_empty_texts_in_lmms_eval_copy(tmp_path: Path) -> None:
+    """The copy lmms-eval reads keeps the release's empty candidates too; its answer is a letter."""
+    row = {"video_name": "movie_1.mp4", "duration": 795, "question": "Is there a boat in the video?", "candidates": EMPTY_TEXTS[0]["candidates"],
+           "answer": "(B)", "task_type": "plotQA", "question_id": "PQA_23"}  # fmt: skip
+    write_json(tmp_path / "mlvu_dev.json", [row])
+    touch(tmp_path / "video" / "plotQA" / "movie_1.mp4")
+    [sample], _ = load("mlvu", root=str(tmp_path), annotations="mlvu_dev.json")
+    assert (sample.id, sample.answer, sample.query.options) == ("PQA_23", "B", ("", "There is a boat", "There is no boat", ""))
 
 
 # -- NExT-QA / NExT-GQA ---------------------------------------------------------------------------------

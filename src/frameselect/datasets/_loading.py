@@ -13,7 +13,8 @@ installed), keeps the official field names, and builds
   (an empty dataset is an error) get the same error.
 - field readers (:func:`require`, :func:`text`, :func:`number`,
   :func:`duration`, :func:`span`, :func:`within`, ...) that turn a wrong
-  value into that error: empty text, non-finite numbers, negative durations,
+  value into that error: empty text (unless the loader allows it for a field
+  its official release leaves empty), non-finite numbers, negative durations,
   negative, inverted or past-the-end spans;
 - option and answer normalisation (``"A. text"`` -> ``"text"``, index -> letter);
 - :func:`inside` and :class:`VideoRef`: a video path built from annotation
@@ -291,17 +292,22 @@ def require(rec: Mapping[str, Any], where: Where, name: str) -> Any:
     return value
 
 
-def text(rec: Mapping[str, Any], where: Where, name: str) -> str:
-    """A required, non-empty text field (numbers are accepted and turned into text: ids are sometimes stored as ints)."""
-    return nonempty_text(require(rec, where, name), where, name)
+def text(rec: Mapping[str, Any], where: Where, name: str, *, allow_empty: bool = False) -> str:
+    """A required text field (numbers are accepted and turned into text: ids are sometimes stored as ints).
+
+    Empty or blank text is an error unless ``allow_empty``: a loader passes
+    that for the fields an official release leaves empty and its official
+    scorer reads as they are (MLVU's questions and answers).
+    """
+    return nonempty_text(require(rec, where, name), where, name, allow_empty=allow_empty)
 
 
-def nonempty_text(value: Any, where: Where, name: str) -> str:
-    """``value`` as text; empty or blank text, and anything but text or an integer, is an error."""
+def nonempty_text(value: Any, where: Where, name: str, *, allow_empty: bool = False) -> str:
+    """``value`` as text; anything but text or an integer is an error, and so is empty or blank text unless ``allow_empty``."""
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise annotation_error(where, name, f"expected text, got {type(value).__name__} {value!r}")
     out = str(value)
-    if not out.strip():
+    if not allow_empty and not out.strip():
         raise annotation_error(where, name, "empty")
     return out
 
@@ -382,11 +388,19 @@ def within(items: Sequence[Span], length: float | None, where: Where, name: str)
     return tuple(items)
 
 
-def option_texts(values: Any, where: Where, name: str) -> tuple[str, ...]:
-    """A non-empty list of non-empty option texts."""
+def option_texts(values: Any, where: Where, name: str, *, allow_empty: bool = False) -> tuple[str, ...]:
+    """A non-empty list of option texts; an empty text is an error unless ``allow_empty``.
+
+    With ``allow_empty`` an empty option is kept at its place, so the letters
+    of the options after it do not move (MLVU's release has such options and
+    its official scorer lists them as options, see :mod:`~frameselect.datasets.mlvu`).
+    """
     if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Sequence) or not values:
         raise annotation_error(where, name, f"expected a non-empty list of option texts, got {values!r}")
-    return tuple(nonempty_text(v, where, f"{name}[{i}]") if isinstance(v, str) else _not_text(v, where, f"{name}[{i}]") for i, v in enumerate(values))
+    return tuple(
+        nonempty_text(v, where, f"{name}[{i}]", allow_empty=allow_empty) if isinstance(v, str) else _not_text(v, where, f"{name}[{i}]")
+        for i, v in enumerate(values)
+    )
 
 
 def _not_text(value: Any, where: Where, name: str) -> str:

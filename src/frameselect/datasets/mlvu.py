@@ -25,6 +25,17 @@ so the question always counts as wrong. Such records are kept the same way
 (answer :data:`UNMATCHED_ANSWER`, ``metadata["answer_text"]`` holding the
 released answer) and reported in one :class:`AnnotationWarning`.
 
+Empty texts are part of the release, not damage: ``1_plotQA.json`` record 23
+and ``3_ego.json`` records 119 and 313 have empty candidates, the two ``3_ego``
+records an empty answer, and ``7_topic_reasoning.json`` record 26 an empty
+question, four empty candidates and an empty answer. ``qa_template`` lists an
+empty candidate as an option like any other and matches an empty answer to
+the last empty candidate, so these load as released: empty options stay at
+their place (the letters after them do not move), an empty answer gets the
+letter of the last empty candidate (``"@"`` if there is none), an empty
+question stays empty. A candidate, question or answer that is not text, or
+an empty ``candidates`` list, is still an error.
+
 The copy lmms-eval reads (``sy1998/MLVU_dev``,
 ``lmms_eval/tasks/mlvu/utils.py``) is one table with ``video_name``,
 ``duration``, ``question`` (options appended as "(A) ..." lines, dropped
@@ -154,17 +165,20 @@ class MLVU(AnnotationDataset):
                 official = "video" in rec or "video_name" not in rec
                 task = text(rec, where, "task_type") if rec.get("task_type") is not None else _task_name(stem)
                 sample_id = text(rec, where, "question_id") if rec.get("question_id") is not None else f"{_task_name(stem)}/{i}"
-                options = option_texts(require(rec, where, "candidates"), where, "candidates")
+                # empty texts are part of the release (1_plotQA.json record 23, 3_ego.json records 119 and 313,
+                # 7_topic_reasoning.json record 26: empty candidates, answers and a question) and choice_bench.py
+                # scores them as they are: "(A) " is an option, an empty answer is the last empty candidate's letter
+                options = option_texts(require(rec, where, "candidates"), where, "candidates", allow_empty=True)
                 metadata: dict[str, Any] = {"task_type": task, "kind": task}
                 if official:
-                    answer_text = text(rec, where, "answer")
+                    answer_text = text(rec, where, "answer", allow_empty=True)
                     answer = official_answer_letter(answer_text, options)
                     if answer == UNMATCHED_ANSWER:
                         unmatched.append(f"{sample_id} ({where})")
                         metadata["answer_text"] = answer_text
                 else:
                     answer = _lmms_answer(rec, options, where)
-                question = _question_text(text(rec, where, "question"))
+                question = _question_text(text(rec, where, "question", allow_empty=True))
                 field = "video" if official else "video_name"
                 name = text(rec, where, field)
                 metadata["video"] = name
