@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import inspect
 import json
@@ -194,6 +195,14 @@ def registry_cases(kind: str, names: Iterable[str] | None = None) -> list[PartCa
 _SCRATCH: list[Path] = []
 
 
+def _remove_scratch() -> None:
+    """The scratch folders of materialised parts, removed when the process ends (a suite leaves no folder behind)."""
+    import shutil
+
+    while _SCRATCH:
+        shutil.rmtree(_SCRATCH.pop(), ignore_errors=True)
+
+
 def materialize(part: Any) -> Any:
     """The part itself, or the part a :class:`PartCase` builds (in a fresh scratch folder)."""
     if not isinstance(part, PartCase):
@@ -201,6 +210,8 @@ def materialize(part: Any) -> Any:
     import tempfile
 
     folder = Path(tempfile.mkdtemp(prefix=f"frameselect-{part.kind}-{part.label}-"))
+    if not _SCRATCH:
+        atexit.register(_remove_scratch)
     _SCRATCH.append(folder)
     return part.make(folder)
 
