@@ -25,7 +25,7 @@ from frameselect._version import __version__
 from frameselect.answerers.base import Answerer, AnswerRequest
 from frameselect.errors import ConfigError
 from frameselect.fingerprint import fingerprint
-from frameselect.parts import part_config, parameter_names
+from frameselect.parts import parameter_names, part_config
 from frameselect.plan import check_budget, check_pool, resolve
 from frameselect.registry import did_you_mean, get_registry
 from frameselect.types import Answer, Sample, SampleRecord
@@ -92,7 +92,7 @@ def _coerce(value: Any) -> Any:
 def base_parameters(cls: type) -> list[str] | None:
     """The keyword arguments a wrapped model's constructor takes (None where it takes ``**kwargs`` it forwards)."""
     try:
-        sig = inspect.signature(cls.__init__)
+        sig = inspect.signature(cls)
     except (TypeError, ValueError):
         return None
     names = [p.name for p in sig.parameters.values() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "self"]
@@ -133,15 +133,9 @@ def parse_model_args(args: Mapping[str, Any], base_params: Collection[str] | Non
         if key.startswith("base."):
             base_args[key.removeprefix("base.")] = value
             continue
-        owners = [
-            where
-            for where, names in (("selector", sel_names), ("encoder", enc_names), ("base", set(base_params or ())))
-            if key in names
-        ]
+        owners = [where for where, names in (("selector", sel_names), ("encoder", enc_names), ("base", set(base_params or ()))) if key in names]
         if len(owners) > 1:
-            raise ConfigError(
-                f"model_args: {key}= is a parameter of the {' and the '.join(owners)}; say which with a prefix, e.g. {owners[0]}.{key}={value}"
-            )
+            raise ConfigError(f"model_args: {key}= is a parameter of the {' and the '.join(owners)}; say which with a prefix, e.g. {owners[0]}.{key}={value}")
         if owners == ["selector"]:
             sel_params[key] = _coerce(value)
         elif owners == ["encoder"]:

@@ -132,13 +132,13 @@ class FrameselectLMM(lmms):  # type: ignore[misc]
         patched: Callable[..., Any] = functools.partial(qwen_vl_utils.process_vision_info, chosen=chosen)
         saved = module.__dict__.get("process_vision_info")
         processor = getattr(self.base, "processor", None)
-        module.process_vision_info = patched
+        module.__dict__["process_vision_info"] = patched
         if self.config.base == "qwen2_5_vl" and processor is not None:  # second_per_grid_ts from the frames' own rate
             self.base.processor = _WithFps(processor, qwen_vl_utils.mean_rate(request.timestamps))
         try:
             yield
         finally:
-            module.process_vision_info = saved
+            module.__dict__["process_vision_info"] = saved
             if processor is not None:
                 self.base.processor = processor
 
@@ -201,4 +201,4 @@ def key_response_cache_on_config(config: BridgeConfig) -> None:
         return func(cls, cache_root, *args, model=model, model_args=model_args, **kwargs)
 
     create._frameselect = True  # type: ignore[attr-defined]
-    ResponseCache.create = classmethod(create)
+    ResponseCache.create = classmethod(create)  # type: ignore[arg-type]
