@@ -12,9 +12,10 @@ reach the int16 bound (255 · 64 · 2 = 32640).
 
 :func:`int16_pair_matmul` is that arithmetic on integer arrays;
 :func:`simulate_without_vnni` runs a quantised graph on this machine's ONNX
-Runtime with each ``MatMulInteger`` of int8 weights corrected to the
-saturated sums, node after node, so its outputs are those a CPU without VNNI
-would give (as far as the kernel's pairing is as described above). It is a
+Runtime with the result of each ``MatMulInteger`` of int8 weights replaced
+by the saturated sums computed here, node after node, so its outputs are those
+a CPU without VNNI would give (as far as the kernel pairs as described above),
+whatever CPU runs the simulation. It is a
 measuring tool (``benchmarks/encoders.py``, the tests), not a runtime path.
 
 onnx and onnxruntime are imported inside the functions only.
@@ -74,7 +75,11 @@ def saturated_pairs(a: NDArray[Any], b: NDArray[Any], chunk: int = 64) -> tuple[
 def simulate_without_vnni(path: Path, feeds: Mapping[str, NDArray[Any]]) -> tuple[list[NDArray[Any]], dict[str, tuple[int, int]]]:
     """The outputs of the int8 graph at ``path`` on ``feeds`` as a CPU without VNNI computes them, and per
     ``MatMulInteger`` node with int8 weights (:func:`saturated_pairs`) of its activations; nodes with uint8
-    weights are exact and left as they are."""
+    weights are exact on every CPU and left to ONNX Runtime.
+
+    Each such node's result is replaced by the one computed here (``Where`` on a graph input), node after
+    node, so the outputs do not depend on this machine's own kernels.
+    """
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
@@ -86,27 +91,45 @@ def simulate_without_vnni(path: Path, feeds: Mapping[str, NDArray[Any]]) -> tupl
     initializers = {i.name: i for i in graph.initializer}
     nodes = [n for n in graph.node if n.op_type == "MatMulInteger" and n.input[1] in initializers]
     nodes = [n for n in nodes if initializers[n.input[1]].data_type == TensorProto.INT8]
-    weights = [numpy_helper.to_array(initializers[n.input[1]]) for n in nodes]
+    weights = [numpy_helper.to_array(initializers[n.input[1]]).astype(np.int64) for n in nodes]
+    for node in nodes:
+        if len(node.input) > 3 and node.input[3] and np.any(numpy_helper.to_array(initializers[node.input[3]])):
+            raise ValueError(f"MatMulInteger {node.name!r}: int8 weights with a non-zero zero point")
     for k, node in enumerate(nodes):
-        exact = f"{node.output[0]}_exact_sums"
-        add = helper.make_node("Add", [exact, f"pair_correction_{k}"], [node.output[0]], name=f"pair_correction_add_{k}")
-        node.output[0] = exact
-        graph.node.insert(list(graph.node).index(node) + 1, add)
-        graph.input.append(helper.make_tensor_value_info(f"pair_correction_{k}", TensorProto.INT32, None))
+        kernel = f"{node.output[0]}_kernel"
+        pick = helper.make_node("Where", [f"simulated_{k}_on", f"simulated_{k}", kernel], [node.output[0]], name=f"simulated_{k}_where")
+        node.output[0] = kernel
+        graph.node.insert(list(graph.node).index(node) + 1, pick)
+        graph.input.append(helper.make_tensor_value_info(f"simulated_{k}_on", TensorProto.BOOL, [1]))
+        graph.input.append(helper.make_tensor_value_info(f"simulated_{k}", TensorProto.INT32, None))
         graph.output.append(helper.make_tensor_value_info(node.input[0], TensorProto.UINT8, None))
+        if len(node.input) > 2 and node.input[2] and node.input[2] not in initializers:
+            graph.output.append(helper.make_tensor_value_info(node.input[2], TensorProto.UINT8, None))
     with tempfile.TemporaryDirectory() as tmp:
         probe = Path(tmp) / "probe.onnx"
         onnx.save(model, str(probe))
         session = new_session(probe)
-        corrections = {f"pair_correction_{k}": np.zeros(1, np.int32) for k in range(len(nodes))}
+        given: dict[str, NDArray[Any]] = {}
+        for k in range(len(nodes)):
+            given |= {f"simulated_{k}_on": np.zeros(1, bool), f"simulated_{k}": np.zeros(1, np.int32)}
         counts: dict[str, tuple[int, int]] = {}
-        # graph order is a topological order: node k's input depends on the corrections of nodes before it only
+        # graph order is a topological order: node k's input depends on the nodes before it only
         for k, (node, w) in enumerate(zip(nodes, weights)):
-            a = session.run([node.input[0]], dict(feeds) | corrections)[0]
+            zero_name = node.input[2] if len(node.input) > 2 else ""
+            names = [node.input[0]] + ([zero_name] if zero_name and zero_name not in initializers else [])
+            values = session.run(names, dict(feeds) | given)
+            a = values[0]
             if a.dtype != np.uint8:
                 raise ValueError(f"MatMulInteger {node.name!r}: activations are {a.dtype}, not uint8")
-            exact = (a.reshape(-1, a.shape[-1]).astype(np.int64) @ w.astype(np.int64)).reshape(*a.shape[:-1], w.shape[1])
-            corrections[f"pair_correction_{k}"] = (int16_pair_matmul(a, w) - exact).astype(np.int32)
+            if not zero_name:
+                zero = 0
+            elif zero_name in initializers:
+                zero = int(numpy_helper.to_array(initializers[zero_name]))
+            else:
+                zero = int(values[1])
+            # the kernel forms the sums of the raw codes; the activations' zero point is taken off with the weights' column sums
+            sums = int16_pair_matmul(a, w).astype(np.int64) - zero * w.sum(0)
+            given |= {f"simulated_{k}_on": np.ones(1, bool), f"simulated_{k}": sums.astype(np.int32)}
             counts[node.name] = saturated_pairs(a, w)
-        results = session.run(outputs, dict(feeds) | corrections)
+        results = session.run(outputs, dict(feeds) | given)
     return results, counts
