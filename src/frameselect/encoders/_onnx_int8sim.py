@@ -52,7 +52,7 @@ def int16_pair_matmul(a: NDArray[Any], b: NDArray[Any], chunk: int = 64) -> NDAr
     ``VPMADDUBSW`` adds them; the pairs are summed in int32.
 
     >>> a = np.array([[255, 255, 1, 2]], np.uint8); b = np.array([[127], [127], [3], [-4]], np.int8)
-    >>> int(int16_pair_matmul(a, b)[0, 0]), int(a.astype(np.int32) @ b.astype(np.int32))
+    >>> int(int16_pair_matmul(a, b)[0, 0]), int((a.astype(np.int32) @ b.astype(np.int32))[0, 0])  # 255·127·2 clipped to 32767, plus 1·3 - 2·4
     (32762, 64765)
     """
     rows = a.reshape(-1, a.shape[-1])
