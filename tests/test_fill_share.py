@@ -248,3 +248,16 @@ def test_bench_tables_have_the_fill_column_and_the_note_lists_aks() -> None:
 def test_bench_without_fill_rule_runs_prints_no_note() -> None:
     result = _bench([_row("uniform", k, a, 0.0, False) for k in (8, 16) for a in ("label_reader", "oracle")])
     assert fill_summary(result) == [] and "chose most frames of" not in format_report(result)
+
+
+def test_html_report_shows_the_fill_share_and_highlights_the_run(fill_store: tuple[Path, Path, Any, Any]) -> None:
+    pytest.importorskip("jinja2")
+    pytest.importorskip("matplotlib")
+    from frameselect.htmlreport import ReportOptions, build_report
+
+    store, cache, *_ = fill_store
+    html = build_report(store, options=ReportOptions(thumbnails=False, samples=1, n_boot=50, cache_dir=cache))
+    assert '<th data-type="num" title="share of the frames supplied by the fill rule">fill_share</th>' in html
+    assert '<td data-value="0.75" class="fill-dominant" title="most frames came from the fill rule">0.75 !</td>' in html
+    assert '<td data-value="0.0">0.00</td>' in html and html.count('class="fill-dominant"') == 1
+    assert "share of the selected frames supplied by the selector&#39;s fill rule" in html
