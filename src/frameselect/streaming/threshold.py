@@ -39,7 +39,7 @@ class ThresholdKeeper(StreamingSelector):
     param_ranges: ClassVar[Mapping[str, Range]] = {
         "memory": Range(ge=1, integer=True),
         "percentile": Range(ge=0, le=100),
-        "max_gap": Range(gt=0, inf_ok=True),
+        "max_gap": Range(gt=0),
     }
 
     def __init__(self, memory: int = 64, percentile: float = 75.0, max_gap: float = 10.0) -> None:
