@@ -53,8 +53,8 @@ from frameselect.testing.kinds import (
     synthetic_frames,
     synthetic_samples,
 )
-from frameselect.testing.streaming import check_streaming, streaming_checks, synthetic_stream
 from frameselect.testing.selectors import SyntheticVideo, check_selector, contract_problem, selector_checks, synthetic_features, synthetic_pool
+from frameselect.testing.streaming import check_streaming, streaming_checks, synthetic_stream
 
 __all__ = [
     "Check",

@@ -141,9 +141,8 @@ def _registered() -> set[str]:
 
 
 def _bad_input(part: Any) -> None:
-    from frameselect.streaming.base import StreamOrderError, StreamStateError
-
     from frameselect.parts import part_config, revive
+    from frameselect.streaming.base import StreamOrderError, StreamStateError
 
     emb, times, query = synthetic_stream(8)
     if part.name in _registered():
