@@ -108,7 +108,7 @@ class SieveStreaming(StreamingSelector):
             return 0.5 * math.log(2.0), np.zeros(0), 2.0
         held = self._frames.embeddings[sieve.slots].astype(np.float64)
         kvec = self._kernel(held, embedding[None, :])[:, 0]
-        row = np.linalg.solve(sieve.chol, kvec) if sieve.chol.size else np.zeros(0)
+        row: NDArray[np.float64] = np.asarray(np.linalg.solve(sieve.chol, kvec), dtype=np.float64)
         rest = max(2.0 - float(row @ row), 1e-12)  # (1 + k(e,e)) − ‖L⁻¹k‖²
         return 0.5 * math.log(rest), row, rest
 
@@ -119,8 +119,8 @@ class SieveStreaming(StreamingSelector):
         lo = math.ceil(math.log(m) / math.log1p(eps) - 1e-9)
         hi = math.floor(math.log(2 * size * m) / math.log1p(eps) + 1e-9)
         for i in [i for i in self._sieves if not lo <= i <= hi]:
-            for slot in self._sieves.pop(i).slots:
-                self._release(slot)
+            for gone in self._sieves.pop(i).slots:
+                self._release(gone)
         slot: int | None = None
         for i in range(lo, hi + 1):
             sieve = self._sieves.setdefault(i, _Sieve(threshold=(1.0 + eps) ** i))

@@ -19,7 +19,7 @@ def weighted_kmeans(
     points: NDArray[np.float64],
     k: int,
     weights: NDArray[np.float64],
-    init: Sequence[int],
+    init: Sequence[int] | NDArray[np.int64],
     rng: np.random.Generator,
     *,
     tol: float = 1e-4,
