@@ -161,6 +161,15 @@ def top_by_relevance(relevance: NDArray[Any], k: int) -> NDArray[np.int64]:
     return np.sort(order[: min(k, relevance.shape[0])])
 
 
+def check_budget(k: Any) -> int:
+    """``k`` as a frame budget: an integer of at least 1, else :class:`~frameselect.errors.SelectionError`."""
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise SelectionError(f"frame budget k must be an integer, got {k!r}")
+    if k < 1:
+        raise SelectionError(f"frame budget k must be at least 1, got {k}")
+    return int(k)
+
+
 def _vector(name: str, value: ArrayLike, dim: int | None) -> NDArray[np.float64]:
     arr = np.asarray(value, dtype=np.float64)
     if arr.ndim != 1 or arr.shape[0] == 0:
@@ -277,8 +286,6 @@ class StreamingSelector(Part):
         (a :class:`~frameselect.types.Query`), for parts that read it.
         """
         self._require_started("select")
-        from frameselect.selectors.base import check_budget
-
         k = check_budget(k)
         if isinstance(now, bool) or not isinstance(now, (int, float, np.integer, np.floating)) or not math.isfinite(float(now)):
             raise StreamOrderError(f"the question's time now={now!r} must be a finite number of seconds")

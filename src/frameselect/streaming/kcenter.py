@@ -63,7 +63,8 @@ class StreamKCenter(StreamingSelector):
             slots = self._frames.slots()
             emb = self._frames.embeddings[slots].astype(np.float64)
             if self._radius == 0.0:
-                gaps = np.linalg.norm(emb[:, None, :] - emb[None, :, :], axis=2)
+                sq = np.sum(emb * emb, axis=1)
+                gaps = np.sqrt(np.maximum(sq[:, None] + sq[None, :] - 2.0 * emb @ emb.T, 0.0))
                 self._radius = float(gaps[np.triu_indices(len(slots), 1)].min())
             else:
                 self._radius *= 2.0
