@@ -8,8 +8,10 @@ from typing import Any
 
 import numpy as np
 
+from frameselect.encoders.base import Encoder, l2_normalize
 from frameselect.errors import ConfigError
 from frameselect.streaming.base import StreamingSelector, StreamSelection, check_setting
+from frameselect.types import Query
 
 __all__ = ["StreamAnswer", "run_stream"]
 
@@ -32,13 +34,13 @@ def _frame_and_time(item: Any) -> tuple[Any, float]:
 
 
 def _text(query: Any) -> str:
-    return str(getattr(query, "text", query))
+    return query.text if isinstance(query, Query) else str(query)
 
 
 def run_stream(
     source: Iterable[Any],
     selector: StreamingSelector,
-    encoder: Any,
+    encoder: Encoder,
     questions: Sequence[tuple[float, Any, int]] = (),
     *,
     monitoring: bool = False,
@@ -60,17 +62,15 @@ def run_stream(
     with an encoder that cannot embed text, raises
     :class:`~frameselect.errors.ConfigError` before the first frame is read.
     """
-    from frameselect.encoders.base import l2_normalize
-
     setting = "monitoring" if monitoring else "later"
     try:
         check_setting(selector, setting)
     except Exception as exc:
         raise ConfigError(f"{exc}; choose the other setting or another streaming selector") from exc
-    has_text = bool(getattr(encoder, "has_text", False))
+    has_text = bool(encoder.has_text)
     if selector.needs_query and not has_text:
         raise ConfigError(
-            f"streaming selector {selector.name!r} needs the question's embedding, but encoder {getattr(encoder, 'id', encoder)!r} cannot embed text; use a text-capable encoder"
+            f"streaming selector {selector.name!r} needs the question's embedding, but encoder {encoder.id!r} cannot embed text; use a text-capable encoder"
         )
     pending = sorted(((float(t), q, int(k)) for t, q, k in questions), key=lambda x: x[0])
     embedded: dict[str, Any] = {}
@@ -95,7 +95,7 @@ def run_stream(
     answers: list[StreamAnswer] = []
 
     def answer(t: float, query: Any, k: int) -> None:
-        selection = selector.select(embed(query), k, t, question=query if hasattr(query, "options") else None)
+        selection = selector.select(embed(query), k, t, question=query if isinstance(query, Query) else None)
         answers.append(StreamAnswer(asked_at=t, query=query, k=k, selection=selection))
 
     for item in source:
