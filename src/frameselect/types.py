@@ -94,6 +94,11 @@ class Sample:
     (``"A"``, ``"B"``, ...). ``evidence`` holds the spans (seconds) where the
     answer can be seen. ``metadata`` is free: question kind, duration group,
     task type, ... and drives table breakdowns.
+
+    ``asked_at`` (seconds of stream time) is set for a question asked at a
+    moment of a stream: only frames up to that moment may be used to answer
+    it (:mod:`frameselect.streaming.evaluate`). ``None`` (the default): the
+    question is about the whole video.
     """
 
     id: str
@@ -102,10 +107,22 @@ class Sample:
     answer: str | None = None
     evidence: tuple[Span, ...] = ()
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    #: when the question is asked in a stream (seconds); None: after the whole video
+    #: (None stays out of the fingerprint, so datasets without it keep their ids)
+    asked_at: float | None = field(default=None, metadata={"fingerprint_omit_empty": True})
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "evidence", tuple(self.evidence))
         object.__setattr__(self, "metadata", dict(self.metadata))
+        if self.asked_at is not None:
+            if (
+                isinstance(self.asked_at, bool)
+                or not isinstance(self.asked_at, (int, float, np.integer, np.floating))
+                or not np.isfinite(self.asked_at)
+                or self.asked_at < 0
+            ):
+                raise ValueError(f"sample {self.id!r}: asked_at must be a finite number of seconds ≥ 0 or None, got {self.asked_at!r}")
+            object.__setattr__(self, "asked_at", float(self.asked_at))
 
 
 @runtime_checkable
