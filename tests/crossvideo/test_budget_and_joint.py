@@ -161,3 +161,27 @@ def test_joint_selectors_keep_the_total_exactly() -> None:
             assert len(m) == min(total, sum(sizes)), name
             for sel in m.by_video.values():
                 assert list(sel.indices) == sorted(set(sel.indices))
+
+
+def test_cross_video_metrics_hand_computed() -> None:
+    from frameselect.crossvideo.metrics import accuracy_by, binding_accuracy, per_video_evidence_recall
+    from frameselect.types import SampleRecord, Selection
+
+    s, pools, feats = _binding_case()
+    bind = select_across_videos(s, pools, feats, 2, selector=joint_selectors.create("binding"))
+    # video 1 frame 0 (t=0) and video 2 frame 1 (t=1) are bound; both labelled "dog"
+    assert binding_accuracy(bind, pools, {"video_1": [(0, 0.5, "dog")], "video_2": [(0.5, 1.5, "dog")]}) == 1.0
+    assert binding_accuracy(bind, pools, {"video_1": [(0, 0.5, "dog")], "video_2": [(0.5, 1.5, "cat")]}) == 0.0
+    # evidence [1, 2] s in each video: video 1 (t = 0, 1, 2) selected at t=0 misses; video 2 (t = 0, 1) at t=1 hits
+    mean, per = per_video_evidence_recall(s, pools, bind)
+    assert per == {"video_1": 0.0, "video_2": 1.0} and mean == 0.5
+    empty = MultiSelection({"video_1": Selection(()), "video_2": Selection(())})
+    assert per_video_evidence_recall(s, pools, empty)[0] == 0.0
+    records = [
+        SampleRecord("a", {"acc": 1.0}, metadata={"level": "comparison"}),
+        SampleRecord("b", {"acc": 0.0}, metadata={"level": "comparison"}),
+        SampleRecord("c", {"acc": 1.0}, metadata={"level": "integrated"}),
+        SampleRecord("d", {"acc": 1.0}, status="failed", metadata={"level": "integrated"}),
+        SampleRecord("e", {"acc": 0.0}),
+    ]
+    assert accuracy_by(records, "acc", "level") == {"comparison": 0.5, "integrated": 1.0, "unknown": 0.0}
