@@ -15,6 +15,7 @@ BUILTIN_NAMES: dict[str, tuple[str, ...]] = {
     "datasets": ("charades_sta", "crossvid", "cvbench", "egoschema", "haystack", "kfsbench", "longvideobench", "lvhaystack", "mlvu", "nextgqa", "nextqa", "qvhighlights", "tiny", "videomme", "videomme_v2"),
     "answerers": ("internvl", "label_ocr_reader", "label_reader", "llava_onevision", "ocr_reader", "openai_http", "oracle", "qwen2_5_vl", "qwen2_vl"),
     "routers": ("constant", "dig_query_type", "hybrid", "relevance_shape", "text_cue"),
+    "streaming": ("kmeans_synopsis", "offline_adapter", "reservoir", "sieve_streaming", "sliding_window", "stream_kcenter", "threshold_keeper"),
 }
 # fmt: on
 
