@@ -607,7 +607,6 @@ class _Driver:
         self.job = executor.put(job)
         self.pending: dict[cf.Future[Any], tuple[str, Any]] = {}
         self.waiting: collections.deque[tuple[_Unit, Prepared, str]] = collections.deque()  # for the driver's answer thread
-        self.answer_thread = cf.ThreadPoolExecutor(1, thread_name_prefix="frameselect-answers") if self.on_driver else None
         self.answering = False
 
     def run_all(self, units: list[list[Sample]]) -> None:
@@ -630,8 +629,6 @@ class _Driver:
         finally:
             for future in self.pending:
                 future.cancel()
-            if self.answer_thread is not None:
-                self.answer_thread.shutdown(wait=True, cancel_futures=True)
             self.bar.close()
 
     def _on_prepare(self, future: cf.Future[UnitResult], unit: _Unit) -> None:
@@ -713,7 +710,7 @@ class _Driver:
 
     def _start_driver_answers(self) -> None:
         """One batch of ``concurrency`` uncached requests to a concurrent backend, from the driver's thread."""
-        if self.answer_thread is None or self.answering or not self.waiting:
+        if not self.on_driver or self.answering or not self.waiting:
             return
         from frameselect.run import call_backend
 
@@ -721,7 +718,7 @@ class _Driver:
         batch = [self.waiting.popleft() for _ in range(min(len(self.waiting), _concurrency(self.answerer)))]
         requests = [p.request for _, p, _ in batch if p.request is not None]
         self.answering = True
-        self.pending[self.answer_thread.submit(call_backend, self.answerer, requests)] = ("driver_answers", batch)
+        self.pending[_in_daemon_thread(call_backend, self.answerer, requests)] = ("driver_answers", batch)
 
     def _on_driver_answers(self, future: cf.Future[list[Answer]], batch: list[tuple[_Unit, Prepared, str]]) -> None:
         self.answering = False
@@ -731,6 +728,27 @@ class _Driver:
         for p in unit.prepared:
             self.run.record(p, unit.answers.get(id(p)))
             self.bar.update()
+
+
+def _in_daemon_thread(fn: Callable[..., T], *args: Any) -> cf.Future[T]:
+    """``fn(*args)`` on a new daemon thread, as a future.
+
+    The driver's requests to an HTTP backend run here: they touch no store
+    (answers are cached by the driver's own thread), so an interrupted run
+    leaves at once instead of waiting for a stalled server's reply.
+    """
+    future: cf.Future[T] = cf.Future()
+
+    def work() -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(fn(*args))
+        except BaseException as exc:  # handed to the driver with the future
+            future.set_exception(exc)
+
+    threading.Thread(target=work, name="frameselect-answers", daemon=True).start()
+    return future
 
 
 def execute_units(run: Run, step: Any, executor: Executor) -> RunResult:

@@ -59,12 +59,14 @@ def _children(pid: int) -> list[int]:
 
 
 @contextmanager
-def _cli_run(tmp_path: Path, tiny_root: Path, executor: str, stall_all: bool = True) -> Iterator[tuple[subprocess.Popen[bytes], ChatServer]]:
+def _cli_run(
+    tmp_path: Path, tiny_root: Path, executor: str, stall_all: bool = True, concurrency: int = 1
+) -> Iterator[tuple[subprocess.Popen[bytes], ChatServer]]:
     """``frameselect run`` answering through a server that stalls every request (else the first only); yields once the first request arrived."""
     with ChatServer(lambda n, body, prompt: {"sleep": 120} if stall_all or n == 0 else {}) as server:
         args = [
             sys.executable, "-m", "frameselect.cli", "run", "-s", "uniform", "-k", "2", "-d", "tiny", "-D", f"root={tiny_root}",
-            "--evaluator", "mc_accuracy", "-a", "openai_http", "-A", f"base_url={server.base_url}", "-A", "concurrency=1", "-A", "timeout_s=300",
+            "--evaluator", "mc_accuracy", "-a", "openai_http", "-A", f"base_url={server.base_url}", "-A", f"concurrency={concurrency}", "-A", "timeout_s=300",
             "--store", str(tmp_path / "s.sqlite"), "--cache-dir", str(tmp_path / "cache"), "--no-progress", "--executor", executor, "--workers", "2",
         ]  # fmt: skip
         # output to files: a process left behind would hold a pipe open
@@ -84,8 +86,10 @@ def _stderr(tmp_path: Path) -> str:
     return (tmp_path / "err.txt").read_text()
 
 
-def test_sigterm_on_a_process_run_ends_its_workers_too(tmp_path: Path, tiny_root: Path) -> None:
-    with _cli_run(tmp_path, tiny_root, "process") as (proc, _):
+@pytest.mark.parametrize("concurrency", [1, 4], ids=["answers-on-workers", "answers-on-the-driver"])
+def test_sigterm_on_a_process_run_ends_its_workers_too(concurrency: int, tmp_path: Path, tiny_root: Path) -> None:
+    """The run leaves at once, also while the driver's own thread waits for a stalled server."""
+    with _cli_run(tmp_path, tiny_root, "process", concurrency=concurrency) as (proc, _):
         workers = _children(proc.pid)
         assert workers, "the process executor started no worker"
         proc.send_signal(signal.SIGTERM)
