@@ -54,7 +54,8 @@ def _sigterm_as_interrupt() -> Iterator[None]:
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        if previous is not None:  # None: a handler not installed from Python, which cannot be restored from here
+            signal.signal(signal.SIGTERM, previous)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
