@@ -104,8 +104,8 @@ def test_asked_at_is_part_of_the_dataset_fingerprint_only_when_given(counter_vid
     plain = dataclasses.replace(s, asked_at=None)
     assert "asked_at" not in canonical(plain)  # datasets without it keep their ids
     assert canonical(s)["asked_at"] == 3.5
-    ids = {InMemoryDataset([x]).id for x in (s, plain, dataclasses.replace(s, asked_at=3.0))}
-    assert len(ids) == 3
+    ids = {InMemoryDataset([x]).id for x in (s, plain, dataclasses.replace(s, asked_at=3.0), dataclasses.replace(s, asked_at=0.0))}
+    assert len(ids) == 4  # a question at 0 s is not one about the whole video
     for bad in (-1.0, math.nan, math.inf, "3"):
         with pytest.raises(ValueError, match="asked_at"):
             dataclasses.replace(s, asked_at=bad)
