@@ -41,3 +41,11 @@ def test_an_unknown_coverage_rule_is_refused() -> None:
     s = Sample("q", "v.mp4", Query("?", ("a",)), "A", (), {"coverage": "someday"})
     with pytest.raises(ValueError, match="not_yet"):
         covers(s, [1.0])
+
+
+def test_bench_stream_refuses_unknown_selectors_before_building_the_suite(capsys: pytest.CaptureFixture[str], tmp_path: object) -> None:
+    from frameselect.cli import main
+
+    assert main(["bench", "--stream", "-s", "no_such_memory*", "--store", str(tmp_path) + "/s.sqlite", "--no-report"]) == 2
+    err = capsys.readouterr().err
+    assert "no streaming selector of the 'later' setting matches" in err and "Traceback" not in err
