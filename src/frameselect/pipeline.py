@@ -107,29 +107,18 @@ def evaluate(
     token_policy: str = "fixed_res",
     token_model: Any = None,
 ) -> RunResult:
-    """Run ``selector`` on ``dataset`` at budget ``k`` (or ``tokens`` visual tokens), score it, store it.
+    """Run ``selector`` on ``dataset`` at budget ``k`` (or ``tokens``), score it, store it.
 
-    A wrong configuration raises :class:`~frameselect.errors.ConfigError`
-    before any sample is touched. Returns the per-sample records (including
-    those stored by earlier, interrupted invocations of the same run) and the
-    aggregated table. A sample that fails (corrupt video, backend timeout,
-    an exception inside a part) is recorded as failed with its reason and the
-    run goes on; a part that breaks its contract raises
-    :class:`~frameselect.errors.ContractError`.
+    A wrong configuration raises :class:`~frameselect.errors.ConfigError` before any sample is touched. Returns the
+    per-sample records (including those stored by earlier, interrupted invocations of the same run) and the aggregated
+    table. A sample that fails (corrupt video, backend timeout, an exception inside a part) is recorded as failed with
+    its reason and the run goes on; a part that breaks its contract raises :class:`~frameselect.errors.ContractError`.
 
-    ``executor`` (``"serial"``, ``"process"``, ``"ray"`` or an
-    :class:`~frameselect.executors.Executor`) and ``workers`` say where
-    videos are computed (:mod:`frameselect.executors`); the results are the
-    same whichever runs them, and neither is part of the run's fingerprint.
-    ``ray_address`` is the Ray cluster to join (default ``$RAY_ADDRESS``, else a local one).
-
-    ``tokens=N`` runs at a budget of ``N`` visual tokens per sample (the mean
-    ``N`` with a router) instead of ``k`` frames: ``token_policy``
-    (``fixed_res``, ``fixed_k`` or ``search``, :mod:`frameselect.token_budget`)
-    turns it into frames x resolution per sample, priced by ``token_model``
-    (a family of :mod:`frameselect.tokens`) or else the answerer's own cost
-    model. Each record's ``tokens`` metric is what its frames cost; a budget
-    below one frame is refused before any sample is selected.
+    ``executor`` (``"serial"``, ``"process"``, ``"ray"`` or an :class:`~frameselect.executors.Executor`) and ``workers``
+    say where videos are computed (:mod:`frameselect.executors`); results are the same whichever runs them, and neither
+    is in the run's fingerprint. ``ray_address``: the Ray cluster to join (default ``$RAY_ADDRESS``, else a local one).
+    ``tokens=N``: ``N`` visual tokens per sample (the mean, routed) instead of ``k`` frames, spent under ``token_policy``
+    and priced by ``token_model`` or the answerer's cost model (:mod:`frameselect.token_budget`).
     """
     plan = plan_run(
         selector,
