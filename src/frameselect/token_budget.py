@@ -363,6 +363,20 @@ def token_plans(plan: Plan, ctx: RunContext, routes: RouteSet | None = None) -> 
     return plans
 
 
+_COSTS: dict[tuple[object, ...], int] = {}
+
+
+def _uniform_cost(model: TokenModel, size: tuple[int, int], n: int) -> int:
+    """``n`` frames of one size, memoised (a run prices the same few counts and sizes again and again)."""
+    key = (type(model), repr(model), size, n)
+    cost = _COSTS.get(key)
+    if cost is None:
+        if len(_COSTS) >= _PLANS_MAX:
+            _COSTS.clear()
+        cost = _COSTS[key] = model.visual_tokens([size] * n)
+    return cost
+
+
 def priced_selection(selection: Selection, plan: Plan, pool: CandidatePool, ctx: RunContext, frame_plan: FramePlan | None, budget: int | None) -> Selection:
     """The selection with its frames' sizes (where the plan resizes them) and the tokens they cost the run's model.
 
@@ -379,8 +393,12 @@ def priced_selection(selection: Selection, plan: Plan, pool: CandidatePool, ctx:
     else:
         size, sizes = video_size(pool, ctx), selection.sizes
     try:
-        frames = list(sizes) if sizes is not None else [size] * n
-        tokens: int | None = model.visual_tokens(frames)
+        if frame_plan is not None and n == frame_plan.k:
+            tokens: int | None = frame_plan.tokens  # the planned frames, already priced
+        elif sizes is None or len(set(sizes)) == 1:
+            tokens = _uniform_cost(model, size if sizes is None else sizes[0], n)
+        else:
+            tokens = model.visual_tokens(list(sizes))
     except TokenCostError:
         if budget is not None:
             raise
