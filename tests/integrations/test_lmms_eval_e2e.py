@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from frameselect.datasets.lmms_eval_task import LmmsEvalTask
 from frameselect.store import Store
 from frameselect.tokens import visual_tokens
 from frameselect.video.synth import write_video
@@ -178,6 +179,11 @@ def test_lmms_eval_runs_the_frameselect_model_end_to_end(setup: dict[str, Any]) 
     answers = {str(s["doc_id"]): s["filtered_resps"] for s in first["samples"]}
     answers = {k: v[0] if isinstance(v, list) else v for k, v in answers.items()}
     assert answers == {sid: r.answer for sid, r in stored["records"].items()}
+    # frameselect's lmms_eval dataset reads the documents as lmms-eval did: prompts, targets, doc ids
+    documents = {s.id: s for s in LmmsEvalTask(task=str(setup["task"] / "tiny_video.yaml")).samples()}
+    assert {str(s["doc_id"]): (s["input"], s["target"]) for s in first["samples"]} == {
+        sid: (documents[sid].query.text, documents[sid].answer) for sid in ("0", "1", "2")
+    }
 
     # another selector, the same response cache: answered anew, with its own frames
     other_store = base / "random.sqlite"

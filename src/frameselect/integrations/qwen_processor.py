@@ -46,8 +46,11 @@ class QwenProcessor:
         from transformers import AutoTokenizer
 
         config = QwenVideoConfig.from_dict(load_video_processor_dict(pretrained))
-        bounds = {k: int(v) for k, v in (("min_pixels", min_pixels), ("max_pixels", max_pixels)) if v is not None}
-        config = dataclasses.replace(config, **bounds)
+        config = dataclasses.replace(
+            config,
+            min_pixels=config.min_pixels if min_pixels is None else int(min_pixels),
+            max_pixels=config.max_pixels if max_pixels is None else int(max_pixels),
+        )
         template = load_processor_dict(pretrained).get("chat_template")
         return cls(QwenVLInputs(AutoTokenizer.from_pretrained(pretrained), config, template), with_fps=with_fps)
 
