@@ -15,6 +15,8 @@ the same ``model_args`` string, while the same configuration is served from it.
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 import os
 import subprocess
@@ -98,14 +100,21 @@ def setup(venv_python: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[s
     return {"base": base, "task": task, "model": model, "python": venv_python}
 
 
-def _lmms_eval(setup: dict[str, Any], name: str, selector: str, *, store: Path, version: str | None = None) -> dict[str, Any]:
+def _lmms_eval(
+    setup: dict[str, Any],
+    name: str,
+    selector: str,
+    *,
+    store: Path,
+    version: str | None = None,
+    model_args: str | None = None,
+    env_extra: dict[str, str] | None = None,
+) -> dict[str, Any]:
     base: Path = setup["base"]
     log = base / f"{name}.generate.jsonl"
     out = base / f"{name}.out"
-    model_args = (
-        f"base=qwen2_vl,pretrained={setup['model']},device_map=cpu,max_pixels=3136,min_pixels=3136,"
-        f"selector={selector},k={K},store={store},cache_dir={base / 'features'}"
-    )
+    model_args = model_args or f"base=qwen2_vl,pretrained={setup['model']},device_map=cpu,max_pixels=3136,min_pixels=3136"
+    model_args += f",selector={selector},k={K},store={store},cache_dir={base / 'features'}"
     env = {
         **os.environ,
         "FS_GENERATE_LOG": str(log),
@@ -114,6 +123,7 @@ def _lmms_eval(setup: dict[str, Any], name: str, selector: str, *, store: Path, 
         "TRANSFORMERS_OFFLINE": "1",
         "HF_HOME": str(base / "hf"),
         "PYTHONPATH": str(ROOT / "src"),
+        **(env_extra or {}),
     }
     env.pop("FS_FRAMESELECT_VERSION", None)
     if version is not None:
@@ -203,3 +213,38 @@ def test_lmms_eval_runs_the_frameselect_model_end_to_end(setup: dict[str, Any]) 
     assert fourth["calls"] == []
     again = {str(s["doc_id"]): s["filtered_resps"] for s in fourth["samples"]}
     assert {k: v[0] if isinstance(v, list) else v for k, v in again.items()} == answers
+
+
+def test_lmms_eval_openai_compatible_model_gets_the_selected_frames(setup: dict[str, Any]) -> None:
+    from PIL import Image
+
+    from chat_server import ChatServer, image_urls
+
+    base: Path = setup["base"]
+    store = base / "openai.sqlite"
+    with ChatServer(lambda n, body, prompt: {"text": f"grey {n}"}) as server:
+        done = _lmms_eval(
+            setup,
+            "openai",
+            "uniform",
+            store=store,
+            model_args=f"base=openai,model_version=tiny-server,base_url={server.base_url},api_key=sk-not-stored-1234,num_concurrent=1,max_retries=1",
+            env_extra={"OPENAI_API_KEY": "sk-from-env"},
+        )
+        bodies = list(server.bodies)
+    assert "exact,none" in done["results"]["results"]["tiny_video"]
+    assert len(bodies) == LIMIT
+    seen = []
+    for body in bodies:  # the selected frames as the model's own images, in order: frames 0, 30, 70, 110
+        urls = image_urls(body)
+        assert len(urls) == K and all(u.startswith("data:image/png;base64,") for u in urls)
+        grey = [float(np.asarray(Image.open(io.BytesIO(base64.b64decode(u.split(",", 1)[1])))).mean()) for u in urls]
+        i = round(grey[0] / 5)
+        assert grey == pytest.approx([_grey(j, i) for j in (0, 30, 70, 110)], abs=3)
+        seen.append(i)
+    assert sorted(seen) == [0, 1, 2]
+    stored = _stored(store)
+    assert sorted((sid, r.status, r.answer in {f"grey {n}" for n in range(LIMIT)}) for sid, r in stored["records"].items()) == [
+        (str(i), "ok", True) for i in range(LIMIT)
+    ]
+    assert b"sk-not-stored-1234" not in store.read_bytes()  # credentials pass to the model, never into the store

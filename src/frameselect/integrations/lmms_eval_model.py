@@ -33,7 +33,9 @@ from frameselect.types import Query, Sample
 __all__ = ["FrameselectLMM", "SUPPORTED_BASES", "key_response_cache_on_config"]
 
 #: lmms-eval models whose frames the wrapper chooses, by how it reaches them
-SUPPORTED_BASES = {"qwen2_vl": "qwen", "qwen2_5_vl": "qwen", "qwen3_vl": "qwen"}
+SUPPORTED_BASES = {"qwen2_vl": "qwen", "qwen2_5_vl": "qwen", "qwen3_vl": "qwen", "openai": "images"}
+#: ``model_args`` of the base model that are credentials: passed on, never stored nor keyed
+_SECRET_WORDS = ("key", "token", "secret", "password")
 #: bases that run without torchvision (frameselect's own processor stands in for transformers')
 _TORCHVISION_FREE = ("qwen2_vl", "qwen2_5_vl")
 _VIDEO_EXTENSIONS = (".mp4", ".avi", ".mov", ".mkv", ".webm")
@@ -60,12 +62,15 @@ class FrameselectLMM(lmms):  # type: ignore[misc]
         kwargs = dict(self.config.base_args)
         if device is not None and "device" in (base_parameters(base_cls) or ()):
             kwargs.setdefault("device", device)
-        with _processor_for(base, base_cls):
+        if SUPPORTED_BASES[base] == "qwen":
+            with _processor_for(base, base_cls):
+                self.base = base_cls(**kwargs)
+        else:
             self.base = base_cls(**kwargs)
         # lmms-eval's own resampling after process_vision_info keeps every frame given
         if hasattr(self.base, "max_num_frames"):
             self.base.max_num_frames = self.config.k + 1
-        self._base_args = ",".join(f"{k}={v}" for k, v in sorted(self.config.base_args.items()))
+        self._base_args = ",".join(f"{k}={v}" for k, v in sorted(self.config.base_args.items()) if not any(w in k.lower() for w in _SECRET_WORDS))
 
     # what lmms-eval reads of a model
     @property
@@ -129,6 +134,10 @@ class FrameselectLMM(lmms):  # type: ignore[misc]
 
     @contextmanager
     def _frames(self, request: Any) -> Iterator[None]:
+        if SUPPORTED_BASES[self.config.base] == "images":
+            with _images(self.base, request):
+                yield
+            return
         module = sys.modules[type(self.base).__module__]
         from frameselect.integrations import qwen_vl_utils
 
@@ -145,6 +154,32 @@ class FrameselectLMM(lmms):  # type: ignore[misc]
             module.__dict__["process_vision_info"] = saved
             if processor is not None:
                 self.base.processor = processor
+
+
+@contextmanager
+def _images(base: Any, request: Any) -> Iterator[None]:
+    """For one document, the server model's ``encode_video`` gives the selected frames (its own image encoding).
+
+    lmms-eval's OpenAI-compatible model sends a video as images, ``encode_video(path, n)``
+    decoding ``n`` frames at even spacing; here it returns the selected frames, in order,
+    encoded as that model encodes its frames (PNG, base64).
+    """
+    module = sys.modules[type(base).__module__]
+    encode = module.__dict__.get("encode_image_to_base64")
+    if encode is None:
+        raise ConfigError(f"model_args: base={type(base).__name__}: this lmms-eval release has no encode_image_to_base64 in {module.__name__}")
+    from PIL import Image
+
+    def encode_video(video_path: str, _n: int) -> list[str]:
+        if str(video_path) != str(request.sample.video):
+            raise RuntimeError(f"frameselect: asked for the frames of {video_path}, selected those of {request.sample.video}")
+        return [encode(Image.fromarray(f), image_format="PNG", convert_rgb=False, quality=None) for f in request.frames()]
+
+    base.encode_video = encode_video
+    try:
+        yield
+    finally:
+        del base.encode_video
 
 
 @contextmanager
