@@ -94,3 +94,28 @@ def test_a_wrong_task_path_is_an_error_without_a_traceback(tmp_path: Path, capsy
     code = main(["run", "-d", "lmms_eval", "-D", f"task={tmp_path / 'none.yaml'}", "-s", "uniform", "--store", str(tmp_path / "s.sqlite"), "--no-progress"])
     err = capsys.readouterr().err
     assert code != 0 and "no task YAML at" in err and "Traceback" not in err
+
+
+def test_an_lmms_eval_run_is_replayed_with_the_task_given_again(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from frameselect.integrations.bridge import HarnessAnswerer, parse_model_args, run_selection
+
+    video = write_video(tmp_path / "src.mp4", 40, lambda i: np.full((48, 64, 3), i * 6, np.uint8), fps=10.0)
+    yaml = write_task(tmp_path / "task", videos={"a.mp4": video, "b.mp4": video})
+    store = tmp_path / "runs.sqlite"
+    cfg = parse_model_args({"base": "qwen2_vl", "selector": "uniform", "k": 2, "store": str(store)}, ["pretrained"])
+    # what the frameselect model of lmms-eval stores: dataset lmms_eval/<task>, sample ids the doc ids
+    samples = LmmsEvalTask(task=str(yaml)).samples()
+    run_selection(cfg, samples, HarnessAnswerer("qwen2_vl", "pretrained=m", lambda r: "model says"), dataset_name="lmms_eval/tiny_local")
+    with Store(store) as st:
+        (run_id,) = [r[0] for r in st._conn.execute("SELECT run_id FROM runs").fetchall()]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the same documents: the dataset's id is the run's
+        assert main(["replay", run_id, "-a", "oracle", "-d", "lmms_eval", "-D", f"task={yaml}", "--store", str(store), "--no-progress"]) == 0
+    with Store(store) as st:
+        replays = [r[0] for r in st._conn.execute("SELECT run_id FROM runs").fetchall() if r[0] != run_id]
+        records = st.records(replays[0])
+    # the stored selections, answered anew: the oracle covers no evidence (these documents give none) and says "Z"
+    assert sorted((r.sample_id, r.status, r.answer, r.timestamps) for r in records) == [(str(i), "ok", "Z", (0.0, 3.0)) for i in range(3)]
+    capsys.readouterr()
+    assert main(["replay", run_id, "-a", "oracle", "-D", f"task={yaml}", "--store", str(store), "--no-progress"]) == 2
+    assert "-D/--dataset-param needs --dataset" in capsys.readouterr().err

@@ -31,6 +31,7 @@ from typing import Any
 from frameselect.datasets._loading import MissingVideos, Where, annotation_error, inside, load_json, read_jsonl, read_records
 from frameselect.datasets.base import Dataset
 from frameselect.errors import AnnotationError, DatasetConfigError, DatasetNotFoundError, MissingDependencyError
+from frameselect.fingerprint import fingerprint
 from frameselect.registry import datasets
 from frameselect.types import Query, Sample
 
@@ -113,6 +114,7 @@ class LmmsEvalTask(Dataset):
         self.include_path = None if include_path in (None, "") else str(include_path)
         self.split = split
         self._samples: list[Sample] | None = None
+        self._task_name = ""
 
     def yaml_path(self) -> Path:
         given = Path(self.task).expanduser()
@@ -138,10 +140,17 @@ class LmmsEvalTask(Dataset):
             self._samples = self._load()
         return self._samples
 
+    @property
+    def id(self) -> str:
+        """``lmms_eval/<task>:<fingerprint of the samples>``: the id the frameselect model of lmms-eval gives the same documents."""
+        samples = self.samples()
+        return f"lmms_eval/{self._task_name}:{fingerprint(list(samples), with_version=False)}"
+
     def _load(self) -> list[Sample]:
         path = self.yaml_path()
         config = load_task_config(path)
         name = str(config.get("task") or path.stem)
+        self._task_name = name
         kwargs = config.get("dataset_kwargs") or {}
         if not isinstance(kwargs, Mapping):
             raise DatasetConfigError(f"lmms_eval: {path}: dataset_kwargs must be a mapping")
