@@ -1,7 +1,7 @@
 """The lmms-eval bridge's own time against the model's generation, measured in the same run.
 
     bash scripts/setup-lmms-eval.sh
-    .venv-lmms-eval/bin/python benchmarks/lmms_eval_overhead.py [--docs 8] [--k 8] [--selector mmr] [--encoder color_histogram]
+    .venv-lmms-eval/bin/python benchmarks/lmms_eval_overhead.py [--docs 8] [--k 8] [--selector kcenter] [--encoder color_histogram]
                                                                [--seconds 60] [--pretrained DIR] [--base qwen2_vl]
 
 Runs ``python -m lmms_eval --model frameselect`` twice on a local task over generated videos
@@ -115,7 +115,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=8)
     parser.add_argument("--k", type=int, default=8)
-    parser.add_argument("--selector", default="mmr")
+    parser.add_argument("--selector", default="kcenter")
     parser.add_argument("--encoder", default="color_histogram")
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--base", default="qwen2_vl")
