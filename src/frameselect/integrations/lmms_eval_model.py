@@ -11,7 +11,10 @@ document ids), so an interrupted evaluation resumes from what was stored.
 Supported ``base`` models: the Qwen family's simple wrappers (``qwen2_vl``, ``qwen2_5_vl``,
 ``qwen3_vl``), whose ``process_vision_info`` is replaced, for the time of one document, by
 :func:`frameselect.integrations.qwen_vl_utils.process_vision_info` holding the selection
-(and whose resampling to ``max_num_frames`` is made a no-op by raising it above ``k``).
+(and whose resampling to ``max_num_frames`` is made a no-op by raising it above ``k``); where
+torchvision is missing, ``qwen2_vl`` and ``qwen2_5_vl`` load with
+:class:`frameselect.integrations.qwen_processor.QwenProcessor`. ``openai``, lmms-eval's
+OpenAI-compatible server model, whose ``encode_video`` gives the selected frames.
 See docs/lmms-eval.md.
 """
 
