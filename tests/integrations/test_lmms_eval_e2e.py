@@ -248,3 +248,14 @@ def test_lmms_eval_openai_compatible_model_gets_the_selected_frames(setup: dict[
         (str(i), "ok", True) for i in range(LIMIT)
     ]
     assert b"sk-not-stored-1234" not in store.read_bytes()  # credentials pass to the model, never into the store
+
+
+def test_the_setup_script_says_when_the_package_index_cannot_be_reached(tmp_path: Path) -> None:
+    """Exit status 75 (and only then) makes the end-to-end tests skip: no index, nothing else wrong."""
+    empty = tmp_path / "no-wheels"
+    empty.mkdir()
+    env = {**os.environ, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(empty), "PIP_CONFIG_FILE": os.devnull}
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "setup-lmms-eval.sh"), str(tmp_path / "venv")], capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 75, done.stderr[-2000:]
+    assert "the package index cannot be reached; lmms-eval 0.7.3 was not installed" in done.stderr
+    assert not (tmp_path / "venv" / ".frameselect-lmms-eval").exists()  # no stamp: the next call tries again
