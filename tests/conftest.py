@@ -66,3 +66,6 @@ def counter_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 os.environ.setdefault("PYTHONHASHSEED", "0")
+
+
+import lmms_eval_task_files  # noqa: E402, F401  (registers the lmms_eval dataset's example for the conformance suite)
