@@ -2,7 +2,7 @@
 
 ``tests/test_startup.py`` keeps this equal to what the modules register; after
 adding or renaming a built-in part, paste the table its failure message
-prints (:func:`registered_by_modules`).
+prints (:func:`frameselect.registry.registered_by_modules`).
 """
 
 from __future__ import annotations
@@ -17,14 +17,3 @@ BUILTIN_NAMES: dict[str, tuple[str, ...]] = {
     "routers": ("constant", "dig_query_type", "hybrid", "relevance_shape", "text_cue"),
 }
 # fmt: on
-
-
-def registered_by_modules() -> dict[str, tuple[str, ...]]:
-    """What the built-in modules actually register (imports all of them; plug-ins are not loaded)."""
-    from frameselect.registry import REGISTRIES
-
-    out: dict[str, tuple[str, ...]] = {}
-    for kind, registry in REGISTRIES.items():
-        registry._load_builtins()
-        out[kind] = tuple(sorted(registry._entries))
-    return out
