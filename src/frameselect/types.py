@@ -115,7 +115,12 @@ class FrameSource(Protocol):
     ``size=(w, h)`` asks for frames scaled to that size (pixel-based
     selectors read small frames). :class:`~frameselect.video.decode.VideoFrameSource`
     decodes lazily from a file; :class:`InMemoryFrames` serves frames held in memory.
+
+    ``time_errors``: each candidate's time error in seconds (actual - target) where the
+    source knows it (a pool addressed by time in a video file), else ``None``.
     """
+
+    time_errors: NDArray[np.float64] | None = None
 
     def get(self, indices: Sequence[int], size: tuple[int, int] | None = None) -> list[NDArray[np.uint8]]:
         """The frames at these pool indices, in the order asked."""

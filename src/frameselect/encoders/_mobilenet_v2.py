@@ -14,7 +14,6 @@ torch is imported inside the functions only: importing this module is free.
 from __future__ import annotations
 
 import copy
-import functools
 import importlib.util
 import os
 import threading
@@ -26,6 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from frameselect._memo import memoized
 from frameselect.errors import FrameselectError
 
 __all__ = ["weights_path", "load_mobilenet_v2", "classify", "imagenet_class_names", "IMAGENET_MEAN", "IMAGENET_STD", "WEIGHTS_FILE"]
@@ -39,7 +39,7 @@ _SETTINGS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96,
 _LOCK = threading.Lock()
 
 
-@functools.lru_cache(maxsize=1)
+@memoized(maxsize=1)
 def imagenet_class_names() -> tuple[str, ...]:
     """The 1000 ImageNet-1k class names, index = class id.
 
@@ -153,7 +153,7 @@ def _build() -> Any:
     return MobileNetV2()
 
 
-@functools.lru_cache(maxsize=1)
+@memoized(maxsize=1)
 def load_mobilenet_v2() -> Any:
     """The model with ImageNet weights, in eval mode (loaded once per process)."""
     import torch

@@ -47,7 +47,6 @@ Needs the ``onnx`` extra (onnx, onnxruntime); torch is needed once, to export.
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 import os
 import platform
@@ -57,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from frameselect._cpus import usable_cpus
+from frameselect._memo import memoized
 from frameselect.errors import ConfigError, FrameselectError, MissingDependencyError
 
 __all__ = [
@@ -152,7 +152,7 @@ def format_for_cpu(machine: str, flags: frozenset[str]) -> str:
     return "u8u8"
 
 
-@functools.lru_cache(maxsize=1)
+@memoized(maxsize=1)
 def host_int8_format() -> str:
     """:func:`format_for_cpu` of this machine (read once per process)."""
     return format_for_cpu(platform.machine(), cpu_flags())
@@ -252,7 +252,7 @@ Export = Callable[[Path], None]
 Quantize = Callable[[Path, Path, str], None]
 
 
-@functools.lru_cache(maxsize=8)
+@memoized(maxsize=8)
 def _format_session(name: str, runtime: str, fmt: str, export: Export, quantize: Quantize) -> Any:
     return tower_session(name, runtime, RECIPE, export, quantize, fmt)
 
