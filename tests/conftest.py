@@ -64,3 +64,19 @@ def counter_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 os.environ.setdefault("PYTHONHASHSEED", "0")
+
+
+#: parts whose conformance cases load real models (offline weights, or hub models built from configs): slow
+MODEL_PARTS = frozenset(
+    {"imagenet_label", "ocr_text", "label_reader", "label_ocr_reader", "ocr_reader", "clip", "siglip", "blip_itm", "open_clip"}
+    | {"qwen2_vl", "qwen2_5_vl", "llava_onevision", "internvl"}
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Conformance cases of the parts that load real models are ``slow`` (``pytest -m "not slow"`` is the fast loop)."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and getattr(item, "originalname", "") in ("test_encoder_conforms", "test_answerer_conforms"):
+            if callspec.id.split("-")[0] in MODEL_PARTS:
+                item.add_marker(pytest.mark.slow)

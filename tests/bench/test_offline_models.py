@@ -20,6 +20,8 @@ from frameselect.encoders.offline import ImagenetLabel, OcrText, bhattacharyya, 
 from frameselect.types import Selection  # noqa: E402
 from frameselect.video.decode import candidates  # noqa: E402
 
+pytestmark = pytest.mark.slow  # real offline models (MobileNetV2, MiniLM, RapidOCR)
+
 SUITE = HaystackConfig(n_videos=2, minutes=1.0, seed=3)
 
 

@@ -15,6 +15,8 @@ from frameselect.encoders import _onnx
 from frameselect.encoders._minilm import _load, calibration_texts, embed_texts, export_onnx, gptq_round, rewrite_for_int8
 from frameselect.encoders._mobilenet_v2 import imagenet_class_names
 
+pytestmark = pytest.mark.slow  # ONNX export and int8 calibration of MiniLM
+
 TEXTS = ["a cat sitting on a sofa", "What colour is the car?", "rocket launch", "", "the man in the red coat opens the door of the blue house"]
 
 
