@@ -73,9 +73,17 @@ MODEL_PARTS = frozenset(
 )
 
 
+#: test modules that run every test in a fresh interpreter (the command line as a user runs it): slow
+SUBPROCESS_MODULES = frozenset({"faults/test_cli_faults.py"})
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Conformance cases of the parts that load real models are ``slow`` (``pytest -m "not slow"`` is the fast loop)."""
+    """Conformance cases of the parts that load real models, and the modules of :data:`SUBPROCESS_MODULES`, are ``slow``
+    (``pytest -m "not slow"`` is the fast loop)."""
+    here = Path(__file__).parent
     for item in items:
+        if item.path.relative_to(here).as_posix() in SUBPROCESS_MODULES:
+            item.add_marker(pytest.mark.slow)
         callspec = getattr(item, "callspec", None)
         if callspec is not None and getattr(item, "originalname", "") in ("test_encoder_conforms", "test_answerer_conforms"):
             if callspec.id.split("-")[0] in MODEL_PARTS:

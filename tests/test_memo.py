@@ -46,12 +46,13 @@ def test_clear_caches_empties_memoized_loaders_and_the_file_hashes(tmp_path: Pat
     assert decode.content_hash(path) == digest
 
 
-def test_time_errors_are_read_from_the_declared_attribute() -> None:
+def test_time_errors_are_read_through_the_declared_method() -> None:
     pool = dataclasses.replace(CandidatePool.from_timestamps([0.0, 0.5], video_id="v"), source=InMemoryFrames())
-    assert InMemoryFrames.time_errors is None and decode.time_errors(pool) is None
+    assert InMemoryFrames().candidate_time_errors() is None and decode.time_errors(pool) is None
 
     class Timed(InMemoryFrames):
-        time_errors = np.array([0.01, -0.02])
+        def candidate_time_errors(self) -> np.ndarray:
+            return np.array([0.01, -0.02])
 
     timed = dataclasses.replace(CandidatePool.from_timestamps([0.0, 0.5], video_id="v"), source=Timed())
     assert decode.time_errors(timed) == pytest.approx([0.01, -0.02])

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # every test starts a fresh interpreter
+
 HEAVY = ("torch", "scipy", "av")
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 

@@ -554,7 +554,7 @@ def select_pool(info: VideoInfo, policy: str | PoolPolicy) -> tuple[NDArray[np.i
 
 def time_errors(pool: CandidatePool) -> NDArray[np.float64] | None:
     """Each candidate's time error in seconds (actual - target) as recorded by its source, if any."""
-    errors = None if pool.source is None else pool.source.time_errors
+    errors = None if pool.source is None else pool.source.candidate_time_errors()
     return None if errors is None else np.asarray(errors, dtype=np.float64)
 
 
@@ -844,6 +844,10 @@ class VideoFrameSource(FrameSource):
         self.frame_pts = None if frame_pts is None else np.asarray(frame_pts, dtype=np.int64)
         self.counter = counter if counter is not None else DecodeCounter()
         self.memo = memo if memo is not None else FrameMemo()
+
+    def candidate_time_errors(self) -> NDArray[np.float64] | None:
+        """The time errors recorded when the pool was built (:func:`select_pool`), if any."""
+        return self.time_errors
 
     def __len__(self) -> int:
         return int(self.pool_pts.shape[0])
