@@ -2,7 +2,7 @@
 
 ``tests/test_startup.py`` keeps this equal to what the modules register; after
 adding or renaming a built-in part, paste the table its failure message
-prints (:func:`registered_by_modules`).
+prints (:func:`frameselect.registry.registered_by_modules`).
 """
 
 from __future__ import annotations
@@ -18,14 +18,3 @@ BUILTIN_NAMES: dict[str, tuple[str, ...]] = {
     "streaming": ("kmeans_synopsis", "offline_adapter", "reservoir", "sieve_streaming", "sliding_window", "stream_kcenter", "threshold_keeper"),
 }
 # fmt: on
-
-
-def registered_by_modules() -> dict[str, tuple[str, ...]]:
-    """What the built-in modules actually register (imports all of them; plug-ins are not loaded)."""
-    from frameselect.registry import REGISTRIES
-
-    out: dict[str, tuple[str, ...]] = {}
-    for kind, registry in REGISTRIES.items():
-        registry._load_builtins()
-        out[kind] = tuple(sorted(registry._entries))
-    return out
