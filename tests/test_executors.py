@@ -24,10 +24,11 @@ from chat_server import ChatServer  # noqa: E402
 from frameselect.answerers.http import OpenAIHTTPAnswerer  # noqa: E402
 from frameselect.datasets.base import InMemoryDataset  # noqa: E402
 from frameselect.errors import ConfigError  # noqa: E402
-from frameselect.executors import InlineExecutor, ProcessExecutor, WorkerJob, group_by_video, prefetched, prepare_unit, ship  # noqa: E402
+from frameselect.executors import InlineExecutor, ProcessExecutor, prefetched  # noqa: E402
 from frameselect.pipeline import SelectStep  # noqa: E402
 from frameselect.plan import plan_run  # noqa: E402
 from frameselect.replay import replay  # noqa: E402
+from frameselect.run import UnitWork, group_by_video, units_of  # noqa: E402
 from frameselect.selectors import Selector  # noqa: E402
 from frameselect.selectors.basic import uniform_indices  # noqa: E402
 from frameselect.store import Store  # noqa: E402
@@ -144,11 +145,10 @@ def test_prefetched_keeps_order_bounds_the_queue_and_raises_the_producers_error(
 
 def test_a_worker_can_return_its_new_cache_entries_for_the_driver(tiny: Any, tmp_path: Path) -> None:
     plan = plan_run("kcenter", ["evidence_recall"], tiny, 3, encoder="color_histogram")
-    parts = ship((plan, SelectStep()))
-    job = WorkerJob(token="t", parts=parts, cache_dir=str(tmp_path / "worker"), return_arrays=True)
-    unit = group_by_video(list(plan.samples))[0]
-    result = prepare_unit(job, unit)
-    assert [p.sample.id for p in result.prepared] == [s.id for s in unit]
+    work = UnitWork(plan, SelectStep(), cache_dir=str(tmp_path / "worker"), return_arrays=True)
+    unit = units_of(list(plan.samples))[0]
+    result = work(unit)
+    assert [p.sample.id for p in result.prepared] == [s.id for s in unit.samples]
     frames = [(b, k, v) for b, k, v in result.arrays if b == "frames"]
     assert len(frames) == 1 and len(result.probes) == 1  # one pool, encoded once for all the video's samples
     on_disk = np.load(tmp_path / "worker" / "frames" / frames[0][1][:2] / f"{frames[0][1]}.npy")
@@ -195,7 +195,8 @@ def test_many_videos_against_two_servers_with_bounded_concurrency_each(tiny: Any
 @pytest.fixture(scope="module")
 def ray_cluster() -> Any:
     ray = pytest.importorskip("ray")
-    from frameselect.executors import _runtime_env, cloudpickle_module
+    from frameselect.executors import cloudpickle_module
+    from frameselect.executors.transports import _runtime_env
 
     cloudpickle = cloudpickle_module()
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # this module's test parts travel by value
@@ -315,14 +316,14 @@ def test_bench_on_an_executor_runs_two_runs_at_once_and_equals_serial(tmp_path: 
 
 
 def test_process_workers_get_their_share_of_the_cores_for_blas_and_onnx_runtime() -> None:
-    """numpy's OpenBLAS is loaded before a worker's initializer runs: it is limited all the same."""
+    """numpy's OpenBLAS is limited whenever it is loaded (workers import it after their initializer has run)."""
     threadpoolctl = pytest.importorskip("threadpoolctl")
     from frameselect.encoders._onnx import intra_op_threads
     from frameselect.executors import usable_cpus
 
     share = max(1, usable_cpus() // 2)
     with ProcessExecutor(2) as ex:
-        info = ex.submit(threadpoolctl.threadpool_info).result()
+        info = ex.submit(eval, "__import__('numpy') and __import__('threadpoolctl').threadpool_info()").result()
         onnx_threads = ex.submit(intra_op_threads).result()
     blas = {(i["internal_api"], i["num_threads"]) for i in info if i["user_api"] == "blas"}
     assert blas and {n for _, n in blas} == {share}
