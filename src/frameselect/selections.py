@@ -14,8 +14,10 @@ Formats (``FORMATS``):
 ``plain``
     This module's document: ``{"format": "frameselect-selections", "version": 1,
     "samples": [{"id", "video", "frame_indices", "times", ...}]}`` (frame
-    indices are used), or a bare ``{sample_id: [values]}`` whose values are
-    frame indices, or seconds with ``unit="seconds"``.
+    indices are used; an optional ``filled`` says how many of them the
+    selector's fill rule supplied, and is kept), or a bare
+    ``{sample_id: [values]}`` whose values are frame indices, or seconds
+    with ``unit="seconds"``. Other formats do not say what was filled.
 ``tspo``
     Hui-design/TSPO ``evaluation/jsons_idx/*.json``: the benchmark's records
     with ``frame_idx`` (video frame indices, as floats).
@@ -52,6 +54,7 @@ naming the record. Two published values on the same pool frame count once.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -89,6 +92,7 @@ class Published:
     video: str | None = None
     question: str | None = None
     position: int | None = None  # the sample's position in the dataset (AKS's positional lists)
+    filled: int | None = None  # frames the selector's fill rule supplied (this module's documents only)
 
 
 # -- reading the formats --------------------------------------------------------------------
@@ -153,6 +157,16 @@ def _records_with(data: Any, field_name: str, path: Path, unit: str) -> list[Pub
     return out
 
 
+def _filled(pub: Published, rec: Mapping[str, Any]) -> int | None:
+    """A document record's ``filled`` count (None when it has none)."""
+    value = rec.get("filled")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= len(pub.values):
+        raise SelectionImportError(f"{pub.ref}: 'filled' must be a whole number from 0 to {len(pub.values)} (the frames listed), got {value!r}")
+    return value
+
+
 def read_published(fmt: str, path: str | os.PathLike[str], *, k: int | None = None, unit: str = "frames") -> list[Published]:
     """The selections in a published file of format ``fmt`` (see the module docstring)."""
     p = Path(path)
@@ -166,7 +180,8 @@ def read_published(fmt: str, path: str | os.PathLike[str], *, k: int | None = No
             samples = data.get("samples")
             if not isinstance(samples, list):
                 raise SelectionImportError(f"{p}: a {DOCUMENT_FORMAT} document needs a 'samples' list")
-            return _records_with(samples, "frame_indices", p, "frames")
+            records = _records_with(samples, "frame_indices", p, "frames")
+            return [dataclasses.replace(pub, filled=_filled(pub, rec)) for pub, rec in zip(records, samples, strict=True)]
         if not isinstance(data, dict):
             raise SelectionImportError(f"{p}: expected {{sample_id: [frame indices or seconds]}} or a {DOCUMENT_FORMAT} document")
         return [Published(f"{p.name} entry {sid!r}", _values(f"{p.name} entry {sid!r}", vals, "the selection"), unit, str(sid)) for sid, vals in data.items()]
@@ -346,7 +361,8 @@ def import_selections(
         info = ctx.probes.get(pool_.video_id)
         n_frames = len(info.timestamps) if info is not None else int(pool_.frame_indices[-1]) + 1
         idx = map_to_pool(pub, pool_, n_frames, pool_.duration, time_tolerance=time_tolerance)
-        prepared.append((sample, pool_, Selection(indices=tuple(idx), selector=selector), len(pub.values)))
+        filled = None if pub.filled is None else min(pub.filled, len(idx))
+        prepared.append((sample, pool_, Selection(indices=tuple(idx), selector=selector, filled=filled), len(pub.values)))
     ks = sorted({n for *_, n in prepared})
     config: dict[str, Any] = {
         "selector": {"kind": "selectors", "name": selector, "params": {"format": fmt, "file": p.name, "sha256": _file_hash(p), "unit": unit, "k": k}},
@@ -378,6 +394,7 @@ def import_selections(
                 k=n,
                 policy=policy,
                 metadata=dict(sample.metadata),
+                filled=sel.filled,
             )
             st.write_sample(run_id, record, sel, video_id=pool_.video_id, policy=policy)
         ctx.counters.samples_done = len(prepared)
@@ -431,6 +448,7 @@ def export_selections(run_id: str, *, store: Any, dataset: Any = None, cache_dir
                     "times": [float(pool_.timestamps[i]) for i in idx],
                     "pool": policy,
                     "pool_indices": idx,
+                    **({} if selection.filled is None else {"filled": selection.filled}),
                 }
             )
         return {

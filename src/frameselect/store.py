@@ -53,6 +53,7 @@ CREATE TABLE IF NOT EXISTS selections (
     timestamps  TEXT NOT NULL,
     scores      TEXT,
     latency_s   REAL NOT NULL,
+    filled      INTEGER,
     PRIMARY KEY (run_id, sample_id)
 );
 CREATE TABLE IF NOT EXISTS records (
@@ -128,11 +129,15 @@ class Store:
         """Stores written before ``records`` had its own ``k``, ``policy`` and ``answer_windows`` columns get them.
 
         Their rows keep ``k`` and ``policy`` inside ``metadata``, read back as before; their answers carry no windows.
+        Stores written before ``selections`` had its ``filled`` column get it;
+        their selections read back with ``filled=None`` (not known).
         """
         columns = {row[1] for row in self._conn.execute("PRAGMA table_info(records)")}
         for name, sql_type in (("k", "INTEGER"), ("policy", "TEXT"), ("answer_windows", "TEXT")):
             if name not in columns:
                 self._conn.execute(f"ALTER TABLE records ADD COLUMN {name} {sql_type}")
+        if "filled" not in {row[1] for row in self._conn.execute("PRAGMA table_info(selections)")}:
+            self._conn.execute("ALTER TABLE selections ADD COLUMN filled INTEGER")
 
     def close(self) -> None:
         self._conn.close()
@@ -203,7 +208,8 @@ class Store:
         with self.transaction() as conn:
             if selection is not None:
                 conn.execute(
-                    "INSERT OR REPLACE INTO selections (run_id, sample_id, video_id, policy, selector, k, indices, timestamps, scores, latency_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT OR REPLACE INTO selections (run_id, sample_id, video_id, policy, selector, k, indices, timestamps, scores, latency_s, filled) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         run_id,
                         record.sample_id,
@@ -215,6 +221,7 @@ class Store:
                         _json(list(record.timestamps)),
                         None if selection.scores is None else _json(list(selection.scores)),
                         selection.latency_s,
+                        selection.filled,
                     ),
                 )
             conn.execute(
@@ -236,7 +243,7 @@ class Store:
 
     def records(self, run_id: str, *, status: str | None = None) -> list[SampleRecord]:
         sql = (
-            "SELECT r.sample_id, r.status, r.error, r.metrics, r.answer, r.metadata, s.indices, s.timestamps, r.k, r.policy, r.answer_windows "
+            "SELECT r.sample_id, r.status, r.error, r.metrics, r.answer, r.metadata, s.indices, s.timestamps, r.k, r.policy, r.answer_windows, s.filled "
             "FROM records r LEFT JOIN selections s ON s.run_id = r.run_id AND s.sample_id = r.sample_id WHERE r.run_id = ?"
         )
         params: tuple[Any, ...] = (run_id,)
@@ -245,7 +252,7 @@ class Store:
             params += (status,)
         sql += " ORDER BY r.rowid"
         out = []
-        for sid, st, err, metrics, answer, meta, idx, ts, k, policy, windows in self._conn.execute(sql, params):
+        for sid, st, err, metrics, answer, meta, idx, ts, k, policy, windows, filled in self._conn.execute(sql, params):
             md = json.loads(meta)
             if k is None:  # a row from before the k and policy columns: they sit in the metadata
                 k, policy = md.pop("k", 0), md.pop("policy", "")
@@ -263,18 +270,25 @@ class Store:
                     policy=str(policy or ""),
                     metadata=md,
                     answer_windows=None if windows is None else json.loads(windows),
+                    filled=None if filled is None else int(filled),
                 )
             )
         return out
 
     def selection(self, run_id: str, sample_id: str) -> tuple[Selection, dict[str, Any]] | None:
         row = self._conn.execute(
-            "SELECT indices, scores, selector, latency_s, timestamps, k, policy, video_id FROM selections WHERE run_id = ? AND sample_id = ?",
+            "SELECT indices, scores, selector, latency_s, timestamps, k, policy, video_id, filled FROM selections WHERE run_id = ? AND sample_id = ?",
             (run_id, sample_id),
         ).fetchone()
         if row is None:
             return None
-        sel = Selection(indices=tuple(json.loads(row[0])), scores=None if row[1] is None else tuple(json.loads(row[1])), selector=row[2], latency_s=row[3])
+        sel = Selection(
+            indices=tuple(json.loads(row[0])),
+            scores=None if row[1] is None else tuple(json.loads(row[1])),
+            selector=row[2],
+            latency_s=row[3],
+            filled=row[8],
+        )
         return sel, {"timestamps": json.loads(row[4]), "k": row[5], "policy": row[6], "video_id": row[7]}
 
     def count(self, run_id: str) -> dict[str, int]:

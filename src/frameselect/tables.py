@@ -25,6 +25,7 @@ from typing import Any
 
 from frameselect.errors import FrameselectError, PartConfigError, UnknownNameError
 from frameselect.evaluators.base import Evaluator, mean_of
+from frameselect.fill import FILL_DOMINANT_SHARE, fill_dominates, fill_share
 from frameselect.parts import revive
 from frameselect.report import FORMATS, Column, Table, render
 from frameselect.stats import (
@@ -212,6 +213,13 @@ class TableRow:
     subset: str | None
     n: int
     cells: dict[str, Interval]
+    #: share of the row's selected frames supplied by the selector's fill rule (None: not recorded)
+    fill_share: float | None = None
+
+    @property
+    def fill_dominates(self) -> bool:
+        """Most of the row's frames came from the fill rule, not from the selector's own method."""
+        return fill_dominates(self.fill_share)
 
 
 @dataclass
@@ -233,7 +241,7 @@ def _row(run: StoredRun, metrics: Sequence[MetricSpec], subset: str | None, by: 
     records = [r for r, _ in pairs]
     clusters = [c for _, c in pairs]
     cells = {m.name: m.interval(records, clusters, n_boot=n_boot, level=level, seed=seed) for m in metrics}
-    return TableRow(run.label, subset, len(records), cells)
+    return TableRow(run.label, subset, len(records), cells, fill_share(records))
 
 
 def build_tables(
@@ -266,13 +274,43 @@ def describe_resampling(n_boot: int, level: float, seed: int, cluster: str) -> s
     return f"{level:.0%} percentile bootstrap intervals ({n_boot} resamples of {unit}, seed {seed})"
 
 
+#: the column of the share of frames the fill rule supplied; its text marks a run where the fill dominates
+FILL_COLUMN = "fill_share"
+FILL_MARK = "!"
+
+
+def format_fill_share(share: float) -> str:
+    """A fill share for the text formats, marked with ``!`` where the fill rule supplied most frames.
+
+    >>> format_fill_share(0.25), format_fill_share(1.0)
+    ('0.25', '1.00 !')
+    """
+    return f"{share:.2f}" + (f" {FILL_MARK}" if fill_dominates(share) else "")
+
+
+def fill_note() -> str:
+    """The line that explains the fill column under a table."""
+    return (
+        f"{FILL_COLUMN}: share of the selected frames supplied by the selector's fill rule, not its own method "
+        f"({FILL_MARK}: more than {FILL_DOMINANT_SHARE:.0%}, the row mostly measures the fill rule)"
+    )
+
+
 def section_table(section: TableSection, *, note: str = "") -> Table:
-    """One section as a :class:`~frameselect.report.Table`: label, breakdown value, n, one interval per metric."""
+    """One section as a :class:`~frameselect.report.Table`: label, breakdown value, n, fill share, one interval per metric.
+
+    The fill share column (:func:`format_fill_share`) appears when some row's runs recorded it.
+    """
+    with_fill = any(row.fill_share is not None for row in section.rows)
     columns = [Column("selector")] + ([Column(section.by)] if section.by else []) + [Column("n", "int")]
+    columns += [Column(FILL_COLUMN, "number", fmt=format_fill_share)] if with_fill else []
     columns += [Column(m.name, "interval", higher_is_better=m.higher_is_better) for m in section.metrics]
+    if with_fill:
+        note = f"{note}; {fill_note()}" if note else fill_note()
     table = Table(columns, title=section.dataset, title_key="dataset", note=note)
     for row in section.rows:
-        table.add(row.label, *([row.subset or ""] if section.by else []), row.n, *(row.cells[m.name] for m in section.metrics))
+        fill = [row.fill_share] if with_fill else []
+        table.add(row.label, *([row.subset or ""] if section.by else []), row.n, *fill, *(row.cells[m.name] for m in section.metrics))
     return table
 
 

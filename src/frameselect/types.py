@@ -237,6 +237,14 @@ class Selection:
     ``min(k, N)`` (even none), more than ``N`` indices, or repeat a frame. Such a
     selection is the reference's output, not a broken contract; checks of
     count and uniqueness skip it (indices are still within the pool).
+
+    ``filled`` counts the indices that the shared fill rule
+    (:func:`~frameselect.selectors.base.fill_to_k`) supplied because the
+    selector's own method returned fewer frames than the budget; the other
+    ``len(indices) - filled`` are the selector's own. A selection made by
+    :meth:`Selector.select <frameselect.selectors.base.Selector.select>`
+    always carries it (0 when nothing was filled); ``None`` means not known
+    (a selection made by hand, or imported from a published file).
     """
 
     indices: tuple[int, ...]
@@ -244,9 +252,15 @@ class Selection:
     selector: str = ""
     latency_s: float = 0.0
     reference_exact: bool = False
+    filled: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "indices", tuple(int(i) for i in self.indices))
+        if self.filled is not None:
+            filled = int(self.filled)
+            if not 0 <= filled <= len(self.indices):
+                raise ValueError(f"a selection of {len(self.indices)} frames cannot have {filled} filled frames")
+            object.__setattr__(self, "filled", filled)
         if self.scores is not None:
             object.__setattr__(self, "scores", tuple(float(s) for s in self.scores))
 
@@ -308,6 +322,8 @@ class SampleRecord:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     #: the time windows (seconds) the answer named (:attr:`Answer.windows`)
     answer_windows: tuple[tuple[float, float], ...] | None = None
+    #: frames of ``selection`` supplied by the fill rule (:attr:`Selection.filled`); None: not known
+    filled: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "metrics", dict(self.metrics))

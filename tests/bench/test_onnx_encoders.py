@@ -18,6 +18,12 @@ from frameselect.encoders.offline import ImagenetLabel, OcrText
 from frameselect.errors import FrameselectError
 
 
+@pytest.fixture(autouse=True)
+def exact_int8_format(monkeypatch: pytest.MonkeyPatch) -> None:
+    """int8 in u8u8, which ONNX Runtime multiplies exactly on every CPU: the figures below do not depend on the host's instructions."""
+    monkeypatch.setenv("FRAMESELECT_INT8_FORMAT", "u8u8")
+
+
 @pytest.fixture(scope="module")
 def photos() -> np.ndarray:
     """Real RGB photographs from scikit-image, 160 × 120."""

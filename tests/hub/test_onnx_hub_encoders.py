@@ -20,6 +20,7 @@ pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
 
 from frameselect.encoders import _onnx_hub  # noqa: E402
+from frameselect.encoders._onnx import int8_format  # noqa: E402
 from frameselect.encoders._onnx_hub import HUB_RECIPE  # noqa: E402
 from frameselect.encoders.hub import BlipItmEncoder, ClipEncoder, OpenClipEncoder, SiglipEncoder  # noqa: E402
 from frameselect.errors import ConfigError, MissingDependencyError  # noqa: E402
@@ -111,20 +112,90 @@ def test_onnx_towers_equal_eager_features(kind: str, fixtures: dict[str, Any]) -
     assert [p.name.rsplit("-", 3)[1:] for p in _onnx_files()] == [["image", "r1", "fp32.onnx"], ["text", "r1", "fp32.onnx"]]
 
 
-def test_int8_quantises_matmul_weights_and_stays_close(kind: str, fixtures: dict[str, Any]) -> None:
-    import onnx
+#: int8 formats ONNX Runtime multiplies exactly on every CPU: their agreement does not depend on the host's instructions
+EXACT_FORMATS = ("u8u8", "u8s7")
 
+
+@pytest.mark.parametrize("fmt", EXACT_FORMATS)
+def test_int8_quantises_matmul_weights_and_stays_close(kind: str, fixtures: dict[str, Any], fmt: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Measured (min over rows, clip / siglip): u8u8 0.99979 / 0.99985, u8s7 0.99951 / 0.99982; the same on every CPU."""
+    import onnx
+    from onnx import numpy_helper
+
+    monkeypatch.setenv("FRAMESELECT_INT8_FORMAT", fmt)
     eager, int8 = _build(kind, fixtures, "torch"), _build(kind, fixtures, "onnx-int8")
+    assert f"int8_format={fmt}" in int8.id
     frames = _frames()
     img_cos = _rows_cosine(int8.encode_frames(frames), eager.encode_frames(frames))
     txt_cos = _rows_cosine(int8.encode_text(TEXTS), eager.encode_text(TEXTS))
-    assert np.all(img_cos > 0.99) and np.all(txt_cos > 0.99), (img_cos, txt_cos)
-    int8_graphs = [p for p in _onnx_files() if p.name.endswith("int8.onnx")]
+    assert np.all(img_cos > 0.999) and np.all(txt_cos > 0.999), (img_cos, txt_cos)
+    int8_graphs = [p for p in _onnx_files() if p.name.endswith(f"int8-{fmt}.onnx")]
     assert len(int8_graphs) == 2
     for path in int8_graphs:
-        ops = [n.op_type for n in onnx.load(str(path)).graph.node]
+        graph = onnx.load(str(path)).graph
+        ops = [n.op_type for n in graph.node]
         assert ops.count("MatMulInteger") >= 2 * 3  # per layer at least q, k, v (one MatMul in open_clip) and the two feed-forward ones
         assert "MatMul" in ops  # the attention output projections and the final projection stay fp32
+        codes = [numpy_helper.to_array(i) for i in graph.initializer if i.name.endswith("_quantized")]
+        assert codes and all(c.dtype == (np.uint8 if fmt == "u8u8" else np.int8) for c in codes)
+        if fmt == "u8s7":  # 7 bits: no pair of u8 x s8 products can leave int16
+            assert max(int(np.abs(c.astype(np.int32)).max()) for c in codes) <= 64
+
+
+def _simulated_cosines(kind: str, fixtures: dict[str, Any], fmt: str, monkeypatch: pytest.MonkeyPatch) -> tuple[np.ndarray, int]:
+    """Cosines to eager of the text tower's int8 features as a CPU without VNNI gives them (simulated), and the pair sums it saturates."""
+    from frameselect.encoders._onnx import onnx_dir
+    from frameselect.encoders._onnx_int8sim import simulate_without_vnni
+
+    monkeypatch.setenv("FRAMESELECT_INT8_FORMAT", fmt)
+    eager, int8 = _build(kind, fixtures, "torch"), _build(kind, fixtures, "onnx-int8")
+    int8.encode_text(TEXTS)  # loads the model, exports and quantises the tower
+    feeds = int8._text_feeds(TEXTS)
+    names = [i.name for i in int8._session("text").get_inputs()]
+    (path,) = onnx_dir().glob(f"{kind}-*-text-r{HUB_RECIPE}-int8-{fmt}.onnx")
+    (features,), counts = simulate_without_vnni(path, {n: np.ascontiguousarray(feeds[n].cpu().numpy()) for n in names})
+    reference = eager.encode_text(TEXTS)
+    return _rows_cosine(features / np.linalg.norm(features, axis=1, keepdims=True), reference), sum(c[0] for c in counts.values())
+
+
+def test_u8s8_saturates_without_vnni_and_the_exact_formats_do_not(siglip_tiny: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The issue's failure, reproduced by simulation on any CPU: int8 weights at 8 bits lose agreement where the
+    products are paired in int16; the formats chosen there do not (simulated: u8s8 min 0.82977, 7762 pair sums
+    saturated; u8s7 0 saturated, the same agreement as unsimulated)."""
+    fixtures = {"siglip": siglip_tiny}
+    u8s8, saturated = _simulated_cosines("siglip", fixtures, "u8s8", monkeypatch)
+    assert saturated > 1000 and u8s8.min() < 0.95
+    u8s7, none = _simulated_cosines("siglip", fixtures, "u8s7", monkeypatch)
+    assert none == 0 and u8s7.min() > 0.999
+    u8u8, none = _simulated_cosines("siglip", fixtures, "u8u8", monkeypatch)  # uint8 weights: nothing to simulate
+    assert none == 0 and u8u8.min() > 0.999
+
+
+def test_the_host_format_is_detected_and_recorded(clip_tiny: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CPU without VNNI gets u8u8, one with VNNI (or ARM64) u8s8; the id and the graph's file name say which."""
+    from frameselect.encoders import _onnx
+
+    monkeypatch.delenv("FRAMESELECT_INT8_FORMAT", raising=False)
+    ids = {}
+    for machine, flags, fmt in (("x86_64", "fpu sse2 avx2 avx512bw", "u8u8"), ("x86_64", "avx2 avx512bw avx512_vnni", "u8s8"), ("aarch64", "asimd", "u8s8")):
+        monkeypatch.setattr(_onnx.platform, "machine", lambda machine=machine: machine)
+        monkeypatch.setattr(_onnx, "cpu_flags", lambda flags=flags: frozenset(flags.split()))
+        _onnx.host_int8_format.cache_clear()
+        enc = ClipEncoder(clip_tiny[0], tokenizer=clip_tiny[1], runtime="onnx-int8")
+        assert _onnx.int8_format() == fmt and f"int8_format={fmt}" in enc.id
+        ids[machine, flags] = enc.id
+        if fmt == "u8u8":
+            enc.encode_text(TEXTS[:2])
+            assert [p.name.rsplit("-", 4)[1:] for p in _onnx_files() if "int8" in p.name] == [["text", "r1", "int8", "u8u8.onnx"]]
+    _onnx.host_int8_format.cache_clear()
+    assert len(set(ids.values())) == 2  # two formats, two ids: their features never share a cache entry
+
+
+def test_a_wrong_format_override_is_refused_before_anything_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FRAMESELECT_INT8_FORMAT", "s8s8")
+    with pytest.raises(ConfigError, match=r"encoder 'clip': \$FRAMESELECT_INT8_FORMAT='s8s8' is not an int8 format; use auto, u8s8, u8u8, u8s7"):
+        resolve("encoders", "clip", runtime="onnx-int8")
+    ClipEncoder(runtime="onnx")  # only the int8 runtime reads it
 
 
 def test_tiny_clip_int8_keeps_the_listed_matmuls_in_fp32(clip_tiny: tuple[Any, Any]) -> None:
@@ -146,8 +217,9 @@ def test_runtime_is_part_of_the_id(kind: str, fixtures: dict[str, Any]) -> None:
     ids = [_build(kind, fixtures, rt, dtype="float32").id for rt in ("torch", "onnx", "onnx-int8")]
     assert len(set(ids)) == 3
     assert "runtime=" not in ids[0]  # eager ids are the ones recorded before ONNX paths existed: their caches stay valid
-    for rt, onnx_id in zip(("onnx", "onnx-int8"), ids[1:]):  # nothing else differs: the runtime and its recipe are added
-        assert sorted(onnx_id[:-1].split(",")) == sorted(ids[0][:-1].split(",") + [f"onnx_recipe={HUB_RECIPE}", f"runtime={rt}"])
+    added = {"onnx": [], "onnx-int8": [f"int8_format={int8_format()}"]}
+    for rt, onnx_id in zip(("onnx", "onnx-int8"), ids[1:]):  # nothing else differs: the runtime and its recipe (and int8 format) are added
+        assert sorted(onnx_id[:-1].split(",")) == sorted(ids[0][:-1].split(",") + [f"onnx_recipe={HUB_RECIPE}", f"runtime={rt}"] + added[rt])
 
 
 def test_a_new_hub_recipe_gives_a_new_id(kind: str, fixtures: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:

@@ -37,7 +37,7 @@ from typing import Any, TypeVar
 
 from frameselect.evaluators.base import Evaluator
 
-__all__ = ["BenchConfig", "BenchRow", "BenchResult", "run_bench", "format_report", "DEFAULT_ANSWERERS", "DEFAULT_BUDGETS", "QUERY_AWARE_NEEDS"]
+__all__ = ["BenchConfig", "BenchRow", "BenchResult", "run_bench", "format_report", "fill_summary", "DEFAULT_ANSWERERS", "DEFAULT_BUDGETS", "QUERY_AWARE_NEEDS"]
 
 DEFAULT_BUDGETS = (8, 16)
 DEFAULT_ANSWERERS = ("label_ocr_reader", "label_reader", "ocr_reader", "oracle")
@@ -360,9 +360,47 @@ def ranking_summary(result: BenchResult, k: int, answerer: str) -> list[str]:
     return lines
 
 
+def _fill(by: Mapping[tuple[str, str], BenchRow], selector: str, answerers: Sequence[str]) -> float | None:
+    """The selector's fill share at one budget (a selection property: the same under every answerer that has it)."""
+    for a in answerers:
+        row = by.get((selector, a))
+        if row is not None and row.table.get("fill_share") is not None:
+            return float(row.table["fill_share"])
+    return None
+
+
+def fill_summary(result: BenchResult) -> list[str]:
+    """One line per selector whose fill rule supplied most of its frames (:func:`frameselect.fill.fill_dominates`), with the budgets.
+
+    "reduces to its fill rule" where every frame at that budget was filled:
+    the selector's rows there are its fill rule's results.
+    """
+    from frameselect.fill import fill_dominates
+
+    shares: dict[str, dict[int, float]] = {}
+    answerers = list(result.config.answerers)
+    for selector, k in dict.fromkeys((r.selector, r.k) for r in _usable(result.rows)):
+        by = {(r.selector, r.answerer): r for r in result.rows if r.k == k and r.selector == selector}
+        share = _fill(by, selector, answerers)
+        if fill_dominates(share) and share is not None:
+            shares.setdefault(selector, {})[k] = share
+    lines = []
+    for selector, per_k in shares.items():
+        whole = [k for k, v in per_k.items() if v >= 1.0]
+        most = [k for k, v in per_k.items() if v < 1.0]
+        parts = []
+        if whole:
+            parts.append(f"reduces to its fill rule at k = {', '.join(map(str, whole))} (every frame filled)")
+        if most:
+            parts.append(f"mostly its fill rule at k = {', '.join(map(str, most))} (fill share {', '.join(f'{per_k[k]:.2f}' for k in most)})")
+        lines.append(f"- {selector}: " + "; ".join(parts))
+    return lines
+
+
 def format_report(result: BenchResult) -> str:
-    """The printed tables: per budget, selectors × answerers, and accuracy by question kind."""
+    """The printed tables: per budget, selectors × answerers, and accuracy by question kind; then the selectors the fill rule stood in for."""
     from frameselect.report import Column, Table, Value, render
+    from frameselect.tables import FILL_COLUMN, fill_note, format_fill_share
 
     metric = result.answer_metric
     answerers = list(result.config.answerers)
@@ -388,6 +426,7 @@ def format_report(result: BenchResult) -> str:
             + [Column(a + (" (upper bound)" if a == "oracle" else ""), "number", fmt=_fmt, higher_is_better=True) for a in answerers]
             + [Column("recall", "number", fmt=_fmt, higher_is_better=True), Column("precision", "number", fmt=_fmt, higher_is_better=True)]
             + [Column("select ms", "number", fmt=lambda v: _fmt(v, ".1f"), higher_is_better=False)]
+            + [Column(FILL_COLUMN, "number", fmt=format_fill_share)]
         )
         order = sorted(selectors, key=lambda s: _sort_key(_get(by.get((s, primary)), metric), s))
         for s in order:
@@ -399,9 +438,11 @@ def format_report(result: BenchResult) -> str:
                 any_row.table.get("evidence_recall"),
                 any_row.table.get("frame_precision"),
                 None if lat is None else 1000 * lat,
+                _fill(by, s, answerers),
             )
         out.append(render(table))
         out.append("(* query-aware: uses the encoder's query relevance)")
+        out.append(f"({fill_note()})")
         out.append("")
         beside_oracle = "oracle" in answerers and primary != "oracle"  # the oracle alone is not printed beside itself
         out.append(
@@ -423,6 +464,11 @@ def format_report(result: BenchResult) -> str:
                     out.append("")
                     out.append(f"ranks at k = {k} by {ans} accuracy (1 = best of {len(selectors)}):")
                     out.extend(lines)
+    fill_lines = fill_summary(result)
+    if fill_lines:
+        out.append("")
+        out.append("the fill rule, not the selector, chose most frames of:")
+        out.extend(fill_lines)
     failed = [r for r in result.rows if r.failed]
     if failed:
         out.append("")

@@ -62,25 +62,30 @@ def _results_table(label: str, records: list[SampleRecord], evaluators: Sequence
     """Every metric over the ok records (as the run's own evaluators, revived from its configuration,
     aggregate them; else the mean), with the counts of ok and failed samples."""
     from frameselect.evaluators.base import mean_of
+    from frameselect.fill import fill_share
     from frameselect.report import Column, Table
-    from frameselect.tables import revive_evaluator
+    from frameselect.tables import FILL_COLUMN, fill_note, format_fill_share, revive_evaluator
 
     ok = [r for r in records if r.status == "ok"]
     values = {k: mean_of(ok, k) for k in sorted({k for r in ok for k in r.metrics})}
     for ev in (revive_evaluator(c) for c in evaluators):
         if ev is not None:
             values = {k: v for k, v in values.items() if k not in ev.score_keys} | dict(ev.aggregate(ok))
-    table = Table([Column("run"), *(Column(k, "number") for k in values), Column("n", "int"), Column("failed", "int")])
-    table.add(label, *values.values(), len(ok), len(records) - len(ok))
+    share = fill_share(ok)
+    fill = [] if share is None else [Column(FILL_COLUMN, "number", fmt=format_fill_share)]
+    table = Table(
+        [Column("run"), *(Column(k, "number") for k in values), *fill, Column("n", "int"), Column("failed", "int")], note="" if share is None else fill_note()
+    )
+    table.add(label, *values.values(), *([] if share is None else [share]), len(ok), len(records) - len(ok))
     return table
 
 
 def _samples_table(records: list[SampleRecord]) -> Table:
     from frameselect.report import Column, Table
 
-    table = Table([Column("sample"), Column("status"), Column("selection"), Column("error")])
+    table = Table([Column("sample"), Column("status"), Column("selection"), Column("filled", "int"), Column("error")])
     for r in records:
-        table.add(r.sample_id, r.status, str(list(r.selection)), r.error or "")
+        table.add(r.sample_id, r.status, str(list(r.selection)), r.filled, r.error or "")
     return table
 
 

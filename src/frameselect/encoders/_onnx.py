@@ -17,6 +17,20 @@
                  cosine of 0.999, MiniLM's just does (mean): see
                  docs/performance.md for the measured agreement.
 
+int8 formats (:func:`int8_format`): ONNX Runtime's int8 matrix products
+multiply uint8 activations by int8 weights (``u8s8``). On x86-64 CPUs without
+VNNI its kernels add the products in pairs into int16 first (``VPMADDUBSW``),
+which saturates (255 · 127 · 2 > 32767); with VNNI (``VPDPBUSD``, AVX512-VNNI,
+AVX-VNNI, AMX) and on ARM64 the sums are exact. Where ``u8s8`` is not exact,
+the graphs are quantised with uint8 weights (``u8u8``: asymmetric per-channel
+weights; ONNX Runtime multiplies u8 × u8 in 16-bit lanes, exactly, on every
+CPU). ``u8s7`` (int8 weights in 7 bits, [-64, 64], ONNX Runtime's
+``reduce_range``: 255 · 64 · 2 fits int16) is exact everywhere too, and kept
+for measurement. ``$FRAMESELECT_INT8_FORMAT`` (``auto``, ``u8s8``, ``u8u8``,
+``u8s7``) overrides the choice, e.g. to share one feature cache between
+machines. The format is part of an int8 encoder's id and of its graph's file
+name, so caches never mix formats.
+
 The hub encoders (``clip``, ``siglip``, ``open_clip``) export their image
 and text towers separately (:func:`tower_session`); see
 :mod:`frameselect.encoders.hub` for their recipes.
@@ -37,6 +51,7 @@ import copy
 import functools
 import importlib.util
 import os
+import platform
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -48,13 +63,34 @@ from numpy.typing import NDArray
 from frameselect._cpus import usable_cpus
 from frameselect.errors import ConfigError, FrameselectError, MissingDependencyError
 
-__all__ = ["RUNTIMES", "check_runtime", "runtime_identity", "session", "tower_session", "new_session", "onnx_dir", "intra_op_threads"]
+__all__ = [
+    "RUNTIMES",
+    "INT8_FORMATS",
+    "check_runtime",
+    "runtime_identity",
+    "int8_format",
+    "format_for_cpu",
+    "session",
+    "tower_session",
+    "new_session",
+    "onnx_dir",
+    "intra_op_threads",
+]
 
 RUNTIMES = ("torch", "onnx", "onnx-int8")
 #: bump when an export, quantisation or pooling recipe changes (old files are then ignored, and ids change:
 #: :func:`runtime_identity`). 4: MiniLM's ONNX paths pool in numpy.
 RECIPE = "4"
 _LOCK = threading.Lock()
+#: int8 formats: (activation × weight types, whether ONNX Runtime multiplies them exactly on every CPU)
+INT8_FORMATS: dict[str, str] = {
+    "u8s8": "uint8 activations x int8 weights (8 bits); exact on x86-64 with VNNI and on ARM64, saturates in int16 on x86-64 without VNNI",
+    "u8u8": "uint8 activations x uint8 weights (asymmetric); exact on every CPU",
+    "u8s7": "uint8 activations x int8 weights in 7 bits ([-64, 64], reduce_range); exact on every CPU",
+}
+INT8_FORMAT_ENV = "FRAMESELECT_INT8_FORMAT"
+#: x86 CPU flags (as /proc/cpuinfo names them) of an instruction that adds u8 x s8 products into int32 without int16 pairs
+_VNNI_FLAGS = frozenset({"avx512_vnni", "avx_vnni", "amx_int8"})
 
 
 def check_runtime(runtime: str, part: str = "encoder") -> str:
@@ -65,20 +101,75 @@ def check_runtime(runtime: str, part: str = "encoder") -> str:
         missing = [m for m in ("onnxruntime", "onnx") if importlib.util.find_spec(m) is None]
         if missing:
             raise MissingDependencyError(f"{part}: runtime={runtime!r} needs {' and '.join(missing)}: pip install 'frameselect[onnx]', or use runtime='torch'")
+    if runtime == "onnx-int8":
+        int8_format(part)  # a wrong override fails here, before any sample
     return runtime
 
 
 def runtime_identity(runtime: str, recipe: str | None = None) -> dict[str, str]:
     """What an encoder's id records of its runtime: nothing for eager torch; else the runtime and the version of the
-    recipe its graphs come from (``recipe``, default :data:`RECIPE`).
+    recipe its graphs come from (``recipe``, default :data:`RECIPE`), and for int8 the format (:func:`int8_format`).
 
-    A new recipe (export, rewrites, quantisation or pooling) gives other
-    features, so it gives another id, and cached features never mix recipes.
+    A new recipe (export, rewrites, quantisation or pooling) or another int8
+    format gives other features, so it gives another id, and cached features
+    never mix recipes or formats.
 
-    >>> runtime_identity("torch"), runtime_identity("onnx-int8", "4")
-    ({}, {'runtime': 'onnx-int8', 'onnx_recipe': '4'})
+    >>> runtime_identity("torch"), runtime_identity("onnx", "4")
+    ({}, {'runtime': 'onnx', 'onnx_recipe': '4'})
     """
-    return {} if runtime == "torch" else {"runtime": runtime, "onnx_recipe": RECIPE if recipe is None else recipe}
+    if runtime == "torch":
+        return {}
+    identity = {"runtime": runtime, "onnx_recipe": RECIPE if recipe is None else recipe}
+    return identity | {"int8_format": int8_format()} if runtime == "onnx-int8" else identity
+
+
+def cpu_flags() -> frozenset[str]:
+    """The CPU's feature flags as Linux reports them (the first ``flags`` or ``Features`` line of /proc/cpuinfo); empty elsewhere."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as lines:
+            for line in lines:
+                key, _, value = line.partition(":")
+                if key.strip() in ("flags", "Features"):
+                    return frozenset(value.split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+def format_for_cpu(machine: str, flags: frozenset[str]) -> str:
+    """The int8 format ONNX Runtime multiplies exactly and fastest on a CPU of architecture ``machine`` with ``flags``.
+
+    ``u8s8`` on ARM64 and on x86-64 with a VNNI instruction; ``u8u8`` on any
+    other CPU (x86-64 without VNNI, where u8 × s8 saturates; or one not
+    recognised).
+
+    >>> format_for_cpu("x86_64", frozenset({"avx2", "avx512bw", "avx512_vnni"})), format_for_cpu("x86_64", frozenset({"avx2"}))
+    ('u8s8', 'u8u8')
+    >>> format_for_cpu("aarch64", frozenset({"asimd"})), format_for_cpu("riscv64", frozenset())
+    ('u8s8', 'u8u8')
+    """
+    arch = machine.lower()
+    if arch in ("aarch64", "arm64"):
+        return "u8s8"
+    if arch in ("x86_64", "amd64") and flags & _VNNI_FLAGS:
+        return "u8s8"
+    return "u8u8"
+
+
+@functools.lru_cache(maxsize=1)
+def host_int8_format() -> str:
+    """:func:`format_for_cpu` of this machine (read once per process)."""
+    return format_for_cpu(platform.machine(), cpu_flags())
+
+
+def int8_format(part: str = "encoder") -> str:
+    """The int8 format of this process: ``$FRAMESELECT_INT8_FORMAT`` where set (and not ``auto``), else :func:`host_int8_format`."""
+    value = os.environ.get(INT8_FORMAT_ENV, "").strip().lower()
+    if value in ("", "auto"):
+        return host_int8_format()
+    if value not in INT8_FORMATS:
+        raise ConfigError(f"{part}: ${INT8_FORMAT_ENV}={value!r} is not an int8 format; use auto, {', '.join(INT8_FORMATS)}, or unset it")
+    return value
 
 
 def intra_op_threads() -> int:
@@ -118,16 +209,16 @@ def _atomic(path: Path, write: Callable[[Path], None]) -> Path:
     return path
 
 
-def _graph(name: str, runtime: str, export: Callable[[Path], None], calibrate: Callable[[Path, Path], None], recipe: str) -> Path:
-    """The model file for ``runtime`` at version ``recipe``, exported (and quantised) on first use."""
+def _graph(name: str, runtime: str, export: Callable[[Path], None], calibrate: Callable[[Path, Path, str], None], recipe: str, fmt: str) -> Path:
+    """The model file for ``runtime`` at version ``recipe`` (in int8 format ``fmt``), exported (and quantised) on first use."""
     fp32 = onnx_dir() / f"{name}-r{recipe}-fp32.onnx"
     if not fp32.exists():
         _atomic(fp32, export)
     if runtime == "onnx":
         return fp32
-    int8 = onnx_dir() / f"{name}-r{recipe}-int8.onnx"
+    int8 = onnx_dir() / f"{name}-r{recipe}-int8-{fmt}.onnx"
     if not int8.exists():
-        _atomic(int8, lambda out: calibrate(fp32, out))
+        _atomic(int8, lambda out: calibrate(fp32, out, fmt))
     return int8
 
 
@@ -147,22 +238,38 @@ def new_session(path: Path) -> Any:
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-def tower_session(name: str, runtime: str, recipe: str, export: Callable[[Path], None], quantize: Callable[[Path, Path], None]) -> Any:
+def tower_session(
+    name: str, runtime: str, recipe: str, export: Callable[[Path], None], quantize: Callable[[Path, Path, str], None], fmt: str | None = None
+) -> Any:
     """A session on the graph ``name`` (for a hub encoder's tower: model, weights and tower) at ``runtime``, exported by
-    ``export`` and quantised by ``quantize`` on first use; ``recipe`` versions the files."""
+    ``export`` and quantised by ``quantize(fp32, out, format)`` on first use; ``recipe`` versions the files, ``fmt`` is
+    the int8 format (default :func:`int8_format`)."""
     _require()
     if check_runtime(runtime) == "torch":
         raise ValueError("the torch runtime has no ONNX session")
     with _LOCK:
-        path = _graph(name, runtime, export, quantize, recipe)
+        path = _graph(name, runtime, export, quantize, recipe, fmt or int8_format())
     return new_session(path)
 
 
 @functools.lru_cache(maxsize=8)
-def session(name: str, runtime: str) -> Any:
-    """An ONNX Runtime session for model ``name`` (``mobilenet_v2`` or ``minilm``) at ``runtime``."""
+def _format_session(name: str, runtime: str, fmt: str) -> Any:
     export, calibrate = _RECIPES[name]
-    return tower_session(name, runtime, RECIPE, export, calibrate)
+    return tower_session(name, runtime, RECIPE, export, calibrate, fmt)
+
+
+class _Sessions:
+    """``session(name, runtime)``: an ONNX Runtime session for model ``name`` (``mobilenet_v2`` or ``minilm``) at
+    ``runtime``, kept per int8 format (the format is read at each call: :func:`int8_format`)."""
+
+    def __call__(self, name: str, runtime: str) -> Any:
+        return _format_session(name, runtime, int8_format() if runtime == "onnx-int8" else "")
+
+    def cache_clear(self) -> None:
+        _format_session.cache_clear()
+
+
+session = _Sessions()
 
 
 # -- MobileNetV2 -----------------------------------------------------------------------
@@ -199,7 +306,7 @@ def calibration_images(size: int = 224) -> Iterator[NDArray[np.float32]]:
             yield preprocess(np.ascontiguousarray(frame)[None], size, "center").numpy()
 
 
-def _quantize_mobilenet(fp32: Path, out: Path) -> None:
+def _quantize_mobilenet(fp32: Path, out: Path, fmt: str = "u8s8") -> None:
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 
     class Reader(CalibrationDataReader):  # type: ignore[misc]
@@ -222,7 +329,8 @@ def _quantize_mobilenet(fp32: Path, out: Path) -> None:
         quant_format=QuantFormat.QDQ,
         per_channel=True,
         activation_type=QuantType.QUInt8,
-        weight_type=QuantType.QInt8,
+        weight_type=QuantType.QUInt8 if fmt == "u8u8" else QuantType.QInt8,
+        reduce_range=fmt == "u8s7",
         nodes_to_exclude=depthwise,
         calibrate_method=CalibrationMethod.Percentile,
     )
@@ -256,13 +364,13 @@ def _export_minilm(out: Path) -> None:
         )
 
 
-def _quantize_minilm(fp32: Path, out: Path) -> None:
+def _quantize_minilm(fp32: Path, out: Path, fmt: str = "u8s8") -> None:
     from frameselect.encoders._onnx_minilm import quantize_minilm_int8
 
-    quantize_minilm_int8(fp32, out)
+    quantize_minilm_int8(fp32, out, fmt=fmt)
 
 
-_RECIPES: dict[str, tuple[Callable[[Path], None], Callable[[Path, Path], None]]] = {
+_RECIPES: dict[str, tuple[Callable[[Path], None], Callable[[Path, Path, str], None]]] = {
     "mobilenet_v2": (_export_mobilenet, _quantize_mobilenet),
     "minilm": (_export_minilm, _quantize_minilm),
 }

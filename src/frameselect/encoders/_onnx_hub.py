@@ -12,6 +12,8 @@ quantised per batch; the attention output projections (a weighted MatMul
 fed, through reshapes, by the attention-weighted values) and the final
 projection (the last weighted MatMul) stay fp32. They are found from the
 graph's structure, not from names, so the rule holds for every architecture.
+The weights are int8 or uint8 as the int8 format asks
+(:func:`frameselect.encoders._onnx.int8_format`).
 
 torch, onnx and onnxruntime are imported inside the functions only.
 """
@@ -76,15 +78,17 @@ def matmuls_to_quantize(path: Path) -> tuple[list[str], list[str]]:
     return [n.name for n in weighted if n.name not in keep], keep
 
 
-def quantize_matmuls(fp32: Path, out: Path) -> None:
-    """Dynamic int8: per-channel weights of the constant-operand MatMuls, except :data:`KEEP_FP32`."""
+def quantize_matmuls(fp32: Path, out: Path, fmt: str = "u8s8") -> None:
+    """Dynamic int8 in format ``fmt`` (``u8s8``, ``u8u8`` or ``u8s7``): per-channel weights of the constant-operand
+    MatMuls, except those :func:`matmuls_to_quantize` keeps in fp32."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     quantize, _ = matmuls_to_quantize(fp32)
     quantize_dynamic(
         str(fp32),
         str(out),
-        weight_type=QuantType.QInt8,
+        weight_type=QuantType.QUInt8 if fmt == "u8u8" else QuantType.QInt8,
+        reduce_range=fmt == "u8s7",
         per_channel=True,
         op_types_to_quantize=["MatMul"],
         nodes_to_quantize=quantize,

@@ -18,8 +18,10 @@ MatMuls with a constant weight (Q/K/V, attention output, both feed-forward):
    BERT's post-LN layout, and only the largest channels are scaled);
 3. **padding rows zeroed** (they reach no other token and are not pooled).
 
-Then :func:`onnxruntime.quantization.quantize_dynamic` (per-channel int8 weights)
-and the int8 weights are re-rounded with GPTQ (Frantar et al., ICLR 2023,
+Then :func:`onnxruntime.quantization.quantize_dynamic` (per-channel 8-bit weights
+in the int8 format asked for: int8, uint8 with per-channel zero points, or int8
+in 7 bits; :func:`frameselect.encoders._onnx.int8_format`) and the weights are
+re-rounded with GPTQ (Frantar et al., ICLR 2023,
 IST-DASLab/gptq ``GPTQ.fasterquant``; deviations: no blocking or act-order, the
 scales ONNX Runtime chose are kept, damping 0.1 of the mean diagonal).
 Calibration uses :func:`calibration_texts`, sentences generated here, disjoint
@@ -207,8 +209,16 @@ def rewrite_for_int8(fp32: Path, texts: Sequence[str]) -> Any:
     return model
 
 
-def gptq_round(weight: NDArray[np.float32], scale: NDArray[np.float32], hessian: NDArray[np.float64], damping: float = GPTQ_DAMPING) -> NDArray[np.int8]:
-    """int8 codes of ``weight`` (in × out, ``y = x @ weight``) on the per-column grid ``scale``, rounded by GPTQ against ``hessian`` (= E[x xᵀ])."""
+def gptq_round(
+    weight: NDArray[np.float32],
+    scale: NDArray[np.float32],
+    hessian: NDArray[np.float64],
+    damping: float = GPTQ_DAMPING,
+    zero_point: NDArray[Any] | int = 0,
+    qrange: tuple[int, int] = (-127, 127),
+) -> NDArray[Any]:
+    """Codes of ``weight`` (in × out, ``y = x @ weight``) on the per-column grid ``scale`` and ``zero_point``, clipped to
+    ``qrange``, rounded by GPTQ against ``hessian`` (= E[x xᵀ]); int8 codes, or uint8 where ``qrange`` starts at 0."""
     w = weight.astype(np.float64).copy()
     h = hessian.copy()
     dead = np.diag(h) == 0
@@ -216,17 +226,22 @@ def gptq_round(weight: NDArray[np.float32], scale: NDArray[np.float32], hessian:
     w[dead] = 0.0
     h += damping * float(np.mean(np.diag(h))) * np.eye(len(h))
     upper = np.linalg.cholesky(np.linalg.inv(h)).T  # inverse Hessian = upperᵀ upper
-    codes = np.zeros(w.shape, np.int8)
+    zero = np.asarray(zero_point, np.float64)
+    codes = np.zeros(w.shape, np.uint8 if qrange[0] >= 0 else np.int8)
     for i in range(len(w)):
-        q = np.clip(np.round(w[i] / scale), -127, 127)
+        q = np.clip(np.round(w[i] / scale) + zero, *qrange)
         codes[i] = q
-        error = (w[i] - q * scale) / upper[i, i]
+        error = (w[i] - (q - zero) * scale) / upper[i, i]
         w[i + 1 :] -= np.outer(upper[i, i + 1 :], error)
     return codes
 
 
-def quantize_minilm_int8(fp32: Path, out: Path, texts: Sequence[str] | None = None) -> None:
-    """Write the int8 MiniLM graph for ``fp32`` to ``out`` (see the module docstring)."""
+#: code ranges of the weights per int8 format (those ONNX Runtime's quantiser uses: symmetric int8, uint8, 7-bit int8)
+_QRANGE = {"u8s8": (-127, 127), "u8u8": (0, 255), "u8s7": (-64, 64)}
+
+
+def quantize_minilm_int8(fp32: Path, out: Path, texts: Sequence[str] | None = None, fmt: str = "u8s8") -> None:
+    """Write the int8 MiniLM graph for ``fp32`` to ``out`` in int8 format ``fmt`` (see the module docstring)."""
     import onnx
     from onnx import numpy_helper
     from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -237,7 +252,13 @@ def quantize_minilm_int8(fp32: Path, out: Path, texts: Sequence[str] | None = No
         rewritten = Path(tmp) / "rewritten.onnx"
         onnx.save(model, str(rewritten))
         quantize_dynamic(
-            str(rewritten), str(out), weight_type=QuantType.QInt8, per_channel=True, op_types_to_quantize=["MatMul"], extra_options={"MatMulConstBOnly": True}
+            str(rewritten),
+            str(out),
+            weight_type=QuantType.QUInt8 if fmt == "u8u8" else QuantType.QInt8,
+            reduce_range=fmt == "u8s7",
+            per_channel=True,
+            op_types_to_quantize=["MatMul"],
+            extra_options={"MatMulConstBOnly": True},
         )
     quantized = onnx.load(str(out))
     found = {i.name: i for i in quantized.graph.initializer}
@@ -254,6 +275,8 @@ def quantize_minilm_int8(fp32: Path, out: Path, texts: Sequence[str] | None = No
     for node in matmuls:
         name = node.input[1].removesuffix("_quantized")
         scale = numpy_helper.to_array(found[f"{name}_scale"])
-        codes = gptq_round(numpy_helper.to_array(fp32_weights[name]), scale, hessians[node.input[0].removesuffix("_quantized")] / count)
+        zero = numpy_helper.to_array(found[f"{name}_zero_point"]).astype(np.int64)
+        hessian = hessians[node.input[0].removesuffix("_quantized")] / count
+        codes = gptq_round(numpy_helper.to_array(fp32_weights[name]), scale, hessian, zero_point=zero, qrange=_QRANGE[fmt])
         found[node.input[1]].CopyFrom(numpy_helper.from_array(codes, node.input[1]))
     onnx.save(quantized, str(out))

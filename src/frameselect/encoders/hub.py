@@ -23,10 +23,12 @@ the embedding-cache key).
   never share cached embeddings.
 * Runtime: ``runtime="torch"`` (default) runs the model eagerly;
   ``"onnx"`` runs the image and text towers on ONNX Runtime in float32 on the
-  CPU, and ``"onnx-int8"`` quantises their MatMul weights to int8
-  (:mod:`frameselect.encoders._onnx_hub`). Each tower is exported from the
+  CPU, and ``"onnx-int8"`` quantises their MatMul weights to 8 bits, in the
+  int8 format this CPU multiplies exactly
+  (:func:`frameselect.encoders._onnx.int8_format`;
+  :mod:`frameselect.encoders._onnx_hub`). Each tower is exported from the
   loaded model into the cache on first use and reused afterwards; the
-  runtime is part of the ``id``. Preprocessing and tokenisation are the
+  runtime (and the int8 format) is part of the ``id``. Preprocessing and tokenisation are the
   torch path's; an injected model is moved to the CPU in float32. ``blip_itm``
   and SigLIP 2 have no ONNX path.
 
@@ -125,7 +127,7 @@ class HubEncoder(Encoder):
         self._revision_label: str | None = None
         self._device: str = ""
         self._dtype: Any = None
-        self._sessions: dict[str, Any] = {}
+        self._sessions: dict[tuple[str, str], Any] = {}
 
     def _check_onnx_settings(self, model: Any, device: str | None, dtype: str | None) -> None:
         """ONNX Runtime runs the towers in float32 on the CPU: refuse other settings before anything loads."""
@@ -235,8 +237,11 @@ class HubEncoder(Encoder):
         return f"{self.name}-{safe}-{short_hash(json.dumps(key, sort_keys=True, default=str))}-{tower}"
 
     def _session(self, tower: str) -> Any:
-        """The ONNX Runtime session of ``tower`` (``image`` or ``text``), exported into the cache on first use."""
-        if tower not in self._sessions:
+        """The ONNX Runtime session of ``tower`` (``image`` or ``text``) in this process's int8 format, exported into the cache on first use."""
+        from frameselect.encoders._onnx import int8_format
+
+        fmt = int8_format() if self.runtime == "onnx-int8" else ""
+        if (tower, fmt) not in self._sessions:
             from frameselect.encoders._onnx import tower_session
             from frameselect.encoders._onnx_hub import HUB_RECIPE, export_tower, quantize_matmuls
 
@@ -245,8 +250,8 @@ class HubEncoder(Encoder):
             def export(out: Any) -> None:
                 export_tower(self._model, forward, inputs, out, token_axis)
 
-            self._sessions[tower] = tower_session(self.onnx_stem(tower), self.runtime, HUB_RECIPE, export, quantize_matmuls)
-        return self._sessions[tower]
+            self._sessions[tower, fmt] = tower_session(self.onnx_stem(tower), self.runtime, HUB_RECIPE, export, quantize_matmuls, fmt or None)
+        return self._sessions[tower, fmt]
 
     def _run_session(self, tower: str, feeds: dict[str, Any]) -> Any:
         import torch

@@ -35,7 +35,7 @@ from frameselect.errors import FrameselectError
 from frameselect.htmlreport import figures
 from frameselect.stats import Interval, Ranking, format_interval, format_p, kendall_tau
 from frameselect.store import Store
-from frameselect.tables import StoredRun, TableSection, build_tables, load_runs, rank_report
+from frameselect.tables import StoredRun, TableSection, build_tables, fill_note, format_fill_share, load_runs, rank_report
 from frameselect.types import Sample
 
 __all__ = ["build_report", "write_report", "ReportError"]
@@ -68,6 +68,8 @@ class Cell:
     text: str
     value: float
     best: bool = False
+    #: marked as a warning (a run whose frames mostly came from the fill rule)
+    flag: bool = False
 
 
 @dataclass
@@ -75,8 +77,12 @@ class TableView:
     dataset: str
     columns: list[str]
     higher_is_better: list[bool]
-    rows: list[tuple[str, int, list[Cell]]]
+    #: (run label, n, fill share cell or None where not recorded, metric cells)
+    rows: list[tuple[str, int, Cell | None, list[Cell]]]
     note: str = ""
+    #: some run recorded its fill share: the table has the column
+    has_fill: bool = False
+    fill_note: str = ""
 
 
 @dataclass
@@ -135,14 +141,16 @@ def _table_view(section: TableSection, note: str) -> TableView:
         values = [row.cells[m.name].estimate for row in section.rows if not math.isnan(row.cells[m.name].estimate)]
         if values:
             best[m.name] = max(values) if m.higher_is_better else min(values)
-    rows = []
+    rows: list[tuple[str, int, Cell | None, list[Cell]]] = []
     for row in section.rows:
         cells = []
         for m in section.metrics:
             iv = row.cells[m.name]
             cells.append(Cell(_cell_text(iv), iv.estimate, m.name in best and iv.estimate == best[m.name]))
-        rows.append((row.label, row.n, cells))
-    return TableView(section.dataset, columns, hib, rows, note)
+        fill = None if row.fill_share is None else Cell(format_fill_share(row.fill_share), row.fill_share, flag=row.fill_dominates)
+        rows.append((row.label, row.n, fill, cells))
+    has_fill = any(fill is not None for _, _, fill, _ in rows)
+    return TableView(section.dataset, columns, hib, rows, note, has_fill, fill_note() if has_fill else "")
 
 
 def _headline(section: TableSection, wanted: str | None) -> str:

@@ -8,7 +8,9 @@ contract: exactly ``min(k, N)`` unique, ascending, in-range indices. A
 selector with a true ``reference_exact`` field is the exception: it receives
 the budget unclamped and returns what its reference code returns, in range
 but possibly empty, short or repeating; the :class:`Selection` is flagged
-``reference_exact=True``.
+``reference_exact=True``. The :class:`Selection` also counts (``filled``)
+the frames that :func:`fill_to_k` supplied during the call, so a record shows
+how much of a selection is the selector's own.
 
 Writing a new selector takes a few lines::
 
@@ -22,7 +24,9 @@ Writing a new selector takes a few lines::
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -64,6 +68,27 @@ def normalize_minmax(x: NDArray[Any]) -> NDArray[np.float64]:
     return (x - lo) / (hi - lo)
 
 
+#: the frames fill_to_k supplied during the current Selector.select call (None outside one)
+_FILLED: ContextVar[set[int] | None] = ContextVar("frameselect_filled", default=None)
+
+
+@contextmanager
+def _recording_fills() -> Iterator[set[int]]:
+    """Collect, for the duration of one ``select``, the frames every :func:`fill_to_k` call adds."""
+    frames: set[int] = set()
+    token = _FILLED.set(frames)
+    try:
+        yield frames
+    finally:
+        _FILLED.reset(token)
+
+
+def _note_filled(frames: Sequence[int]) -> None:
+    recorder = _FILLED.get()
+    if recorder is not None:
+        recorder.update(frames)
+
+
 def fill_to_k(chosen: Sequence[int], k: int, n: int, priority: NDArray[Any] | None = None, times: NDArray[Any] | None = None) -> list[int]:
     """Deduplicate ``chosen`` (keeping first occurrences) and fill up to ``k``.
 
@@ -73,7 +98,8 @@ def fill_to_k(chosen: Sequence[int], k: int, n: int, priority: NDArray[Any] | No
     priority, add one at a time the frame farthest from those already chosen,
     measured in ``times`` (seconds) when given, else in pool positions
     (earliest on ties; the first frame when nothing is chosen yet).
-    Returns ascending indices.
+    Returns ascending indices. Inside :meth:`Selector.select` the frames
+    added here are counted in the selection's ``filled``.
 
     >>> fill_to_k([5, 5, 2], 4, 10)
     [0, 2, 5, 9]
@@ -89,7 +115,8 @@ def fill_to_k(chosen: Sequence[int], k: int, n: int, priority: NDArray[Any] | No
         if len(seen) == k:
             break
     out = list(seen)
-    if len(out) == k:
+    own = len(out)
+    if own == k:
         return sorted(out)
     if priority is not None:
         order = np.lexsort((np.arange(n), -np.asarray(priority, dtype=np.float64)))
@@ -99,6 +126,7 @@ def fill_to_k(chosen: Sequence[int], k: int, n: int, priority: NDArray[Any] | No
             if int(i) not in seen:
                 seen[int(i)] = None
                 out.append(int(i))
+        _note_filled(out[own:])
         return sorted(out)
     pos = np.asarray(times, dtype=np.float64) if times is not None else np.arange(n, dtype=np.float64)
     dist = np.full(n, np.inf)
@@ -111,6 +139,7 @@ def fill_to_k(chosen: Sequence[int], k: int, n: int, priority: NDArray[Any] | No
         out.append(i)
         taken[i] = True
         dist = np.minimum(dist, np.abs(pos - pos[i]))
+    _note_filled(out[own:])
     return sorted(out)
 
 
@@ -151,10 +180,11 @@ class Selector(Part):
         self._check_features(features, n)
         generator = rng if rng is not None else np.random.default_rng(seed)
         exact = bool(self.reference_exact)
-        start = time.perf_counter()
-        # reference-exact mode sees the budget as given: the reference decides what k > N means
-        out = self._select(pool, query, k if exact else min(k, n), features, generator)
-        latency = time.perf_counter() - start
+        with _recording_fills() as fill_frames:
+            start = time.perf_counter()
+            # reference-exact mode sees the budget as given: the reference decides what k > N means
+            out = self._select(pool, query, k if exact else min(k, n), features, generator)
+            latency = time.perf_counter() - start
         indices, scores = out if isinstance(out, tuple) else (out, None)
         idx = [int(i) for i in indices]
         if exact:
@@ -167,6 +197,7 @@ class Selector(Part):
             selector=self.name,
             latency_s=latency,
             reference_exact=exact,
+            filled=len(set(idx) & fill_frames),
         )
 
     def _check_features(self, features: Features, n: int) -> None:

@@ -1,0 +1,204 @@
+"""The ``frameselect`` model of lmms-eval: one of lmms-eval's own video models, frames chosen by a selector.
+
+``python -m lmms_eval --model frameselect --model_args base=qwen2_5_vl,pretrained=...,selector=aks,k=16,encoder=siglip``
+creates lmms-eval's ``base`` model with its own arguments (loading, prompting and generation
+are lmms-eval's) and replaces only how its frames are chosen: for each document the wrapper
+builds the candidate pool, computes the selector's features through the feature cache, selects
+``k`` frames and hands the model exactly those frames with their timestamps. Every selection
+and answer is a frameselect run in ``store=`` (dataset ``lmms_eval/<task>``, sample ids the
+document ids), so an interrupted evaluation resumes from what was stored.
+
+Supported ``base`` models: the Qwen family's simple wrappers (``qwen2_vl``, ``qwen2_5_vl``,
+``qwen3_vl``), whose ``process_vision_info`` is replaced, for the time of one document, by
+:func:`frameselect.integrations.qwen_vl_utils.process_vision_info` holding the selection
+(and whose resampling to ``max_num_frames`` is made a no-op by raising it above ``k``).
+See docs/lmms-eval.md.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from lmms_eval.api.model import lmms
+
+from frameselect.errors import ConfigError
+from frameselect.integrations.bridge import BridgeConfig, HarnessAnswerer, base_parameters, parse_model_args, run_selection
+from frameselect.integrations.lmms_eval_plugin import MODEL_ID
+from frameselect.types import Query, Sample
+
+__all__ = ["FrameselectLMM", "SUPPORTED_BASES", "key_response_cache_on_config"]
+
+#: lmms-eval models whose frames the wrapper chooses, by how it reaches them
+SUPPORTED_BASES = {"qwen2_vl": "qwen", "qwen2_5_vl": "qwen", "qwen3_vl": "qwen"}
+_VIDEO_EXTENSIONS = (".mp4", ".avi", ".mov", ".mkv", ".webm")
+#: the resolved configuration of the frameselect model created in this process (keys the response cache)
+_CURRENT: dict[str, str] = {}
+
+
+class FrameselectLMM(lmms):  # type: ignore[misc]
+    """lmms-eval's ``base`` model with its frames chosen by a frameselect selector."""
+
+    is_simple = True
+
+    def __init__(self, base: str | None = None, batch_size: Any = 1, max_batch_size: Any = None, device: str | None = None, **model_args: Any) -> None:
+        super().__init__()
+        from lmms_eval.models import get_model
+
+        if not base:
+            raise ConfigError("model_args: base= is required: the lmms-eval video model whose frames frameselect chooses, e.g. base=qwen2_5_vl")
+        if base not in SUPPORTED_BASES:
+            raise ConfigError(f"model_args: base={base!r} is not supported; the frameselect model wraps {', '.join(sorted(SUPPORTED_BASES))}")
+        base_cls = get_model(base, force_simple=True)
+        self.config: BridgeConfig = parse_model_args({"base": base, **model_args}, base_parameters(base_cls))
+        key_response_cache_on_config(self.config)
+        kwargs = dict(self.config.base_args)
+        if device is not None and "device" in (base_parameters(base_cls) or ()):
+            kwargs.setdefault("device", device)
+        self.base = base_cls(**kwargs)
+        # lmms-eval's own resampling after process_vision_info keeps every frame given
+        if hasattr(self.base, "max_num_frames"):
+            self.base.max_num_frames = self.config.k + 1
+        self._base_args = ",".join(f"{k}={v}" for k, v in sorted(self.config.base_args.items()))
+
+    # what lmms-eval reads of a model
+    @property
+    def rank(self) -> int:
+        return int(getattr(self.base, "rank", 0))
+
+    @property
+    def world_size(self) -> int:
+        return int(getattr(self.base, "world_size", 1))
+
+    @property
+    def batch_size(self) -> int:
+        return 1
+
+    @property
+    def device(self) -> Any:
+        return getattr(self.base, "device", "cpu")
+
+    def loglikelihood(self, requests: list[Any]) -> list[Any]:
+        raise NotImplementedError("the frameselect model answers generate_until tasks only")
+
+    def generate_until_multi_round(self, requests: list[Any]) -> list[Any]:
+        raise NotImplementedError("the frameselect model answers single-round generate_until tasks only")
+
+    def generate_until(self, requests: list[Any]) -> list[str]:
+        self.base.task_dict = self.task_dict
+        out: list[str | None] = [None] * len(requests)
+        groups: dict[str, list[int]] = {}
+        for i, req in enumerate(requests):
+            groups.setdefault(str(req.args[4]), []).append(i)
+        for task, positions in groups.items():
+            samples: list[Sample] = []
+            by_id: dict[str, Any] = {}
+            for i in positions:
+                context, _gen, doc_to_visual, doc_id, _task, split = requests[i].args
+                doc = self.task_dict[task][split][doc_id]
+                video = _video_of(doc_to_visual(doc))
+                if video is None:  # nothing to choose: the model as lmms-eval runs it
+                    out[i] = self.base.generate_until([requests[i]])[0]
+                    continue
+                sid = str(doc_id) if int(getattr(requests[i], "idx", 0) or 0) == 0 else f"{doc_id}#{requests[i].idx}"
+                samples.append(Sample(id=sid, video=video, query=Query(text=str(context)), metadata={"lmms_eval_task": task, "split": str(split)}))
+                by_id[sid] = (i, requests[i])
+            if not samples:
+                continue
+            answerer = HarnessAnswerer(model=self.config.base, model_args=self._base_args, generate=functools.partial(self._generate, by_id))
+            for record in run_selection(self.config, samples, answerer, dataset_name=f"lmms_eval/{task}"):
+                i = by_id[record.sample_id][0]
+                if record.status != "ok":
+                    print(f"frameselect: {task} doc {record.sample_id} failed: {record.error}", file=sys.stderr)
+                out[i] = record.answer or ""
+        return [o or "" for o in out]
+
+    def _generate(self, by_id: dict[str, Any], request: Any) -> str:
+        """The base model's answer to one document, given exactly the frames selected."""
+        instance = by_id[request.sample.id][1]
+        with self._frames(request):
+            answers = self.base.generate_until([instance])
+        return str(answers[0])
+
+    @contextmanager
+    def _frames(self, request: Any) -> Iterator[None]:
+        module = sys.modules[type(self.base).__module__]
+        from frameselect.integrations import qwen_vl_utils
+
+        chosen = {request.sample.video: request}
+        patched: Callable[..., Any] = functools.partial(qwen_vl_utils.process_vision_info, chosen=chosen)
+        saved = module.__dict__.get("process_vision_info")
+        processor = getattr(self.base, "processor", None)
+        module.__dict__["process_vision_info"] = patched
+        if self.config.base == "qwen2_5_vl" and processor is not None:  # second_per_grid_ts from the frames' own rate
+            self.base.processor = _WithFps(processor, qwen_vl_utils.mean_rate(request.timestamps))
+        try:
+            yield
+        finally:
+            module.__dict__["process_vision_info"] = saved
+            if processor is not None:
+                self.base.processor = processor
+
+
+class _WithFps:
+    """A processor that passes ``fps=`` with the videos it is given (lmms-eval's call omits it)."""
+
+    def __init__(self, processor: Any, fps: float) -> None:
+        self._processor = processor
+        self._fps = fps
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._processor, name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("videos") is not None and "fps" not in kwargs:
+            kwargs["fps"] = [self._fps] * len(kwargs["videos"])
+        return self._processor(*args, **kwargs)
+
+
+def _video_of(visuals: Any) -> str | None:
+    for visual in visuals or []:
+        if isinstance(visual, str) and visual.lower().endswith(_VIDEO_EXTENSIONS):
+            return visual
+    return None
+
+
+def key_response_cache_on_config(config: BridgeConfig) -> None:
+    """Make lmms-eval's response cache (``--use_cache``) key on the resolved configuration.
+
+    lmms-eval keys a response on the model name and its ``model_args`` as typed; two runs whose
+    frames differ only through a default would share answers. The cache's model fingerprint is
+    extended, for the ``frameselect`` model, with :attr:`BridgeConfig.fingerprint` (selector,
+    encoder, their parameters and defaults, budget, pool, seed, frameselect version). Where
+    lmms-eval's cache cannot be reached this way, ``--use_cache`` is refused.
+    """
+    _CURRENT["fingerprint"] = config.fingerprint
+    try:
+        from lmms_eval.caching.response_cache import ResponseCache
+
+        original = ResponseCache.__dict__["create"]
+        func = original.__func__
+    except (ImportError, KeyError, AttributeError):
+        if any(a == "--use_cache" or a.startswith("--use_cache=") for a in sys.argv):
+            raise ConfigError(
+                "--use_cache: this lmms-eval's response cache cannot be keyed on the frameselect configuration; run without --use_cache"
+            ) from None
+        return
+    if getattr(func, "_frameselect", False):
+        return
+
+    @functools.wraps(func)
+    def create(cls: Any, cache_root: str, *args: Any, model: Any = "", model_args: Any = "", **kwargs: Any) -> Any:
+        if isinstance(model, str) and model in (MODEL_ID, "frameselect_lmm") and _CURRENT.get("fingerprint"):
+            if isinstance(model_args, str):
+                from lmms_eval.utils import simple_parse_args_string
+
+                model_args = simple_parse_args_string(model_args)
+            model_args = {**dict(model_args or {}), "frameselect_config": _CURRENT["fingerprint"]}
+        return func(cls, cache_root, *args, model=model, model_args=model_args, **kwargs)
+
+    create._frameselect = True  # type: ignore[attr-defined]
+    ResponseCache.create = classmethod(create)  # type: ignore[arg-type]
