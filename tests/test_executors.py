@@ -348,3 +348,138 @@ def test_a_local_ray_cluster_started_here_runs_its_workers_at_normal_priority() 
     assert line, out.stderr[-2000:]
     driver_nice = int(line[0].split()[-1])
     assert line[0] == f"NICE [{driver_nice}] {driver_nice}"  # the workers' priority is the driver's
+
+
+# -- one loop, three transports; workers that cannot start or die ----------------------
+
+
+def test_the_same_plan_through_inline_process_and_ray_gives_identical_records_ids_and_tables(ray_cluster: Any, tiny: Any, tmp_path: Path) -> None:
+    from frameselect.pipeline import run_plan
+
+    plan = plan_run("kcenter", EVALUATORS, tiny, 3, encoder="color_histogram", answerer="oracle")
+    results = {}
+    with ProcessExecutor(2) as process:
+        for name, ex in (("inline", InlineExecutor()), ("process", process), ("ray", "ray")):
+            results[name] = run_plan(plan, store=tmp_path / f"{name}.sqlite", cache_dir=tmp_path / f"c-{name}", executor=ex, workers=2)
+    inline = results["inline"]
+    assert inline.table["n"] == 6 and inline.counters.selector_calls == 6
+    for name in ("process", "ray"):
+        other = results[name]
+        assert other.run_id == inline.run_id == plan.run_id, name
+        assert comparable(other.records) == comparable(inline.records), name
+        assert {k: v for k, v in other.table.items() if "latency" not in k} == {k: v for k, v in inline.table.items() if "latency" not in k}, name
+        assert other.counters.frames_encoded == inline.counters.frames_encoded > 0, name
+
+
+def test_deepcopy_and_pickle_of_a_decode_counter_do_not_depend_on_what_was_imported() -> None:
+    import copy
+    import pickle
+    import subprocess
+
+    code = (
+        "import copy, pickle\n"
+        "from frameselect.video.decode import DecodeCounter, FrameMemo\n"
+        "c = DecodeCounter(); c.add(5); m = FrameMemo(limit=3)\n"
+        "before = (copy.deepcopy(c).frames_decoded, pickle.loads(pickle.dumps(c)).frames_decoded, copy.deepcopy(m).limit)\n"
+        "import frameselect.executors, frameselect.run\n"
+        "after = (copy.deepcopy(c).frames_decoded, pickle.loads(pickle.dumps(c)).frames_decoded, copy.deepcopy(m).limit)\n"
+        "print(before == after, before)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(Path(frameselect.__file__).parent.parent)},
+    )
+    assert out.stdout.split() == ["True", "(0,", "0,", "3)"], out.stderr[-2000:]  # a counter travels empty, a memo with its settings
+    from frameselect.video.decode import DecodeCounter
+
+    c = DecodeCounter()
+    c.add(2)
+    assert copy.deepcopy(c).frames_decoded == 0 and c.frames_decoded == 2
+
+
+NO_GUARD_SCRIPT = """
+import sys
+import frameselect
+from frameselect.plan import resolve
+
+ds = resolve("datasets", "tiny", root=sys.argv[1])
+frameselect.evaluate("uniform", ["evidence_recall"], ds, k=2, store=sys.argv[2], cache_dir=sys.argv[3], executor="process", workers=2, progress=False)
+print("finished")
+"""
+
+
+def test_a_script_without_a_main_guard_gets_a_clear_error_before_any_sample(tiny_root: Path, tmp_path: Path) -> None:
+    import subprocess
+
+    script = tmp_path / "unguarded.py"
+    script.write_text(NO_GUARD_SCRIPT)
+    store = tmp_path / "s.sqlite"
+    env = {**os.environ, "PYTHONPATH": str(Path(frameselect.__file__).parent.parent)}
+    out = subprocess.run(
+        [sys.executable, str(script), str(tiny_root), str(store), str(tmp_path / "c")], capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path
+    )
+    assert out.returncode != 0 and "finished" not in out.stdout
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("frameselect.executors.transports.WorkerStartError: executor 'process': its worker processes could not start"), out.stderr[-3000:]
+    assert 'if __name__ == "__main__":' in last and "executor='serial'" in last
+    assert not store.exists() or sqlite3.connect(store).execute("SELECT COUNT(*) FROM records").fetchone()[0] == 0
+
+
+@dataclass(frozen=True)
+class DiesOn(Selector):
+    """Uniform; a worker process selecting on the pool of ``video_id`` kills itself (SIGKILL): every time, or only the first (``once``: a marker file)."""
+
+    video_id: str = ""
+    driver_pid: int = 0
+    once: str = ""
+
+    def _select(self, pool, query, k, features, rng):  # type: ignore[no-untyped-def]
+        if pool.video_id == self.video_id and os.getpid() != self.driver_pid:
+            if not self.once or not Path(self.once).exists():
+                if self.once:
+                    Path(self.once).write_text(str(os.getpid()))
+                os.kill(os.getpid(), 9)
+        return uniform_indices(len(pool), k)
+
+
+def _records_per_sample(store: Path, run_id: str) -> dict[str, int]:
+    with sqlite3.connect(store) as conn:
+        return dict(conn.execute("SELECT sample_id, COUNT(*) FROM records WHERE run_id = ? GROUP BY sample_id", (run_id,)).fetchall())
+
+
+def test_a_worker_killed_once_has_its_unit_retried_and_nothing_is_lost_or_duplicated(tiny: Any, tmp_path: Path) -> None:
+    from frameselect.video.decode import content_hash
+
+    victim = content_hash(next(iter(tiny)).video)
+    marker = tmp_path / "killed.pid"
+    sel = DiesOn(video_id=victim, driver_pid=os.getpid(), once=str(marker))
+    store = tmp_path / "p.sqlite"
+    with ProcessExecutor(2) as ex:
+        par = frameselect.evaluate(sel, ["evidence_recall"], tiny, k=3, store=store, cache_dir=tmp_path / "c", executor=ex)
+    assert marker.exists()  # a worker did die on that video
+    serial = frameselect.evaluate(sel, ["evidence_recall"], tiny, k=3, store=tmp_path / "s.sqlite", cache_dir=tmp_path / "c")
+    assert comparable(par.records) == comparable(serial.records) and all(r.status == "ok" for r in par.records)
+    assert _records_per_sample(store, par.run_id) == {s.id: 1 for s in tiny}
+
+
+def test_a_worker_killed_on_every_try_fails_only_its_units_samples_with_the_cause(tiny: Any, tmp_path: Path) -> None:
+    from frameselect.run import failure_reasons
+    from frameselect.video.decode import content_hash
+
+    victim_video = next(iter(tiny)).video
+    sel = DiesOn(video_id=content_hash(victim_video), driver_pid=os.getpid())
+    store = tmp_path / "p.sqlite"
+    with ProcessExecutor(2) as ex:
+        par = frameselect.evaluate(sel, ["evidence_recall"], tiny, k=3, store=store, cache_dir=tmp_path / "c", executor=ex)
+        again = frameselect.evaluate("uniform", ["evidence_recall"], tiny, k=3, store=store, cache_dir=tmp_path / "c", executor=ex)  # the pool still works
+    victims = {s.id for s in tiny if s.video == victim_video}
+    assert victims and {r.sample_id for r in par.records if r.status != "ok"} == victims
+    assert all(r.status == "ok" for r in par.records if r.sample_id not in victims)  # the other videos' samples finished normally
+    reasons = failure_reasons(par.records)
+    assert len(reasons) == 1 and reasons[0][1] == len(victims)
+    assert reasons[0][0].startswith("worker lost: WorkerLost: worker process ") and reasons[0][0].endswith("ended while running this task (killed by SIGKILL)")
+    assert _records_per_sample(store, par.run_id) == {s.id: 1 for s in tiny}
+    assert again.table["n"] == 6
