@@ -317,7 +317,7 @@ def test_bench_on_an_executor_runs_two_runs_at_once_and_equals_serial(tmp_path: 
 
 def test_process_workers_get_their_share_of_the_cores_for_blas_and_onnx_runtime() -> None:
     """numpy's OpenBLAS is limited whenever it is loaded (workers import it after their initializer has run)."""
-    threadpoolctl = pytest.importorskip("threadpoolctl")
+    pytest.importorskip("threadpoolctl")
     from frameselect.encoders._onnx import intra_op_threads
     from frameselect.executors import usable_cpus
 
@@ -373,7 +373,6 @@ def test_the_same_plan_through_inline_process_and_ray_gives_identical_records_id
 
 def test_deepcopy_and_pickle_of_a_decode_counter_do_not_depend_on_what_was_imported() -> None:
     import copy
-    import pickle
     import subprocess
 
     code = (

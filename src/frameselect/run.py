@@ -739,8 +739,9 @@ class _SampleLoop:
         self.answering = False
         self.answer_thread = cf.ThreadPoolExecutor(1, thread_name_prefix="frameselect-answers") if self.on_driver else None
         if executor.local:
-            self.prepare_fn: Callable[..., Any] = functools.partial(UnitWork(plan, step).local, ctx=run.ctx)
-            self.answer_fn: Callable[..., Any] | None = AnswerWork(self.answerer, rebind=False) if self.answerer is not None else None
+            # (function, leading arguments): a job travels as a task's own argument, so Ray resolves it from its object store
+            self.prepare_call: tuple[Any, ...] = (functools.partial(UnitWork(plan, step).local, ctx=run.ctx),)
+            self.answer_call: tuple[Any, ...] = (AnswerWork(self.answerer, rebind=False),) if self.answerer is not None else ()
         else:
             # workers get their samples with each unit: the plan travels without the dataset (and without an answerer they do not call)
             shipped = dataclasses.replace(plan, samples=(), answerer=None)
@@ -752,10 +753,10 @@ class _SampleLoop:
                 return_arrays=cache_root is None or executor.feature_cache == "driver",
                 keep_features=keep_features if not record else any(e.needs for e in plan.evaluators),
             )
-            self.prepare_fn = functools.partial(run_job, executor.put(make_job(work)))
-            self.answer_fn = None
+            self.prepare_call = (run_job, executor.put(make_job(work)))
+            self.answer_call = ()
             if self.answerer is not None and not self.on_driver:
-                self.answer_fn = functools.partial(run_job, executor.put(make_job(AnswerWork(self.answerer))))
+                self.answer_call = (run_job, executor.put(make_job(AnswerWork(self.answerer))))
 
     def drive(self, units: Sequence[Unit]) -> None:
         todo = collections.deque(_InFlight(u) for u in units)
@@ -782,7 +783,7 @@ class _SampleLoop:
     def _prepare(self, item: _InFlight) -> None:
         item.attempts += 1
         self.preparing += 1
-        self.pending[self.executor.submit(self.prepare_fn, item.unit)] = functools.partial(self._prepared, item)
+        self.pending[self.executor.submit(*self.prepare_call, item.unit)] = functools.partial(self._prepared, item)
 
     def _prepared(self, item: _InFlight, future: cf.Future[UnitResult]) -> None:
         self.preparing -= 1
@@ -832,10 +833,10 @@ class _SampleLoop:
                 bind_frames(request, ctx.decoded, ctx.memo)
 
     def _answer_on_executor(self, item: _InFlight) -> None:
-        assert self.answer_fn is not None
+        assert self.answer_call
         item.answer_attempts += 1
         requests = [p.request for p, _ in item.missing]
-        self.pending[self.executor.submit(self.answer_fn, requests)] = functools.partial(self._answered_on_executor, item)
+        self.pending[self.executor.submit(*self.answer_call, requests)] = functools.partial(self._answered_on_executor, item)
 
     def _answered_on_executor(self, item: _InFlight, future: cf.Future[tuple[list[Answer], int]]) -> None:
         assert self.answerer is not None
