@@ -12,42 +12,28 @@ this package knows nothing of runs.
 - :mod:`.prefetch`: producing items on a thread ahead of their consumer.
 """
 
-from frameselect.executors.prefetch import prefetched
-from frameselect.executors.shipping import cloudpickle_module, ship, unship
-from frameselect.executors.transports import (
-    EXECUTORS,
-    Executor,
-    ExecutorSpec,
-    InlineExecutor,
-    ProcessExecutor,
-    RayExecutor,
-    WorkerLost,
-    WorkerStartError,
-    executor_scope,
-    executor_spec,
-    make_executor,
-    usable_cpus,
-)
-from frameselect.executors.worker import Job, make_job, run_job
+from frameselect.executors import prefetch as _prefetch
+from frameselect.executors import shipping as _shipping
+from frameselect.executors import transports as _transports
+from frameselect.executors import worker as _worker
+from frameselect.executors.prefetch import prefetched as prefetched
+from frameselect.executors.shipping import cloudpickle_module as cloudpickle_module
+from frameselect.executors.shipping import ship as ship
+from frameselect.executors.shipping import unship as unship
+from frameselect.executors.transports import EXECUTORS as EXECUTORS
+from frameselect.executors.transports import Executor as Executor
+from frameselect.executors.transports import ExecutorSpec as ExecutorSpec
+from frameselect.executors.transports import InlineExecutor as InlineExecutor
+from frameselect.executors.transports import ProcessExecutor as ProcessExecutor
+from frameselect.executors.transports import RayExecutor as RayExecutor
+from frameselect.executors.transports import WorkerLost as WorkerLost
+from frameselect.executors.transports import WorkerStartError as WorkerStartError
+from frameselect.executors.transports import executor_scope as executor_scope
+from frameselect.executors.transports import executor_spec as executor_spec
+from frameselect.executors.transports import make_executor as make_executor
+from frameselect.executors.transports import usable_cpus as usable_cpus
+from frameselect.executors.worker import Job as Job
+from frameselect.executors.worker import make_job as make_job
+from frameselect.executors.worker import run_job as run_job
 
-__all__ = [
-    "EXECUTORS",
-    "Executor",
-    "InlineExecutor",
-    "ProcessExecutor",
-    "RayExecutor",
-    "ExecutorSpec",
-    "WorkerLost",
-    "WorkerStartError",
-    "executor_spec",
-    "executor_scope",
-    "make_executor",
-    "ship",
-    "unship",
-    "cloudpickle_module",
-    "prefetched",
-    "usable_cpus",
-    "Job",
-    "make_job",
-    "run_job",
-]
+__all__ = [*_transports.__all__, *_shipping.__all__, *_prefetch.__all__, *_worker.__all__]
