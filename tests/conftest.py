@@ -11,6 +11,7 @@ import pytest
 
 # helper modules beside the tests (chat_server, annotation_files, part_examples): importable from every test folder
 sys.path.append(str(Path(__file__).parent))
+import crossvideo_examples  # noqa: E402, F401  (registers the cross-video loaders' examples for the loader suite)
 
 
 @pytest.fixture(autouse=True)

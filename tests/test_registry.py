@@ -48,7 +48,7 @@ def test_unknown_name_lists_known_names() -> None:
 
 
 def test_every_kind_has_a_registry() -> None:
-    assert set(REGISTRIES) == {"selectors", "encoders", "evaluators", "datasets", "answerers", "routers"}
+    assert set(REGISTRIES) == {"selectors", "encoders", "evaluators", "datasets", "answerers", "routers", "streaming"}
     assert {"uniform", "random", "kcenter"} <= set(frameselect.selectors.names())
     assert {"color_histogram", "thumbnail"} <= set(frameselect.encoders.names())
     assert {"evidence_recall", "frame_precision"} <= set(frameselect.evaluators.names())

@@ -242,6 +242,7 @@ def test_registries_are_typed_by_kind() -> None:
     hints = typing.get_type_hints(registry_module, localns={n: frameselect.selectors.Selector for n in ("Selector",)} | _bases())
     assert hints["selectors"] == Registry[frameselect.selectors.Selector]
     assert hints["encoders"] == Registry[frameselect.encoders.Encoder]
+    assert hints["streaming"] == Registry[frameselect.streaming.StreamingSelector]
 
 
 def _bases() -> dict[str, Any]:
@@ -251,6 +252,7 @@ def _bases() -> dict[str, Any]:
         "Dataset": frameselect.datasets.Dataset,
         "Answerer": frameselect.answerers.Answerer,
         "Router": frameselect.routing.Router,
+        "StreamingSelector": frameselect.streaming.StreamingSelector,
     }
 
 

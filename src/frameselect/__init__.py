@@ -29,6 +29,7 @@ _PART_PACKAGES = {
     "answerers": "answerers",
     "routing": "routing",
     "routers": "routing",
+    "streaming": "streaming",
 }
 
 
@@ -73,4 +74,5 @@ __all__ = [
     "get_registry",
     "routers",
     "selectors",
+    "streaming",
 ]

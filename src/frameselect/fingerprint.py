@@ -27,7 +27,12 @@ def canonical(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {
             "__type__": type(value).__name__,
-            **{f.name: canonical(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init and not f.name.startswith("_")},
+            **{
+                f.name: canonical(getattr(value, f.name))
+                for f in dataclasses.fields(value)
+                # a field marked so (Sample.videos) is left out while empty: older values keep their fingerprints
+                if f.init and not f.name.startswith("_") and not (f.metadata.get("fingerprint_omit_empty") and not getattr(value, f.name))
+            },
         }
     if isinstance(value, Mapping):
         return {str(k): canonical(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}

@@ -79,7 +79,7 @@ class Plan:
 
 
 def _singular(kind: str) -> str:
-    return {"routers": "router", "routing": "router"}.get(kind, kind[:-1] if kind.endswith("s") else kind)
+    return {"routers": "router", "routing": "router", "streaming": "streaming selector"}.get(kind, kind[:-1] if kind.endswith("s") else kind)
 
 
 #: the largest frame budget: far more frames than any video holds, and within what the store keeps as an integer

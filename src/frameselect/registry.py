@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from frameselect.evaluators.base import Evaluator
     from frameselect.routing.base import Router
     from frameselect.selectors.base import Selector
+    from frameselect.streaming.base import StreamingSelector
 
 __all__ = ["Registry", "REGISTRIES", "get_registry", "did_you_mean"]
 
@@ -49,8 +50,9 @@ T = TypeVar("T")
 class Registry(Generic[T]):
     """Names → factories (classes or functions) for one kind of part."""
 
-    def __init__(self, kind: str, builtin_modules: tuple[str, ...] = (), builtin_names: Iterable[str] | None = None) -> None:
+    def __init__(self, kind: str, builtin_modules: tuple[str, ...] = (), builtin_names: Iterable[str] | None = None, *, singular: str | None = None) -> None:
         self.kind = kind
+        self._singular = singular
         self.group = f"frameselect.{kind}"
         self._builtin_modules = builtin_modules
         #: names the built-in modules register, so listing need not import them (None: import to list)
@@ -63,7 +65,9 @@ class Registry(Generic[T]):
 
     @property
     def singular(self) -> str:
-        """``selector`` for the ``selectors`` registry."""
+        """``selector`` for the ``selectors`` registry (``streaming selector`` for ``streaming``)."""
+        if self._singular:
+            return self._singular
         return self.kind[:-1] if self.kind.endswith("s") else self.kind
 
     # -- registration -------------------------------------------------
@@ -253,8 +257,9 @@ evaluators: Registry[Evaluator] = Registry("evaluators", ("frameselect.evaluator
 datasets: Registry[Dataset] = Registry("datasets", ("frameselect.datasets",), BUILTIN_NAMES["datasets"])
 answerers: Registry[Answerer] = Registry("answerers", ("frameselect.answerers",), BUILTIN_NAMES["answerers"])
 routers: Registry[Router] = Registry("routers", ("frameselect.routing",), BUILTIN_NAMES["routers"])
+streaming: Registry[StreamingSelector] = Registry("streaming", ("frameselect.streaming",), BUILTIN_NAMES["streaming"], singular="streaming selector")
 
-REGISTRIES: dict[str, Registry[Any]] = {r.kind: r for r in (selectors, encoders, evaluators, datasets, answerers, routers)}
+REGISTRIES: dict[str, Registry[Any]] = {r.kind: r for r in (selectors, encoders, evaluators, datasets, answerers, routers, streaming)}
 
 
 def get_registry(kind: str) -> Registry[Any]:

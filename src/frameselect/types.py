@@ -23,7 +23,9 @@ __all__ = [
     "option_letter",
     "option_letters",
     "Query",
+    "VideoRef",
     "Sample",
+    "MultiSelection",
     "FrameSource",
     "InMemoryFrames",
     "CandidatePool",
@@ -87,13 +89,38 @@ class Query:
 
 
 @dataclass(frozen=True)
+class VideoRef:
+    """One video of a question: its id within the sample, its path and its evidence spans (seconds).
+
+    ``id`` is unique within one sample (``"video_1"``, ``"video_2"``, ... for
+    the loaders and the suite); it keys per-video pools, features and
+    selections (:class:`MultiSelection`).
+    """
+
+    id: str
+    path: str
+    evidence: tuple[Span, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not self.id or self.id != self.id.strip():
+            raise ValueError(f"a video's id must be a non-empty string without surrounding spaces, got {self.id!r}")
+        object.__setattr__(self, "evidence", tuple(self.evidence))
+
+
+@dataclass(frozen=True)
 class Sample:
-    """One question about one video.
+    """One question about one video, or about an ordered list of videos.
 
     ``answer`` is the ground truth: for multiple choice, the option letter
     (``"A"``, ``"B"``, ...). ``evidence`` holds the spans (seconds) where the
     answer can be seen. ``metadata`` is free: question kind, duration group,
     task type, ... and drives table breakdowns.
+
+    A question over several videos names them in ``videos`` (in order; build
+    it with :meth:`across`): ``video`` and ``evidence`` are then the first
+    video's, so a part that reads one video still sees a valid sample. A
+    one-video sample leaves ``videos`` empty; :attr:`video_refs` gives the
+    videos of either kind as :class:`VideoRef` s.
     """
 
     id: str
@@ -102,10 +129,56 @@ class Sample:
     answer: str | None = None
     evidence: tuple[Span, ...] = ()
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    #: the videos of a question over several videos, in order; empty for one video
+    #: (an empty value stays out of the fingerprint, so one-video datasets keep their ids)
+    videos: tuple[VideoRef, ...] = field(default=(), metadata={"fingerprint_omit_empty": True})
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "evidence", tuple(self.evidence))
         object.__setattr__(self, "metadata", dict(self.metadata))
+        videos = tuple(self.videos)
+        object.__setattr__(self, "videos", videos)
+        if videos:
+            if not all(isinstance(v, VideoRef) for v in videos):
+                raise ValueError(f"sample {self.id!r}: videos must be VideoRef values")
+            ids = [v.id for v in videos]
+            if len(set(ids)) != len(ids):
+                raise ValueError(f"sample {self.id!r}: video ids must be unique within a sample, got {ids}")
+            if self.video != videos[0].path or self.evidence != videos[0].evidence:
+                raise ValueError(f"sample {self.id!r}: video and evidence must be the first video's; build the sample with Sample.across(...)")
+
+    @classmethod
+    def across(
+        cls,
+        id: str,
+        videos: Sequence[VideoRef],
+        query: Query,
+        answer: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Sample:
+        """A question over ``videos`` (in order); ``video`` and ``evidence`` become the first video's.
+
+        >>> s = Sample.across("q", [VideoRef("video_1", "a.mp4"), VideoRef("video_2", "b.mp4")], Query("which?"))
+        >>> s.video, [v.id for v in s.video_refs], s.is_multi_video
+        ('a.mp4', ['video_1', 'video_2'], True)
+        """
+        refs = tuple(videos)
+        if not refs:
+            raise ValueError(f"sample {id!r}: a question over several videos needs at least one video")
+        return cls(id=id, video=refs[0].path, query=query, answer=answer, evidence=refs[0].evidence, metadata=dict(metadata or {}), videos=refs)
+
+    @property
+    def video_refs(self) -> tuple[VideoRef, ...]:
+        """The sample's videos in order: ``videos``, or the one video as ``VideoRef("video_1", video, evidence)``."""
+        return self.videos or (VideoRef(SINGLE_VIDEO_ID, self.video, self.evidence),)
+
+    @property
+    def is_multi_video(self) -> bool:
+        return len(self.videos) > 1
+
+
+#: the id :attr:`Sample.video_refs` gives the one video of a one-video sample
+SINGLE_VIDEO_ID = "video_1"
 
 
 @runtime_checkable
@@ -269,6 +342,40 @@ class Selection:
 
     def timestamps(self, pool: CandidatePool) -> list[float]:
         return [float(pool.timestamps[i]) for i in self.indices]
+
+
+@dataclass(frozen=True)
+class MultiSelection:
+    """The selections of a question over several videos: one :class:`Selection` per video, in the sample's order.
+
+    ``by_video`` maps each :attr:`VideoRef.id` to the selection made in that
+    video's pool (indices into that pool); a video may get an empty selection
+    (a budget share of zero). ``budget`` is the total asked for over the
+    question's videos.
+    """
+
+    by_video: Mapping[str, Selection]
+    budget: int = 0
+    selector: str = ""
+    policy: str = ""
+    #: cross-video bindings a joint selector made: ``(video_a, index_a, video_b, index_b)``,
+    #: two selected frames it took to show the same thing
+    bindings: tuple[tuple[str, int, str, int], ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "by_video", dict(self.by_video))
+        object.__setattr__(self, "bindings", tuple((str(a), int(i), str(b), int(j)) for a, i, b, j in self.bindings))
+
+    def __len__(self) -> int:
+        return sum(len(s) for s in self.by_video.values())
+
+    def __getitem__(self, video_id: str) -> Selection:
+        return self.by_video[video_id]
+
+    @property
+    def shares(self) -> dict[str, int]:
+        """Frames selected per video."""
+        return {v: len(s) for v, s in self.by_video.items()}
 
 
 def _windows(values: Any, what: str) -> tuple[tuple[float, float], ...] | None:

@@ -51,7 +51,7 @@ def _cases() -> list[tuple[str, str, str, Any]]:
 
 @pytest.mark.parametrize(("kind", "name", "param", "value"), _cases(), ids=lambda v: str(v))
 def test_a_value_outside_the_range_is_refused_by_name(kind: str, name: str, param: str, value: Any) -> None:
-    with pytest.raises(ConfigError, match=rf"{kind[:-1]} '{name}': parameter {param}="):
+    with pytest.raises(ConfigError, match=rf"{REGISTRIES[kind].singular} '{name}': parameter {param}="):
         resolve(kind, name, **{param: value})
 
 

@@ -13,7 +13,7 @@ Like scikit-learn's ``check_estimator`` and ``parametrize_with_checks``::
 
 There is one suite per kind that users extend: :func:`check_selector`,
 :func:`check_evaluator`, :func:`check_dataset`, :func:`check_encoder`,
-:func:`check_answerer`, :func:`check_router`; :func:`check_param_ranges` says
+:func:`check_answerer`, :func:`check_router`, :func:`check_streaming`; :func:`check_param_ranges` says
 whether every numeric parameter declares its range. Every suite ends with the round
 trip: the part revived from its stored configuration has the same fingerprint.
 :func:`registry_cases` gives every registered part of a kind as a lazily
@@ -54,6 +54,7 @@ from frameselect.testing.kinds import (
     synthetic_samples,
 )
 from frameselect.testing.selectors import SyntheticVideo, check_selector, contract_problem, selector_checks, synthetic_features, synthetic_pool
+from frameselect.testing.streaming import check_streaming, streaming_checks, synthetic_stream
 
 __all__ = [
     "Check",
@@ -69,6 +70,7 @@ __all__ = [
     "check_evaluator",
     "check_router",
     "check_selector",
+    "check_streaming",
     "checks_for",
     "contract_problem",
     "dataset_checks",
@@ -80,10 +82,12 @@ __all__ = [
     "registry_cases",
     "router_checks",
     "selector_checks",
+    "streaming_checks",
     "synthetic_features",
     "synthetic_frames",
     "synthetic_pool",
     "synthetic_samples",
+    "synthetic_stream",
 ]
 
 _SUITES = {
@@ -93,6 +97,7 @@ _SUITES = {
     "encoders": encoder_checks,
     "answerers": answerer_checks,
     "routers": router_checks,
+    "streaming": streaming_checks,
 }
 
 
