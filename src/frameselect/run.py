@@ -441,8 +441,8 @@ def open_store(store: StoreArg) -> Iterator[Store]:
 
 
 def sample_videos(sample: Sample) -> tuple[str, ...]:
-    """The videos a sample needs, in order (one for today's samples)."""
-    return (str(sample.video),)
+    """The paths of the videos a sample needs, in order (:attr:`~frameselect.types.Sample.video_refs`)."""
+    return tuple(str(v.path) for v in sample.video_refs)
 
 
 @dataclass(frozen=True)
@@ -799,6 +799,9 @@ class _SampleLoop:
         if not self.executor.local:
             self._absorb(result)
         item.prepared = result.prepared
+        for p in item.prepared:
+            if p.error is None:  # a sample this loop cannot answer or score (yet) fails here, with its reason
+                _, p.error = guarded(functools.partial(Prepared.one, p))
         if self.answerer is None:
             self._finish(item)
             return
