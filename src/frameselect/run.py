@@ -23,6 +23,7 @@ import dataclasses
 import functools
 import os
 import re
+import threading
 import traceback
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -737,7 +738,6 @@ class _SampleLoop:
         self.pending: dict[cf.Future[Any], Callable[[cf.Future[Any]], None]] = {}
         self.waiting: collections.deque[tuple[_InFlight, Prepared, str]] = collections.deque()  # for the driver's answer thread
         self.answering = False
-        self.answer_thread = cf.ThreadPoolExecutor(1, thread_name_prefix="frameselect-answers") if self.on_driver else None
         if executor.local:
             # (function, leading arguments): a job travels as a task's own argument, so Ray resolves it from its object store
             self.prepare_call: tuple[Any, ...] = (functools.partial(UnitWork(plan, step).local, ctx=run.ctx),)
@@ -776,8 +776,6 @@ class _SampleLoop:
         finally:
             for future in self.pending:
                 future.cancel()
-            if self.answer_thread is not None:
-                self.answer_thread.shutdown(wait=True, cancel_futures=True)
             self.bar.close()
 
     def _prepare(self, item: _InFlight) -> None:
@@ -855,13 +853,13 @@ class _SampleLoop:
 
     def _start_driver_answers(self) -> None:
         """One batch of ``concurrency`` uncached requests to a concurrent backend, from the driver's thread."""
-        if self.answer_thread is None or self.answering or not self.waiting:
+        if not self.on_driver or self.answering or not self.waiting:
             return
         assert self.answerer is not None
         batch = [self.waiting.popleft() for _ in range(min(len(self.waiting), answer_batch_size(self.answerer)))]
         requests = [r for r in (p.request for _, p, _ in batch) if r is not None]
         self.answering = True
-        self.pending[self.answer_thread.submit(call_backend, self.answerer, requests)] = functools.partial(self._driver_answered, batch)
+        self.pending[_in_daemon_thread(call_backend, self.answerer, requests)] = functools.partial(self._driver_answered, batch)
 
     def _driver_answered(self, batch: list[tuple[_InFlight, Prepared, str]], future: cf.Future[list[Answer]]) -> None:
         self.answering = False
@@ -889,3 +887,24 @@ class _SampleLoop:
             else:
                 self.collected.append(p)
             self.bar.update()
+
+
+def _in_daemon_thread(fn: Callable[..., T], *args: Any) -> cf.Future[T]:
+    """``fn(*args)`` on a new daemon thread, as a future.
+
+    The driver's requests to an HTTP backend run here: they touch no store
+    (answers are cached by the driver's own thread), so an interrupted run
+    leaves at once instead of waiting for a stalled server's reply.
+    """
+    future: cf.Future[T] = cf.Future()
+
+    def work() -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(fn(*args))
+        except BaseException as exc:  # handed to the driver with the future
+            future.set_exception(exc)
+
+    threading.Thread(target=work, name="frameselect-answers", daemon=True).start()
+    return future

@@ -21,6 +21,7 @@ import dataclasses
 import functools
 import itertools
 import multiprocessing
+import multiprocessing.connection
 import os
 import shutil
 import signal
@@ -91,11 +92,18 @@ class Executor:
     def close(self) -> None:
         """Release the workers (an executor created by a run is closed by it)."""
 
+    def abort(self) -> None:
+        """Release the workers at once, abandoning their tasks (an interrupt, an error); by default :meth:`close`."""
+        self.close()
+
     def __enter__(self) -> Executor:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
 
 
 class InlineExecutor(Executor):
@@ -290,9 +298,30 @@ class ProcessExecutor(Executor):
         pool.executor.shutdown(wait=True, cancel_futures=True)
         shutil.rmtree(self._tasks_dir, ignore_errors=True)
 
+    def abort(self) -> None:
+        """End every worker process now (SIGTERM), then release the pool: no worker outlives an interrupted run."""
+        with self._lock:
+            self._closed = True
+            pool = self._pool
+        processes = list(pool.processes.values())
+        for process in processes:
+            if process.is_alive():
+                process.terminate()
+        pool.executor.shutdown(wait=True, cancel_futures=True)
+        for process in processes:
+            process.join(timeout=10)
+        shutil.rmtree(self._tasks_dir, ignore_errors=True)
+
 
 def _init_worker(threads: int) -> None:
-    """A process worker's torch/BLAS/ONNX Runtime threads, so workers do not oversubscribe the cores.
+    """A process worker's signals, parent watch and torch/BLAS/ONNX Runtime threads.
+
+    Ctrl-C reaches every process of the terminal's process group: a worker
+    ignores it (the driver reports the interrupt once and ends its workers).
+    A worker whose driver is gone (killed, even by SIGKILL) exits at once
+    instead of computing on with no one to hand its results to.
+
+    Threads: so workers do not oversubscribe the cores.
 
     The variables reach libraries loaded after this (torch, ONNX Runtime through
     :func:`frameselect.encoders._onnx.intra_op_threads`). numpy's OpenBLAS may be
@@ -300,11 +329,21 @@ def _init_worker(threads: int) -> None:
     that limit each worker's OpenBLAS kept one thread per core, whose busy-waiting
     made a small QR (maxinfo's SVD) cost up to 10x its single-thread CPU time with two workers.
     """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        threading.Thread(target=_exit_with_parent, args=(parent.sentinel,), name="frameselect-parent-watch", daemon=True).start()
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[var] = str(threads)
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(threads)
+
+
+def _exit_with_parent(sentinel: int) -> None:
+    """Exit this worker process as soon as its parent (the driver) has ended."""
+    multiprocessing.connection.wait([sentinel])
+    os._exit(1)
 
 
 # -- Ray ------------------------------------------------------------------------------------
