@@ -837,7 +837,9 @@ class _SampleLoop:
         assert self.answer_call
         item.answer_attempts += 1
         requests = [p.request for p, _ in item.missing]
-        self.pending[self.executor.submit(*self.answer_call, requests)] = functools.partial(self._answered_on_executor, item)
+        # here: on a daemon thread, so an interrupt leaves at once instead of waiting for a stalled backend
+        submit = _in_daemon_thread if self.executor.local else self.executor.submit
+        self.pending[submit(*self.answer_call, requests)] = functools.partial(self._answered_on_executor, item)
 
     def _answered_on_executor(self, item: _InFlight, future: cf.Future[tuple[list[Answer], int]]) -> None:
         assert self.answerer is not None

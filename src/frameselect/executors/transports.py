@@ -246,6 +246,8 @@ class ProcessExecutor(Executor):
             return
         with self._lock:
             self._tasks.pop(task.id, None)
+        if task.future.done():  # cancelled meanwhile
+            return
         if exc is None:
             task.future.set_result(inner.result())
         else:
@@ -253,8 +255,8 @@ class ProcessExecutor(Executor):
 
     def _start_recovery(self, generation: int) -> None:
         with self._lock:
-            if self._recovering or generation != self._pool.generation:
-                return
+            if self._closed or self._recovering or generation != self._pool.generation:
+                return  # closing (an interrupt ends the workers): no new pool
             self._recovering = True
         threading.Thread(target=self._recover, name="frameselect-pool-recovery", daemon=True).start()
 
@@ -279,7 +281,8 @@ class ProcessExecutor(Executor):
                         pid = started[task.id]
                         cause = _exit_cause(dead[pid]) if pid in dead else "no worker's exit status tells which task it ran"
                         cause = f"worker process {pid} ended while running this task ({cause})"
-                        task.future.set_exception(WorkerLost(cause))
+                        if not task.future.done():
+                            task.future.set_exception(WorkerLost(cause))
                     else:
                         self._send(task)
             finally:
