@@ -12,6 +12,7 @@ import pytest
 # helper modules beside the tests (chat_server, annotation_files, part_examples): importable from every test folder
 sys.path.append(str(Path(__file__).parent))
 import crossvideo_examples  # noqa: E402, F401  (registers the cross-video loaders' examples for the loader suite)
+import streaming_examples  # noqa: E402, F401  (registers the OVO-Bench loader's example for the loader suite)
 
 
 @pytest.fixture(autouse=True)
@@ -65,3 +66,6 @@ def counter_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 os.environ.setdefault("PYTHONHASHSEED", "0")
+
+
+import lmms_eval_task_files  # noqa: E402, F401  (registers the lmms_eval dataset's example for the conformance suite)

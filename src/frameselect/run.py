@@ -228,6 +228,8 @@ def score_sample(
         metrics.setdefault("answer_latency_s", answer.latency_s)
         metrics.setdefault("answer_tokens", float(answer.prompt_tokens + answer.completion_tokens))
     metrics.setdefault("selection_latency_s", selection.latency_s)
+    if selection.tokens is not None:
+        metrics["tokens"] = float(selection.tokens)
     metrics.update(time_error_summary(pool))  # how far candidates sit from the times the pool policy asked for
     return metrics
 
@@ -317,6 +319,7 @@ def answer_cache_key(answerer: Answerer, request: AnswerRequest) -> str:
             "policy": request.pool.policy,
             "indices": list(request.selection.indices),
             "timestamps": [round(t, 6) for t in request.timestamps],
+            **({"sizes": [list(size) for size in request.selection.sizes]} if request.selection.sizes is not None else {}),
             "oracle": [request.sample.answer, list(request.sample.evidence), dict(request.sample.metadata)] if answerer.is_oracle else None,
         }
     )
@@ -382,8 +385,8 @@ def answer_one(answerer: Answerer, request: AnswerRequest, store: Store, counter
 # -- tables -------------------------------------------------------------------------------
 
 
-#: per-sample keys the run writes itself (besides the evaluators'): latencies and the pool's time errors
-PIPELINE_KEYS = ("selection_latency_s", "answer_latency_s", "pool_time_error_mean", "pool_time_error_max")
+#: per-sample keys the run writes itself (besides the evaluators'): latencies, the pool's time errors, the visual tokens sent
+PIPELINE_KEYS = ("selection_latency_s", "answer_latency_s", "pool_time_error_mean", "pool_time_error_max", "tokens")
 
 
 def aggregate(records: Sequence[SampleRecord], evaluators: Sequence[Evaluator]) -> dict[str, float]:

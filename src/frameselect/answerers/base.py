@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -18,7 +18,10 @@ from numpy.typing import NDArray
 from frameselect.parts import Part, part_id
 from frameselect.types import Answer, CandidatePool, Sample, Selection, option_letters
 
-__all__ = ["Answerer", "AnswerRequest", "option_letters"]
+if TYPE_CHECKING:
+    from frameselect.tokens import TokenModel
+
+__all__ = ["Answerer", "AnswerRequest", "option_letters", "sized_frames"]
 
 
 @dataclass
@@ -35,9 +38,27 @@ class AnswerRequest:
         return self.selection.timestamps(self.pool)
 
     def frames(self) -> list[NDArray[np.uint8]]:
+        """The selected frames, each at its size in ``selection.sizes`` when given (scaled by the frame source)."""
         if self._frames is None:
-            self._frames = self.pool.frames(self.selection.indices)
+            sizes = self.selection.sizes
+            if sizes is None:
+                self._frames = self.pool.frames(self.selection.indices)
+            else:
+                self._frames = sized_frames(self.pool, self.selection.indices, sizes)
         return self._frames
+
+
+def sized_frames(pool: CandidatePool, indices: Sequence[int], sizes: Sequence[tuple[int, int]]) -> list[NDArray[np.uint8]]:
+    """The frames at ``indices``, frame ``i`` scaled to ``sizes[i]`` (height, width): one request to the source per distinct size."""
+    if pool.source is None:
+        raise LookupError(f"pool of {pool.video_id!r} has no frame source")
+    out: list[NDArray[np.uint8] | None] = [None] * len(indices)
+    for size in dict.fromkeys(sizes):
+        slots = [i for i, s in enumerate(sizes) if s == size]
+        frames = pool.source.get([indices[i] for i in slots], size=(size[1], size[0]))
+        for slot, frame in zip(slots, frames, strict=True):
+            out[slot] = frame
+    return [f for f in out if f is not None]
 
 
 class Answerer(Part):
@@ -68,6 +89,14 @@ class Answerer(Part):
     def id(self) -> str:
         """Model and decoding settings: what determines an answer (keys the answer cache)."""
         return part_id(self)
+
+    def token_model(self) -> TokenModel | None:
+        """The visual-token cost model of the model that answers (:mod:`frameselect.tokens`); None where unknown.
+
+        A run at a token budget plans its frames with it, and every run with an
+        answerer that declares one records the tokens its frames cost.
+        """
+        return None
 
     def answer(self, requests: Sequence[AnswerRequest]) -> list[Answer]:
         raise NotImplementedError
