@@ -66,7 +66,25 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     ("parts and registry", ("frameselect.parts", "frameselect._builtin_names", "frameselect.registry")),
     ("base classes", tuple(f"frameselect.{kind}{suffix}" for kind in _KINDS for suffix in ("", ".base"))),
-    ("media and storage", ("frameselect.video", "frameselect.video.*", "frameselect.cache", "frameselect.store")),
+    (
+        "media and storage",
+        (
+            "frameselect.video",
+            "frameselect.video.*",
+            "frameselect.video.container",
+            "frameselect.video.counter",
+            "frameselect.video.memo",
+            "frameselect.video.hashing",
+            "frameselect.video.slices",
+            "frameselect.video.probing",
+            "frameselect.video.policy",
+            "frameselect.video.source",
+            "frameselect.video.pool",
+            "frameselect.video.decode",
+            "frameselect.cache",
+            "frameselect.store",
+        ),
+    ),
     (
         "built-in parts",
         (

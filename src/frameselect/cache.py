@@ -33,7 +33,7 @@ from numpy.typing import NDArray
 
 from frameselect.errors import ConfigError
 from frameselect.fingerprint import hash_bytes
-from frameselect.video.decode import VideoInfo
+from frameselect.video.probing import VideoInfo
 
 __all__ = ["Cache", "CacheWarning", "RunCounters", "default_cache_dir"]
 
