@@ -56,6 +56,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "frameselect.types",
             "frameselect.fingerprint",
             "frameselect.fill",
+            "frameselect.counters",
             "frameselect.windows",
             "frameselect.stats",
             "frameselect.progress",
