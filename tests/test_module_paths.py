@@ -68,3 +68,63 @@ def test_the_run_counters_live_in_their_own_module_and_the_cache_still_gives_the
     counters = RunCounters(frames_decoded=2)
     counters.add(RunCounters(frames_decoded=3, samples_done=1))
     assert counters.as_dict()["frames_decoded"] == 5 and counters.as_dict()["samples_done"] == 1
+
+
+def _fresh_import(name: str) -> tuple[object, list[warnings.WarningMessage]]:
+    """Import ``name`` anew (dropped from ``sys.modules`` first), with the warnings it gave."""
+    sys.modules.pop(name, None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        module = importlib.import_module(name)
+    return module, [w for w in caught if issubclass(w.category, DeprecationWarning)]
+
+
+@pytest.mark.parametrize(
+    ("old", "moved"),
+    [
+        (
+            "frameselect.selectors.shot",
+            {
+                "ContentDetector": "frameselect.selectors.scenedetect_content",
+                "rgb_to_hsv": "frameselect.selectors.scenedetect_content",
+                "content_scores": "frameselect.selectors.scenedetect_content",
+                "flash_filter_merge": "frameselect.selectors.scenedetect_content",
+                "scene_middles": "frameselect.selectors.scenedetect_content",
+                "KatnaDetector": "frameselect.selectors.katna",
+                "rgb_to_luv": "frameselect.selectors.katna",
+                "luv_frame_differences": "frameselect.selectors.katna",
+                "katna_smooth": "frameselect.selectors.katna",
+                "local_maxima": "frameselect.selectors.katna",
+                "keep_top_k": "frameselect.selectors._frame_differences",
+            },
+        ),
+        (
+            "frameselect.selectors.motion",
+            {n: "frameselect.selectors.mgsampler" for n in ("MGSampler", "rgb_to_gray", "ssim", "consecutive_ssim", "motion_guided_indices", "CHUNK")},
+        ),
+    ],
+    ids=["shot", "motion"],
+)
+def test_an_old_selector_module_warns_and_gives_the_same_objects(old: str, moved: dict[str, str]) -> None:
+    module, caught = _fresh_import(old)
+    assert len(caught) == 1 and old in str(caught[0].message)
+    for name, home in moved.items():
+        assert getattr(module, name) is getattr(importlib.import_module(home), name), name
+        assert home in str(caught[0].message) or home.endswith("_frame_differences"), home
+
+
+def test_the_selectors_are_registered_once_under_their_modules_names_and_the_registry_skips_the_shims() -> None:
+    from frameselect import selectors
+    from frameselect._autoload import import_submodules
+
+    assert selectors.get("scenedetect_content").__module__ == "frameselect.selectors.scenedetect_content"
+    assert selectors.get("katna").__module__ == "frameselect.selectors.katna"
+    assert selectors.get("mgsampler").__module__ == "frameselect.selectors.mgsampler"
+    for old in selectors.DEPRECATED_MODULES:
+        sys.modules.pop(f"frameselect.selectors.{old}", None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a shim imported here would raise its DeprecationWarning
+        import_submodules("frameselect.selectors", selectors.__path__, skip=selectors.DEPRECATED_MODULES)
+    assert not {f"frameselect.selectors.{old}" for old in selectors.DEPRECATED_MODULES} & set(sys.modules)
+    with pytest.warns(DeprecationWarning):
+        import_submodules("frameselect.selectors", selectors.__path__)  # without the skip list, the shims are imported
