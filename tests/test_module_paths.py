@@ -99,13 +99,21 @@ def _fresh_import(name: str) -> tuple[object, list[warnings.WarningMessage]]:
             },
         ),
         (
+            "frameselect.routing.report",
+            {n: "frameselect.routing.study" for n in ("RoutingComparison", "compare_routing", "routing_table", "render_routing", "routing_study")},
+        ),
+        (
+            "frameselect.learned.report",
+            {n: "frameselect.learned.study" for n in ("held_out_report", "plot_curves", "DEFAULT_BASELINES", "KINDS")},
+        ),
+        (
             "frameselect.selectors.motion",
             {n: "frameselect.selectors.mgsampler" for n in ("MGSampler", "rgb_to_gray", "ssim", "consecutive_ssim", "motion_guided_indices", "CHUNK")},
         ),
     ],
-    ids=["shot", "motion"],
+    ids=["shot", "routing.report", "learned.report", "motion"],
 )
-def test_an_old_selector_module_warns_and_gives_the_same_objects(old: str, moved: dict[str, str]) -> None:
+def test_an_old_module_path_warns_and_gives_the_same_objects(old: str, moved: dict[str, str]) -> None:
     module, caught = _fresh_import(old)
     assert len(caught) == 1 and old in str(caught[0].message)
     for name, home in moved.items():
@@ -128,3 +136,26 @@ def test_the_selectors_are_registered_once_under_their_modules_names_and_the_reg
     assert not {f"frameselect.selectors.{old}" for old in selectors.DEPRECATED_MODULES} & set(sys.modules)
     with pytest.warns(DeprecationWarning):
         import_submodules("frameselect.selectors", selectors.__path__)  # without the skip list, the shims are imported
+
+
+@pytest.mark.slow
+def test_loading_every_built_in_part_imports_no_shim_and_warns_of_none() -> None:
+    """In a fresh interpreter: the registry's import of every part package leaves the old paths alone."""
+    import json
+    import os
+    import subprocess
+    from pathlib import Path
+
+    code = (
+        "import json, sys, warnings\nwarnings.simplefilter('always')\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    from frameselect.registry import registered_by_modules\n    registered_by_modules()\n"
+        "from frameselect import routing, selectors\n"
+        "shims = [f'{p.__name__}.{m}' for p in (routing, selectors) for m in p.DEPRECATED_MODULES]\n"
+        "print(json.dumps([sorted(set(shims) & set(sys.modules)), sorted(str(w.message) for w in caught if 'is now' in str(w.message)), len(shims)]))"
+    )
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, check=True)
+    loaded, warned, n_shims = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (loaded, warned, n_shims) == ([], [], 3)

@@ -281,7 +281,7 @@ def test_markdown_table_helper_and_empty_tables() -> None:
 
 def test_routing_table_rows_hold_intervals_and_verdicts() -> None:
     from frameselect.report import render
-    from frameselect.routing.report import RoutingComparison, routing_table
+    from frameselect.routing.study import RoutingComparison, routing_table
     from frameselect.stats import PairedDifference
 
     def row(group: str, diff: float, p: float) -> RoutingComparison:
