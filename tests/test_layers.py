@@ -110,7 +110,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "frameselect.testing.*",
         ),
     ),
-    ("plan and run", ("frameselect.plan", "frameselect.run", "frameselect.pipeline", "frameselect.executors")),
+    ("plan and run", ("frameselect.plan", "frameselect.run", "frameselect.pipeline", "frameselect.executors", "frameselect.executors.*")),
     (
         "evaluate, replay, bench, studies, reports",
         (

@@ -17,3 +17,7 @@ class DecodeCounter:
     def add(self, n: int = 1) -> None:
         with self._lock:  # an answerer's threads may decode at once
             self.frames_decoded += n
+
+    def __reduce__(self) -> tuple[type[DecodeCounter], tuple[()]]:
+        """Pickled (sent to or from a worker), a counter arrives empty: the receiving side counts its own frames."""
+        return DecodeCounter, ()

@@ -29,6 +29,10 @@ class FrameMemo:
         self._lock = threading.Lock()
         self._key_locks: dict[_MemoKey, threading.Lock] = {}
 
+    def __reduce__(self) -> tuple[type[FrameMemo], tuple[int, int]]:
+        """Pickled (sent to or from a worker), a memo arrives empty, with its settings: frames and locks stay here."""
+        return FrameMemo, (self.limit, self.max_bytes)
+
     def get(self, key: _MemoKey, decode: Callable[[], dict[int, NDArray[np.uint8]]]) -> dict[int, NDArray[np.uint8]]:
         """The frames under ``key``, decoded by ``decode()`` on a miss."""
         with self._lock:
