@@ -107,11 +107,19 @@ def _fresh_import(name: str) -> tuple[object, list[warnings.WarningMessage]]:
             {n: "frameselect.learned.study" for n in ("held_out_report", "plot_curves", "DEFAULT_BASELINES", "KINDS")},
         ),
         (
+            "frameselect.report",
+            {n: "frameselect.render" for n in ("Column", "Table", "Value", "FORMATS", "render", "markdown_table", "format_value", "escape_csv")},
+        ),
+        (
+            "frameselect.tables",
+            {n: "frameselect.analysis" for n in ("load_runs", "build_tables", "rank_report", "render_tables", "fill_note", "format_fill_share", "run_tokens")},
+        ),
+        (
             "frameselect.selectors.motion",
             {n: "frameselect.selectors.mgsampler" for n in ("MGSampler", "rgb_to_gray", "ssim", "consecutive_ssim", "motion_guided_indices", "CHUNK")},
         ),
     ],
-    ids=["shot", "routing.report", "learned.report", "motion"],
+    ids=["shot", "routing.report", "learned.report", "report", "tables", "motion"],
 )
 def test_an_old_module_path_warns_and_gives_the_same_objects(old: str, moved: dict[str, str]) -> None:
     module, caught = _fresh_import(old)

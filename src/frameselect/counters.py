@@ -28,4 +28,3 @@ class RunCounters:
     def add(self, other: RunCounters) -> None:
         for k, v in other.__dict__.items():
             setattr(self, k, getattr(self, k) + v)
-

@@ -18,10 +18,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from frameselect.report import Column, Table, render
+from frameselect.analysis import _cluster_key
+from frameselect.render import Column, Table, render
 from frameselect.stats import Interval, PairedDifference, bootstrap_mean, format_p, paired_difference
 from frameselect.store import RunInfo, Store
-from frameselect.tables import _cluster_key
 from frameselect.types import SampleRecord
 
 __all__ = ["RoutingComparison", "compare_routing", "routing_table", "render_routing", "routing_study"]
@@ -142,7 +142,7 @@ def routing_table(rows: Sequence[RoutingComparison]) -> Table:
 
 
 def render_routing(rows: Sequence[RoutingComparison], fmt: str = "markdown") -> str:
-    """:func:`routing_table` in ``fmt`` (see :func:`frameselect.report.render`)."""
+    """:func:`routing_table` in ``fmt`` (see :func:`frameselect.render.render`)."""
     return render(routing_table(rows), fmt)
 
 
