@@ -56,9 +56,11 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "frameselect.types",
             "frameselect.fingerprint",
             "frameselect.fill",
+            "frameselect.counters",
             "frameselect.windows",
             "frameselect.stats",
             "frameselect.progress",
+            "frameselect.render",
             "frameselect.report",
             "frameselect.video.pixels",
             "frameselect.video.synth",
@@ -66,7 +68,25 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     ("parts and registry", ("frameselect.parts", "frameselect._builtin_names", "frameselect.registry")),
     ("base classes", tuple(f"frameselect.{kind}{suffix}" for kind in _KINDS for suffix in ("", ".base"))),
-    ("media and storage", ("frameselect.video", "frameselect.video.*", "frameselect.cache", "frameselect.store")),
+    (
+        "media and storage",
+        (
+            "frameselect.video",
+            "frameselect.video.*",
+            "frameselect.video.container",
+            "frameselect.video.counter",
+            "frameselect.video.memo",
+            "frameselect.video.hashing",
+            "frameselect.video.slices",
+            "frameselect.video.probing",
+            "frameselect.video.policy",
+            "frameselect.video.source",
+            "frameselect.video.pool",
+            "frameselect.video.decode",
+            "frameselect.cache",
+            "frameselect.store",
+        ),
+    ),
     (
         "built-in parts",
         (
@@ -98,10 +118,12 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "frameselect.replay",
             "frameselect.streaming.evaluate",
             "frameselect.selections",
+            "frameselect.analysis",
             "frameselect.tables",
             "frameselect.bench",
             "frameselect.bench.*",
             "frameselect.learned.*",
+            "frameselect.routing.study",
             "frameselect.routing.report",
             "frameselect.htmlreport",
             "frameselect.htmlreport.*",
@@ -269,7 +291,7 @@ def test_the_graph_holds_imports_made_inside_functions() -> None:
     graph = import_graph()
     assert "frameselect.registry" in graph["frameselect.parts"] or "frameselect.parts" in DEPRECATED_ALIASES
     assert "frameselect.cache" in graph["frameselect.encoders._onnx"]  # onnx_dir() imports it when called
-    assert "frameselect.pipeline" in graph["frameselect.routing.report"]  # inside run_study-like functions
+    assert "frameselect.pipeline" in graph["frameselect.routing.study"]  # inside run_study-like functions
 
 
 # -- the package ----------------------------------------------------------------------------------------------------
