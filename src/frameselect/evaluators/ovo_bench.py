@@ -78,8 +78,8 @@ class OVOBenchScore(Evaluator):
     """OVO-Bench's official scoring (``JoeLeelyf/OVO-Bench``, ``utils/OVOBenchScore.py``): per task, per category, total.
 
     Per sample ``ovo_correct`` (:func:`ovo_correct`); the table holds
-    ``ovo_backward``, ``ovo_realtime``, ``ovo_forward`` (the categories
-    present) and ``ovo_total`` (fractions; the script prints percentages).
+    ``ovo_backward``, ``ovo_realtime``, ``ovo_forward`` (NaN for a category
+    with no question) and ``ovo_total`` (fractions; the script prints percentages).
     """
 
     needs_answer: ClassVar[bool] = True
@@ -97,4 +97,4 @@ class OVOBenchScore(Evaluator):
 
     def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, float]:
         scores = ovo_scores(records)
-        return {m: scores[m] for m in self.metrics if m in scores}
+        return {m: scores.get(m, math.nan) for m in self.metrics}  # a category with no question: NaN, as every table cell without values

@@ -122,4 +122,4 @@ class StreamingBenchScore(Evaluator):
 
     def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, float]:
         scores = sb_scores(records)
-        return {m: scores[m] for m in self.metrics if m in scores}
+        return {m: scores.get(m, math.nan) for m in self.metrics}  # a category with no question: NaN, as every table cell without values

@@ -34,11 +34,11 @@ from typing import Any
 
 import numpy as np
 
+from frameselect.analysis import StoredRun, TableSection, build_tables, fill_note, format_fill_share, load_runs, rank_report
 from frameselect.errors import FrameselectError
 from frameselect.htmlreport import figures
 from frameselect.stats import Interval, Ranking, format_interval, format_p, kendall_tau
 from frameselect.store import Store
-from frameselect.tables import StoredRun, TableSection, build_tables, fill_note, format_fill_share, load_runs, rank_report
 from frameselect.types import Sample
 
 __all__ = ["build_report", "write_report", "ReportError"]
