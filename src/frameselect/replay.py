@@ -117,6 +117,7 @@ def plan_replay(
         answerer=ans,
         parent_run=parent.run_id,
         needs_answers=True,
+        token_model=ans.token_model(),  # prices the stored frames (at their stored sizes) for this answerer; changes none
     )
 
 
@@ -144,6 +145,11 @@ class StoredSelectionStep:
 
     def __call__(self, p: Prepared, plan: Plan, ctx: RunContext) -> None:
         apply_stored_selection(p, self.stored.get(p.sample.id), self.parent_id, ctx)
+        if plan.token_model is not None and p.request is not None:  # the frames at their stored sizes, priced for this answerer
+            from frameselect.token_budget import priced_selection
+
+            request = p.request
+            p.request = AnswerRequest(request.sample, request.pool, priced_selection(request.selection, plan, request.pool, ctx, None, None))
 
 
 def _check_fits(sample: Sample, selection: Selection, meta: Mapping[str, Any], video_id: str, pool_times: np.ndarray, parent_id: str) -> None:
