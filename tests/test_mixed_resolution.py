@@ -93,7 +93,11 @@ def test_multires_keeps_its_most_relevant_frames_sharp() -> None:
 
 @pytest.mark.parametrize(
     "params, message",
-    [({"selector": "multires"}, "another registered selector"), ({"selector": "nope"}, "unknown selector 'nope'"), ({"low_scale": 0.5, "high_scale": 0.25}, "low_scale <= high_scale")],
+    [
+        ({"selector": "multires"}, "another registered selector"),
+        ({"selector": "nope"}, "unknown selector 'nope'"),
+        ({"low_scale": 0.5, "high_scale": 0.25}, "low_scale <= high_scale"),
+    ],
 )
 def test_multires_refuses_a_bad_configuration(params: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
@@ -163,7 +167,9 @@ def test_a_multires_run_at_a_token_budget_prices_stores_and_replays_its_sizes(ti
     store = tmp_path / "s.sqlite"
     kw: dict[str, Any] = dict(dataset=tiny, store=store, cache_dir=tmp_path / "c", progress=False, encoder=_MeanColour())
     # tiny's 96 x 160 frames: as decoded 84 x 168 to Qwen, 18 a pair; at a half 48 x 80 -> 56 x 84, 6 a pair
-    result = evaluate("multires", ["evidence_recall"], k=8, tokens=40, token_model="qwen2_5_vl", selector_params={"selector": "uniform", "high": 2, "low_scale": 0.5}, **kw)
+    result = evaluate(
+        "multires", ["evidence_recall"], k=8, tokens=40, token_model="qwen2_5_vl", selector_params={"selector": "uniform", "high": 2, "low_scale": 0.5}, **kw
+    )
     assert not result.failed
     for record in result.records:
         # 2 sharp frames (18) + as many context frames as 22 tokens buy: 6 (3 pairs, 18): 36 tokens, 8 frames
@@ -185,10 +191,7 @@ def test_a_mixed_resolution_selector_runs_only_under_fixed_res(tiny: Any, tmp_pa
             "multires", ["evidence_recall"], tiny, 8, tokens=40, token_policy="search", token_model="qwen2_5_vl",
             encoder=_MeanColour(), store=tmp_path / "s.sqlite", cache_dir=tmp_path / "c", progress=False,
         )  # fmt: skip
-    conn = sqlite3.connect(tmp_path / "s.sqlite")
-    assert conn.execute("SELECT COUNT(*) FROM selections").fetchone() == (0,)  # refused before any sample was selected
-    assert conn.execute("SELECT COUNT(*) FROM records").fetchone() == (0,)
-    conn.close()
+    assert not (tmp_path / "s.sqlite").exists()  # refused when planned: no store opened
 
 
 def test_a_frame_count_run_sends_the_scaled_sizes(tiny: Any, tmp_path: Path) -> None:
@@ -206,10 +209,26 @@ def test_an_older_store_gets_the_sizes_column(tmp_path: Path) -> None:
     Store(path).close()
     conn = sqlite3.connect(path)
     conn.execute("ALTER TABLE selections DROP COLUMN sizes")
-    conn.execute("INSERT INTO selections (run_id, sample_id, video_id, policy, selector, k, indices, timestamps, latency_s) VALUES ('r', 's', 'v', 'fps=1', 'uniform', 2, '[0, 3]', '[0.0, 3.0]', 0.0)")
+    conn.execute(
+        "INSERT INTO selections (run_id, sample_id, video_id, policy, selector, k, indices, timestamps, latency_s) VALUES ('r', 's', 'v', 'fps=1', 'uniform', 2, '[0, 3]', '[0.0, 3.0]', 0.0)"
+    )
     conn.commit()
     conn.close()
     with Store(path) as st:
         columns = {row[1] for row in st._conn.execute("PRAGMA table_info(selections)")}
         selection, _ = st.selection("r", "s") or (None, None)
     assert "sizes" in columns and selection is not None and selection.indices == (0, 3) and selection.sizes is None
+
+
+class _OneVideo(_SizeRecorder):
+    takes_mixed_sizes = False
+
+
+def test_an_answerer_that_takes_one_video_size_refuses_a_mixed_selector_at_plan_time(tiny: Any) -> None:
+    from frameselect.answerers.transformers_vlm import Qwen2_5VL
+    from frameselect.plan import plan_run
+
+    assert Qwen2_5VL.takes_mixed_sizes is False and _SizeRecorder.takes_mixed_sizes is True
+    with pytest.raises(ConfigError, match="sends frames at several sizes, and answerer .* takes a video of one size"):
+        plan_run("qframe", ["mc_accuracy"], tiny, 8, answerer=_OneVideo(), encoder=_MeanColour(), selector_params={"multires": True})
+    plan_run("qframe", ["mc_accuracy"], tiny, 8, answerer=_OneVideo(), encoder=_MeanColour())  # one size: fine

@@ -363,7 +363,9 @@ def plan_mixed(budget: int, model: TokenModel, video_size: tuple[int, int], scal
 
     found = _most_by(cost, int(budget), max(0, int(max_frames)))
     if found is None:
-        raise TokenBudgetError(f"token budget {budget} is below one frame of this {video_size[1]}x{video_size[0]} video at this selector's sizes under {model.family}")
+        raise TokenBudgetError(
+            f"token budget {budget} is below one frame of this {video_size[1]}x{video_size[0]} video at this selector's sizes under {model.family}"
+        )
     return FramePlan(found[0], (int(video_size[0]), int(video_size[1])), found[1], False, int(budget), mixed=True)
 
 

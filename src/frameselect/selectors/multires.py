@@ -93,8 +93,8 @@ class MultiRes(Selector):
         """The selector that chooses the frames."""
         return selectors.create(self.selector)
 
-    @property  # type: ignore[override]
-    def needs(self) -> frozenset[str]:
+    @property
+    def needs(self) -> frozenset[str]:  # type: ignore[override]
         return frozenset(self.inner.needs) | {"relevance"}
 
     @property

@@ -84,7 +84,12 @@ class QFrame(Selector):
     resolution; the code's "high" tier is already half the decoded size.
     """
 
-    param_ranges = {"tau": Range(gt=0), "high_frames": Range(ge=0, integer=True), "mid_frames": Range(ge=0, integer=True), "low_frames": Range(ge=0, integer=True)}
+    param_ranges = {
+        "tau": Range(gt=0),
+        "high_frames": Range(ge=0, integer=True),
+        "mid_frames": Range(ge=0, integer=True),
+        "low_frames": Range(ge=0, integer=True),
+    }
 
     needs = frozenset({"relevance"})
     tau: float = 0.8
