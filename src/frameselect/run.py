@@ -30,18 +30,16 @@ from typing import Any
 
 import numpy as np
 
-from frameselect.answerers.base import Answerer, AnswerRequest
+from frameselect.answerers.base import Answerer, AnswerRequest, answer_cache_key
 from frameselect.cache import Cache, RunCounters, default_cache_dir
 from frameselect.errors import AnswererError, ContractError, FrameselectError
 from frameselect.evaluators.base import Evaluator
 from frameselect.fill import fill_share
-from frameselect.fingerprint import fingerprint
 from frameselect.plan import Plan
 from frameselect.progress import Progress
 from frameselect.store import Store
 from frameselect.types import Answer, CandidatePool, Features, Sample, SampleRecord, Selection
 from frameselect.video.decode import DecodeCounter, FrameMemo, VideoInfo, candidates, content_hash, probe, time_error_summary
-from frameselect.windows import requested_units, window_duration
 
 __all__ = [
     "Run",
@@ -235,32 +233,6 @@ def failure_reasons(records: Sequence[SampleRecord]) -> list[tuple[str, int]]:
 
 
 # -- answers ------------------------------------------------------------------------------
-
-
-def answer_cache_key(answerer: Answerer, request: AnswerRequest) -> str:
-    """Hash of everything that determines an answer: backend id, prompt, options, frames.
-
-    Frames enter by identity (video content hash, pool policy and the selected
-    pool indices), which determines their content exactly. A question that asks
-    for time windows (:mod:`frameselect.windows`) adds their units and the
-    duration fractions refer to (the prompt and the reading of the reply depend on them).
-    """
-    units = requested_units(request.sample)
-    duration = window_duration(request.sample.metadata, request.pool.duration) if units == "fraction" else None
-    grounding = {"windows": [units, duration]} if units is not None else {}
-    return fingerprint(
-        {
-            **grounding,
-            "answerer": answerer.id,
-            "query": request.sample.query,
-            "video": request.pool.video_id,
-            "policy": request.pool.policy,
-            "indices": list(request.selection.indices),
-            "timestamps": [round(t, 6) for t in request.timestamps],
-            **({"sizes": [list(size) for size in request.selection.sizes]} if request.selection.sizes is not None else {}),
-            "oracle": [request.sample.answer, list(request.sample.evidence), dict(request.sample.metadata)] if answerer.is_oracle else None,
-        }
-    )
 
 
 def answer_batch(answerer: Answerer, requests: Sequence[AnswerRequest], store: Store, counters: RunCounters) -> list[Answer]:

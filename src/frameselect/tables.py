@@ -26,7 +26,7 @@ from typing import Any
 from frameselect.errors import FrameselectError, PartConfigError, UnknownNameError
 from frameselect.evaluators.base import Evaluator, mean_of
 from frameselect.fill import FILL_DOMINANT_SHARE, fill_dominates, fill_share
-from frameselect.parts import revive
+from frameselect.registry import revive
 from frameselect.report import FORMATS, Column, Table, render
 from frameselect.stats import (
     DEFAULT_BOOT,

@@ -205,7 +205,15 @@ class FrameSource(Protocol):
     ``size=(w, h)`` asks for frames scaled to that size (pixel-based
     selectors read small frames). :class:`~frameselect.video.decode.VideoFrameSource`
     decodes lazily from a file; :class:`InMemoryFrames` serves frames held in memory.
+
+    :meth:`candidate_time_errors` is each candidate's time error in seconds (actual -
+    target) where the source knows it (a pool addressed by time in a video file), else
+    ``None`` (the default of sources that derive from this protocol).
     """
+
+    def candidate_time_errors(self) -> NDArray[np.float64] | None:
+        """Each candidate's time error in seconds (actual - target), or ``None`` when this source does not know it."""
+        return None
 
     def get(self, indices: Sequence[int], size: tuple[int, int] | None = None) -> list[NDArray[np.uint8]]:
         """The frames at these pool indices, in the order asked."""

@@ -15,13 +15,15 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
+from frameselect.fingerprint import fingerprint
 from frameselect.parts import Part, part_id
 from frameselect.types import Answer, CandidatePool, Sample, Selection, option_letters
+from frameselect.windows import requested_units, window_duration
 
 if TYPE_CHECKING:
     from frameselect.tokens import TokenModel
 
-__all__ = ["Answerer", "AnswerRequest", "option_letters", "sized_frames"]
+__all__ = ["Answerer", "AnswerRequest", "answer_cache_key", "option_letters", "sized_frames"]
 
 
 @dataclass
@@ -112,3 +114,29 @@ class Answerer(Part):
         raise NotImplementedError(
             f"answerer {self.name!r} gives no option log-probabilities; use one with has_option_logprobs (e.g. label_ocr_reader, qwen2_vl)"
         )
+
+
+def answer_cache_key(answerer: Answerer, request: AnswerRequest) -> str:
+    """Hash of everything that determines an answer: backend id, prompt, options, frames.
+
+    Frames enter by identity (video content hash, pool policy and the selected
+    pool indices), which determines their content exactly. A question that asks
+    for time windows (:mod:`frameselect.windows`) adds their units and the
+    duration fractions refer to (the prompt and the reading of the reply depend on them).
+    """
+    units = requested_units(request.sample)
+    duration = window_duration(request.sample.metadata, request.pool.duration) if units == "fraction" else None
+    grounding = {"windows": [units, duration]} if units is not None else {}
+    return fingerprint(
+        {
+            **grounding,
+            "answerer": answerer.id,
+            "query": request.sample.query,
+            "video": request.pool.video_id,
+            "policy": request.pool.policy,
+            "indices": list(request.selection.indices),
+            "timestamps": [round(t, 6) for t in request.timestamps],
+            **({"sizes": [list(size) for size in request.selection.sizes]} if request.selection.sizes is not None else {}),
+            "oracle": [request.sample.answer, list(request.sample.evidence), dict(request.sample.metadata)] if answerer.is_oracle else None,
+        }
+    )

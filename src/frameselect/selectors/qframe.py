@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 from frameselect.errors import SelectionError
 from frameselect.parts import Range
 from frameselect.registry import selectors
-from frameselect.selectors.base import Selector
+from frameselect.selectors.base import Scored, Selector
 from frameselect.selectors.multires import scales_by_rank, tiered_scales
 from frameselect.types import CandidatePool, Features, Query, Selection
 
@@ -121,10 +121,10 @@ class QFrame(Selector):
         ranking = [i for _, i in sorted(zip(chosen.scores, chosen.indices, strict=True), key=lambda pair: (-pair[0], pair[1]))]
         return dataclasses.replace(chosen, scales=scales_by_rank(chosen.indices, ranking, by_rank))
 
-    def _select(self, pool: CandidatePool, query: Query | None, k: int, features: Features, rng: np.random.Generator) -> tuple[list[int], list[float]]:
+    def _select(self, pool: CandidatePool, query: Query | None, k: int, features: Features, rng: np.random.Generator) -> Scored:
         if not self.tau > 0:
             raise SelectionError(f"qframe needs tau > 0, got {self.tau}")
         similarity = features.relevance()
         order, perturbed = gumbel_ranking(similarity, self.tau, rng.random(len(similarity)))
         chosen = sorted(int(i) for i in order[:k])
-        return chosen, [float(perturbed[i]) for i in chosen]
+        return Scored(chosen, [float(perturbed[i]) for i in chosen])
