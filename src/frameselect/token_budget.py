@@ -284,11 +284,11 @@ def plan_frames(
     >>> from frameselect.tokens import token_model
     >>> qwen = token_model("qwen2_5_vl")
     >>> plan_frames(6000, qwen, (360, 640), "fixed_res")  # resized to 364 x 644 by the model: 299 tokens a pair
-    FramePlan(k=40, size=(360, 640), tokens=5980, resized=False, budget=6000)
+    FramePlan(k=40, size=(360, 640), tokens=5980, resized=False, budget=6000, mixed=False)
     >>> plan_frames(6000, qwen, (720, 1280), "fixed_k", k=16)
-    FramePlan(k=16, size=(560, 1008), tokens=5760, resized=True, budget=6000)
+    FramePlan(k=16, size=(560, 1008), tokens=5760, resized=True, budget=6000, mixed=False)
     >>> plan_frames(6000, qwen, (720, 1280), "search")  # the most frames at least 224 px on their shorter side
-    FramePlan(k=70, size=(280, 476), tokens=5950, resized=True, budget=6000)
+    FramePlan(k=70, size=(280, 476), tokens=5950, resized=True, budget=6000, mixed=False)
     """
     if policy not in TOKEN_POLICIES:
         raise ConfigError(f"unknown token policy {policy!r}; use one of {', '.join(TOKEN_POLICIES)}")

@@ -124,7 +124,7 @@ def pareto_front(points: Sequence[tuple[float, float]]) -> list[tuple[float, flo
     """The points no other point beats: none costs at most as many tokens and scores at least as high, one of them strictly; by cost.
 
     >>> pareto_front([(100, 0.5), (200, 0.5), (150, 0.7), (300, 0.9), (250, 0.6)])
-    [(100, 0.5), (150, 0.7), (300, 0.9)]
+    [(100.0, 0.5), (150.0, 0.7), (300.0, 0.9)]
     """
     finite = sorted({(float(x), float(y)) for x, y in points if math.isfinite(x) and math.isfinite(y)}, key=lambda p: (p[0], -p[1]))
     front: list[tuple[float, float]] = []
