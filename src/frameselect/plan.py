@@ -222,6 +222,22 @@ def default_label(sel: Selector, k: int, router: Any, bank: Sequence[Selector] =
     return f"{sel.name}@{budget or f'k={k}'}"
 
 
+def check_mixed_sizes(parts: Sequence[Selector], answerer: Answerer | None, tokens: int | None, token_policy: str) -> None:
+    """A mixed-resolution selector (``frame_scales``) needs an answerer that takes frames of several sizes, and plans its own sizes at a token budget."""
+    mixing = [p.name for p in parts if p.frame_scales(1) is not None]
+    if not mixing:
+        return
+    if answerer is not None and not answerer.takes_mixed_sizes:
+        raise ConfigError(
+            f"selector {mixing[0]!r} sends frames at several sizes, and answerer {answerer.name!r} takes a video of one size; "
+            "answer with a backend that takes frames one by one (openai_http), or drop the mixed resolution (e.g. qframe multires=false)"
+        )
+    if tokens is not None and token_policy != "fixed_res":
+        raise ConfigError(
+            f"selector {mixing[0]!r} sets its own frame sizes (mixed resolution); run it under the token policy fixed_res (--token-policy fixed_res), not {token_policy!r}"
+        )
+
+
 def resolve_token_model(token_model: Any, answerer: Answerer | None, tokens: int | None) -> TokenModel | None:
     """The run's cost model: ``token_model`` (a family name or a model), else the answerer's own; a token budget needs one."""
     from frameselect.tokens import TokenModel, token_models
@@ -285,6 +301,7 @@ def plan_run(
     if rt is not None:
         check_needs("routers", rt, enc)
     check_answerer(evs, ans)
+    check_mixed_sizes([sel, *bank_parts], ans, tokens, token_policy)
     cost_model = resolve_token_model(token_model, ans, tokens)
     if tokens is not None:
         from frameselect.token_budget import check_token_budget

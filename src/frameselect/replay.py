@@ -117,10 +117,11 @@ def plan_replay(
         answerer=ans,
         parent_run=parent.run_id,
         needs_answers=True,
+        token_model=ans.token_model(),  # prices the stored frames (at their stored sizes) for this answerer; changes none
     )
 
 
-def apply_stored_selection(p: Prepared, stored: tuple[Selection, Mapping[str, Any]] | None, parent_id: str, ctx: RunContext) -> None:
+def apply_stored_selection(p: Prepared, stored: tuple[Selection, Mapping[str, Any]] | None, parent_id: str, ctx: RunContext, plan: Plan | None = None) -> None:
     """Put a stored selection (as read from the store) on the sample's pool; raises why it cannot."""
     if stored is None:
         raise MissingSelectionError(
@@ -132,6 +133,10 @@ def apply_stored_selection(p: Prepared, stored: tuple[Selection, Mapping[str, An
     for video in sample_videos(p.sample):
         pool = build_pool(p.sample, p.policy, ctx, video)
         _check_fits(p.sample, selection, meta, pool.video_id, pool.timestamps, parent_id)
+        if plan is not None and plan.token_model is not None:  # the frames at their stored sizes, priced for this answerer
+            from frameselect.token_budget import priced_selection
+
+            selection = priced_selection(selection, plan, pool, ctx, None, None)
         p.put(video, pool, selection)
 
 
@@ -143,7 +148,7 @@ class StoredSelectionStep:
     stored: Mapping[str, tuple[Selection, Mapping[str, Any]] | None]
 
     def __call__(self, p: Prepared, plan: Plan, ctx: RunContext) -> None:
-        apply_stored_selection(p, self.stored.get(p.sample.id), self.parent_id, ctx)
+        apply_stored_selection(p, self.stored.get(p.sample.id), self.parent_id, ctx, plan)
 
 
 def _check_fits(sample: Sample, selection: Selection, meta: Mapping[str, Any], video_id: str, pool_times: np.ndarray, parent_id: str) -> None:

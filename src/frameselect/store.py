@@ -55,6 +55,7 @@ CREATE TABLE IF NOT EXISTS selections (
     scores      TEXT,
     latency_s   REAL NOT NULL,
     filled      INTEGER,
+    sizes       TEXT,
     PRIMARY KEY (run_id, sample_id)
 );
 CREATE TABLE IF NOT EXISTS records (
@@ -198,14 +199,17 @@ class Store:
 
         Their rows keep ``k`` and ``policy`` inside ``metadata``, read back as before; their answers carry no windows.
         Stores written before ``selections`` had its ``filled`` column get it;
-        their selections read back with ``filled=None`` (not known).
+        their selections read back with ``filled=None`` (not known). Likewise its
+        ``sizes`` column (each frame's size sent, JSON; NULL: every frame as decoded).
         """
         columns = {row[1] for row in self._conn.execute("PRAGMA table_info(records)")}
         for name, sql_type in (("k", "INTEGER"), ("policy", "TEXT"), ("answer_windows", "TEXT")):
             if name not in columns:
                 self._conn.execute(f"ALTER TABLE records ADD COLUMN {name} {sql_type}")
-        if "filled" not in {row[1] for row in self._conn.execute("PRAGMA table_info(selections)")}:
-            self._conn.execute("ALTER TABLE selections ADD COLUMN filled INTEGER")
+        selection_columns = {row[1] for row in self._conn.execute("PRAGMA table_info(selections)")}
+        for name, sql_type in (("filled", "INTEGER"), ("sizes", "TEXT")):
+            if name not in selection_columns:
+                self._conn.execute(f"ALTER TABLE selections ADD COLUMN {name} {sql_type}")
 
     def close(self) -> None:
         self._conn.close()
@@ -294,8 +298,8 @@ class Store:
         with self.transaction() as conn:
             if selection is not None:
                 conn.execute(
-                    "INSERT OR REPLACE INTO selections (run_id, sample_id, video_id, policy, selector, k, indices, timestamps, scores, latency_s, filled) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT OR REPLACE INTO selections (run_id, sample_id, video_id, policy, selector, k, indices, timestamps, scores, latency_s, filled, sizes) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         run_id,
                         record.sample_id,
@@ -308,6 +312,7 @@ class Store:
                         None if selection.scores is None else _json(list(selection.scores)),
                         selection.latency_s,
                         selection.filled,
+                        None if selection.sizes is None else _json([list(size) for size in selection.sizes]),
                     ),
                 )
             conn.execute(
@@ -365,7 +370,7 @@ class Store:
     @_guarded
     def selection(self, run_id: str, sample_id: str) -> tuple[Selection, dict[str, Any]] | None:
         row = self._conn.execute(
-            "SELECT indices, scores, selector, latency_s, timestamps, k, policy, video_id, filled FROM selections WHERE run_id = ? AND sample_id = ?",
+            "SELECT indices, scores, selector, latency_s, timestamps, k, policy, video_id, filled, sizes FROM selections WHERE run_id = ? AND sample_id = ?",
             (run_id, sample_id),
         ).fetchone()
         if row is None:
@@ -376,6 +381,7 @@ class Store:
             selector=row[2],
             latency_s=row[3],
             filled=row[8],
+            sizes=None if row[9] is None else tuple((int(h), int(w)) for h, w in json.loads(row[9])),
         )
         return sel, {"timestamps": json.loads(row[4]), "k": row[5], "policy": row[6], "video_id": row[7]}
 

@@ -40,6 +40,7 @@ Nothing here imports torch.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -66,6 +67,11 @@ __all__ = [
     "sample_budgets",
     "token_plans",
     "priced_selection",
+    "sized_selection",
+    "scaled_size",
+    "sent_sizes",
+    "mixed_cost",
+    "plan_mixed",
     "video_size",
 ]
 
@@ -97,6 +103,8 @@ class FramePlan:
     tokens: int
     resized: bool = False
     budget: int = 0
+    #: a mixed-resolution selector's plan: its frames are sent at the sizes its scales give (:func:`sent_sizes`)
+    mixed: bool = False
 
 
 def frames_cost(model: TokenModel, size: tuple[int, int], n: int) -> int | None:
@@ -159,23 +167,28 @@ def _sent_size(model: TokenModel, size: tuple[int, int], scale: float, n: int) -
 
 def _most_frames(model: TokenModel, size: tuple[int, int], budget: int, max_frames: int) -> tuple[int, int] | None:
     """The largest frame count ``n <= max_frames`` (found by bisection) whose cost at ``size`` fits ``budget``, with that cost."""
-    low = next((n for n in (1, 2) if n <= max_frames and (c := frames_cost(model, size, n)) is not None and c <= budget), None)
+    return _most_by(lambda n: frames_cost(model, size, n), budget, max_frames)
+
+
+def _most_by(cost_of: Callable[[int], int | None], budget: int, max_frames: int) -> tuple[int, int] | None:
+    """The largest count ``n <= max_frames`` whose ``cost_of(n)`` (non-decreasing in ``n``; None: refused) fits ``budget``, with that cost."""
+    low = next((n for n in (1, 2) if n <= max_frames and (c := cost_of(n)) is not None and c <= budget), None)
     if low is None:
         return None
     high = low  # doubling to the first count that does not fit (or past max_frames): lists stay near the answer's size
     while high <= max_frames:
-        cost = frames_cost(model, size, high)
+        cost = cost_of(high)
         if cost is None or cost > budget:
             break
         low, high = high, min(2 * high, max_frames + 1) if high < max_frames else max_frames + 1
     while high - low > 1:
         mid = (low + high) // 2
-        cost = frames_cost(model, size, mid)
+        cost = cost_of(mid)
         if cost is not None and cost <= budget:
             low = mid
         else:
             high = mid
-    cost = frames_cost(model, size, low)
+    cost = cost_of(low)
     assert cost is not None
     return low, cost
 
@@ -271,11 +284,11 @@ def plan_frames(
     >>> from frameselect.tokens import token_model
     >>> qwen = token_model("qwen2_5_vl")
     >>> plan_frames(6000, qwen, (360, 640), "fixed_res")  # resized to 364 x 644 by the model: 299 tokens a pair
-    FramePlan(k=40, size=(360, 640), tokens=5980, resized=False, budget=6000)
+    FramePlan(k=40, size=(360, 640), tokens=5980, resized=False, budget=6000, mixed=False)
     >>> plan_frames(6000, qwen, (720, 1280), "fixed_k", k=16)
-    FramePlan(k=16, size=(560, 1008), tokens=5760, resized=True, budget=6000)
+    FramePlan(k=16, size=(560, 1008), tokens=5760, resized=True, budget=6000, mixed=False)
     >>> plan_frames(6000, qwen, (720, 1280), "search")  # the most frames at least 224 px on their shorter side
-    FramePlan(k=70, size=(280, 476), tokens=5950, resized=True, budget=6000)
+    FramePlan(k=70, size=(280, 476), tokens=5950, resized=True, budget=6000, mixed=False)
     """
     if policy not in TOKEN_POLICIES:
         raise ConfigError(f"unknown token policy {policy!r}; use one of {', '.join(TOKEN_POLICIES)}")
@@ -284,6 +297,76 @@ def plan_frames(
     if limit < 1:
         raise TokenBudgetError("a video with no candidate frames cannot be planned")
     return _plan_cached(int(budget), model, (height, width), policy, k, int(limit), int(min_side))
+
+
+def scaled_size(size: tuple[int, int], scale: float) -> tuple[int, int]:
+    """``size`` (height, width) times ``scale``, each side floored (at least 1 pixel): ``side // 2`` at 0.5, as Q-Frame's resize.
+
+    >>> scaled_size((720, 1280), 0.5), scaled_size((721, 1279), 0.125), scaled_size((4, 4), 0.1)
+    ((360, 640), (90, 159), (1, 1))
+    """
+    return max(1, math.floor(size[0] * scale + 1e-9)), max(1, math.floor(size[1] * scale + 1e-9))
+
+
+def sent_sizes(video_size: tuple[int, int], scales: Sequence[float], model: TokenModel | None = None) -> tuple[tuple[int, int], ...]:
+    """The (height, width) each frame of a mixed-resolution selection is sent at, for its scale of the decoded ``video_size``.
+
+    Scale 1 is the decoded size (sent as decoded). A smaller scale is the
+    floored :func:`scaled_size`, and where ``model`` is given, the size the
+    model itself resizes that to when that is a fixed point of its rule (so the
+    model receives what is priced); the frames of one scale count as one
+    video of that many frames where the size depends on the frame count.
+
+    >>> from frameselect.tokens import token_model
+    >>> sent_sizes((720, 1280), [1.0, 0.25, 0.25], token_model("qwen2_5_vl"))
+    ((720, 1280), (168, 308), (168, 308))
+    """
+    counts: dict[float, int] = {}
+    for scale in scales:
+        counts[scale] = counts.get(scale, 0) + 1
+    by_scale: dict[float, tuple[int, int]] = {}
+    for scale, n in counts.items():
+        if scale >= 1.0:
+            by_scale[scale] = video_size
+            continue
+        scaled = scaled_size(video_size, scale)
+        if model is not None:
+            try:
+                target = model.frame_size(scaled[0], scaled[1], n)
+                if model.frame_size(target[0], target[1], n) == target:
+                    scaled = target
+            except TokenCostError:
+                pass
+        by_scale[scale] = scaled
+    return tuple(by_scale[scale] for scale in scales)
+
+
+def mixed_cost(model: TokenModel, video_size: tuple[int, int], scales: Sequence[float]) -> int | None:
+    """What frames at ``scales`` of ``video_size`` cost ``model`` (:meth:`~frameselect.tokens.TokenModel.selection_tokens`); None where it refuses them."""
+    try:
+        return model.selection_tokens(sent_sizes(video_size, scales, model))
+    except TokenCostError:
+        return None
+
+
+def plan_mixed(budget: int, model: TokenModel, video_size: tuple[int, int], scales_for: Callable[[int], Sequence[float] | None], max_frames: int) -> FramePlan:
+    """A mixed-resolution selector's plan: the most frames ``n <= max_frames`` whose scales ``scales_for(n)`` (by rank) fit ``budget``.
+
+    The selector's own rule decides each rank's scale (its high-resolution
+    frames first, then low-resolution context), so a budget buys its
+    high-resolution frames and then as many context frames as the rest pays for.
+    """
+
+    def cost(n: int) -> int | None:
+        scales = scales_for(n)
+        return mixed_cost(model, video_size, scales if scales is not None else [1.0] * n)
+
+    found = _most_by(cost, int(budget), max(0, int(max_frames)))
+    if found is None:
+        raise TokenBudgetError(
+            f"token budget {budget} is below one frame of this {video_size[1]}x{video_size[0]} video at this selector's sizes under {model.family}"
+        )
+    return FramePlan(found[0], (int(video_size[0]), int(video_size[1])), found[1], False, int(budget), mixed=True)
 
 
 def split_mean_budget(mean_tokens: int, frame_budgets: Sequence[int]) -> list[int]:
@@ -334,70 +417,144 @@ def sample_budgets(plan: Plan, routes: RouteSet | None) -> dict[str, int]:
     return dict(zip(ids, split_mean_budget(plan.tokens, [routes.routes[i].k for i in ids]), strict=True))
 
 
-def token_plans(plan: Plan, ctx: RunContext, routes: RouteSet | None, build_pool: Callable[[Sample, str, RunContext], CandidatePool]) -> dict[str, FramePlan]:
+#: (decoded size, pool size) by (video content hash, pool policy): what planning reads of a video, memoised across runs
+_FACTS: dict[tuple[str, str], tuple[tuple[int, int], int]] = {}
+
+
+def _video_facts(sample: Sample, policy: str, ctx: RunContext) -> tuple[tuple[int, int], int]:
+    """A sample's decoded (height, width) and pool size from its video's probe alone (no pool is built).
+
+    The probe comes from the run's context, else the feature cache (probing
+    the video on a miss), and is left in the context, where the run's own
+    :func:`~frameselect.run.build_pool` finds it. The two numbers are
+    memoised by the video's content hash and the pool policy.
+    """
+    from frameselect.video.decode import content_hash, parse_policy, probe, select_pool
+
+    video_hash = content_hash(sample.video)
+    known = _FACTS.get((video_hash, policy))
+    if known is not None:
+        return known
+    info = ctx.probes.get(video_hash) or ctx.cache.load_probe(video_hash)
+    if info is None:
+        info = probe(sample.video, counter=ctx.decoded)
+        ctx.cache.save_probe(video_hash, info)
+    elif info.path != sample.video:
+        info = dataclasses.replace(info, path=sample.video)
+    ctx.probes[video_hash] = info
+    chosen, _errors = select_pool(info, parse_policy(policy))
+    if len(_FACTS) >= _PLANS_MAX:
+        _FACTS.clear()
+    fact = _FACTS[(video_hash, policy)] = ((int(info.height), int(info.width)), len(chosen))
+    return fact
+
+
+def token_plans(plan: Plan, ctx: RunContext, routes: RouteSet | None = None) -> dict[str, FramePlan]:
     """Every sample's :class:`FramePlan`, before the first sample is selected.
 
-    ``build_pool`` is the run's (:func:`frameselect.run.build_pool`: the pool and
-    the video's cached probe). A sample whose budget cannot buy one frame of its
-    video under the policy refuses the run (:class:`~frameselect.errors.ConfigError`
-    naming it), before anything is stored. A sample whose video cannot be read
-    gets no plan: it fails, and is recorded, when it is run.
+    Planning reads each video once: its size and pool size come from its
+    probe (cached, and kept for the run), and samples of one video with one
+    budget share their plan. A mixed-resolution selector
+    (:meth:`~frameselect.selectors.base.Selector.frame_scales`) is planned by
+    its own scales (:func:`plan_mixed`), under the ``fixed_res`` policy only.
+    A sample whose budget cannot buy one frame of its video under the policy
+    refuses the run (:class:`~frameselect.errors.ConfigError` naming it), before
+    anything is stored. A sample whose video cannot be read gets no plan: it
+    fails, and is recorded, when it is run.
     """
     assert plan.tokens is not None and plan.token_model is not None
+    model = plan.token_model
     budgets = sample_budgets(plan, routes)
+    facts: dict[str, tuple[tuple[int, int], int] | None] = {}
+    made: dict[tuple[object, ...], FramePlan] = {}
     plans: dict[str, FramePlan] = {}
     for sample in plan.samples:
-        try:
-            pool = build_pool(sample, plan.pool, ctx)
-            size = video_size(pool, ctx)
-        except Exception:
-            continue  # the sample will fail again, and be recorded, when it is run
+        if sample.video not in facts:
+            try:
+                facts[sample.video] = _video_facts(sample, plan.pool, ctx)
+            except Exception:
+                facts[sample.video] = None  # the sample will fail again, and be recorded, when it is run
+        fact = facts[sample.video]
+        if fact is None:
+            continue
+        size, n_pool = fact
         budget = budgets[sample.id]
-        k = routes.routes[sample.id].k if routes is not None and sample.id in routes.routes else plan.k
+        routed = routes is not None and sample.id in routes.routes
+        k = routes.routes[sample.id].k if routes is not None and routed else plan.k
+        selector = routes.routes[sample.id].selector if routes is not None and routed else plan.selector
+        mixed = selector is not None and selector.frame_scales(1) is not None
+        key = (budget, size, n_pool, k, selector if mixed else None)
         try:
-            plans[sample.id] = plan_frames(budget, plan.token_model, size, plan.token_policy, k=k, max_frames=len(pool))
+            frame_plan = made.get(key)
+            if frame_plan is None:
+                if mixed:
+                    assert selector is not None
+                    if plan.token_policy != "fixed_res":
+                        raise ConfigError(
+                            f"selector {selector.name!r} sets its own frame sizes (mixed resolution); run it under the token policy fixed_res "
+                            f"(--token-policy fixed_res), not {plan.token_policy!r}"
+                        )
+                    frame_plan = plan_mixed(budget, model, size, selector.frame_scales, n_pool)
+                else:
+                    frame_plan = plan_frames(budget, model, size, plan.token_policy, k=k, max_frames=n_pool)
+                made[key] = frame_plan
+            plans[sample.id] = frame_plan
         except TokenBudgetError as exc:
             share = " (its share of the mean)" if routes is not None else ""
             raise ConfigError(f"sample {sample.id!r}: token budget {budget}{share} cannot be spent: {exc}") from None
     return plans
 
 
-_COSTS: dict[tuple[object, ...], int] = {}
+#: costs by (model identity, size, count); each entry keeps its model, so an identity is never reused while its entries live
+_COSTS: dict[tuple[int, tuple[int, int], int], tuple[TokenModel, int]] = {}
 
 
 def _uniform_cost(model: TokenModel, size: tuple[int, int], n: int) -> int:
     """``n`` frames of one size, memoised (a run prices the same few counts and sizes again and again)."""
-    key = (type(model), repr(model), size, n)
-    cost = _COSTS.get(key)
-    if cost is None:
-        if len(_COSTS) >= _PLANS_MAX:
-            _COSTS.clear()
-        cost = _COSTS[key] = model.visual_tokens([size] * n)
+    key = (id(model), size, n)
+    entry = _COSTS.get(key)
+    if entry is not None and entry[0] is model:
+        return entry[1]
+    if len(_COSTS) >= _PLANS_MAX:
+        _COSTS.clear()
+    cost = model.visual_tokens([size] * n)
+    _COSTS[key] = (model, cost)
     return cost
 
 
-def priced_selection(selection: Selection, plan: Plan, pool: CandidatePool, ctx: RunContext, frame_plan: FramePlan | None, budget: int | None) -> Selection:
-    """The selection with its frames' sizes (where the plan resizes them) and the tokens they cost the run's model.
+def sized_selection(selection: Selection, video_size: tuple[int, int], model: TokenModel | None = None) -> Selection:
+    """A mixed-resolution selection (one with ``scales``) with the sizes its frames are sent at (:func:`sent_sizes`); others as they are."""
+    if selection.scales is None:
+        return selection
+    return dataclasses.replace(selection, sizes=sent_sizes(video_size, selection.scales, model))
 
-    Where no cost model is known the selection is returned as is; a selection
-    over its token budget (a selector returning more frames than planned) is
-    a :class:`TokenBudgetError`.
+
+def priced_selection(selection: Selection, plan: Plan, pool: CandidatePool, ctx: RunContext, frame_plan: FramePlan | None, budget: int | None) -> Selection:
+    """The selection with its frames' sizes (where the plan resizes them, or its selector mixes sizes) and the tokens they cost the run's model.
+
+    Where no cost model is known the selection is returned with its sizes
+    only; a selection over its token budget (a selector returning more frames
+    than planned) is a :class:`TokenBudgetError`.
     """
     model = plan.token_model
+    if selection.scales is not None:
+        selection = sized_selection(selection, video_size(pool, ctx), model)
     if model is None:
         return selection
     n = len(selection)
-    if frame_plan is not None:
+    if selection.scales is not None:
+        size, sizes = video_size(pool, ctx), selection.sizes
+    elif frame_plan is not None and not frame_plan.mixed:
         size, sizes = frame_plan.size, ((frame_plan.size,) * n if frame_plan.resized else None)
     else:
         size, sizes = video_size(pool, ctx), selection.sizes
     try:
-        if frame_plan is not None and n == frame_plan.k:
+        if frame_plan is not None and not frame_plan.mixed and selection.scales is None and n == frame_plan.k:
             tokens: int | None = frame_plan.tokens  # the planned frames, already priced
         elif sizes is None or len(set(sizes)) == 1:
             tokens = _uniform_cost(model, size if sizes is None else sizes[0], n)
         else:
-            tokens = model.visual_tokens(list(sizes))
+            tokens = model.selection_tokens(list(sizes))
     except TokenCostError:
         if budget is not None:
             raise

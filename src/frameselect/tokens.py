@@ -150,6 +150,26 @@ class TokenModel:
         """
         raise NotImplementedError
 
+    def selection_tokens(self, frames: Sequence[tuple[int, int]]) -> int:
+        """The placeholder tokens a selection of ``frames`` costs when its frames may differ in size (mixed resolution).
+
+        A model whose processor stacks a video into one array (the Qwen
+        families) gets one video per distinct size, in the order each size
+        first appears, so each group is priced as its own video (its frame
+        count padded to the temporal patch on its own); frames of one size
+        are one video, priced as :meth:`visual_tokens`. Per-frame models
+        (:class:`PerFrameTokenModel`) price each frame as it is.
+
+        >>> qwen = token_model("qwen2_5_vl")
+        >>> qwen.selection_tokens([(728, 1288)] * 2 + [(168, 336)] * 3)  # one pair of 26 x 46 patches, two of 6 x 12
+        1340
+        """
+        checked = _frames(self.family, frames)
+        groups: dict[tuple[int, int], int] = {}
+        for size in checked:
+            groups[size] = groups.get(size, 0) + 1
+        return sum(self.visual_tokens([size] * n) for size, n in groups.items())
+
     def _frame_count(self, num_frames: int | None) -> int:
         if num_frames is None:
             raise TokenCostError(f"{self.family}: the size a frame is resized to depends on how many frames the video has here; pass num_frames=")
@@ -365,6 +385,10 @@ class PerFrameTokenModel(TokenModel):
     def visual_tokens(self, frames: Sequence[tuple[int, int]]) -> int:
         checked = _frames(self.family, frames)
         return len(checked) * self.tokens_per_frame() + self.tokens_per_video if checked else 0
+
+    def selection_tokens(self, frames: Sequence[tuple[int, int]]) -> int:
+        """Each frame priced as it is (its size does not change its cost), all in one video."""
+        return self.visual_tokens(frames)
 
 
 def _square(side: int) -> dict[str, int]:

@@ -348,6 +348,9 @@ class Selection:
     receives it at (a run at a token budget, or a mixed-resolution selector);
     ``None``: every frame as decoded. ``tokens`` is what the frames cost the
     answering model (:mod:`frameselect.tokens`) where a cost model is known.
+    ``scales`` is what a mixed-resolution selector asks for, per selected
+    frame: the fraction of the decoded size it is sent at (1.0: as decoded);
+    the run turns it into ``sizes`` (:func:`frameselect.token_budget.sized_selection`).
     """
 
     indices: tuple[int, ...]
@@ -358,9 +361,15 @@ class Selection:
     filled: int | None = None
     sizes: tuple[tuple[int, int], ...] | None = None
     tokens: int | None = None
+    scales: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "indices", tuple(int(i) for i in self.indices))
+        if self.scales is not None:
+            scales = tuple(float(x) for x in self.scales)
+            if len(scales) != len(self.indices) or not all(0.0 < x <= 1.0 for x in scales):
+                raise ValueError(f"a selection of {len(self.indices)} frames needs as many scales in (0, 1], got {self.scales!r}")
+            object.__setattr__(self, "scales", scales)
         if self.sizes is not None:
             sizes = tuple((int(h), int(w)) for h, w in self.sizes)
             if len(sizes) != len(self.indices) or any(h < 1 or w < 1 for h, w in sizes):

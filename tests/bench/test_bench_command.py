@@ -120,3 +120,26 @@ def test_bench_smoke_with_real_models_and_a_cached_second_run(tmp_path: Path, ca
     )
     for metric in ("mc_accuracy", "evidence_recall", "frame_precision"):
         assert other.table[metric] == pytest.approx(alone.table[metric], abs=1e-12), metric
+
+
+def test_bench_tokens_runs_every_selector_at_the_cost_of_k_frames_and_compares_the_rankings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from frameselect.store import Store
+
+    argv = ["bench", "--n-videos", "2", "--minutes", "0.5", "-s", "uniform,random,tsn", "-k", "4", "-k", "8", "--encoder", "none", "--answerer", "oracle"]
+    argv += ["--store", str(tmp_path / "b.sqlite"), "--cache-dir", str(tmp_path / "c"), "--no-report", "--tokens"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    section = out.split("## Token budgets (qwen2_5_vl cost model, policy fixed_res)")[1]
+    # the suite's 320 x 180 frames cost Qwen2.5-VL 66 tokens a pair (168 x 308, 12 x 22 patches): 4 frames 132, 8 frames 264
+    assert "### 132 tokens (what 4 frames of the suite cost)" in section and "### 264 tokens (what 8 frames of the suite cost)" in section
+    # frames sent as decoded: a budget of k frames' cost buys exactly k frames, so the accuracies (and the rankings) are those at k frames
+    with Store(tmp_path / "b.sqlite") as st:
+        runs = {r.label: r for r in st.runs()}
+    for k, tokens in ((4, 132), (8, 264)):
+        for name in ("uniform", "random", "tsn"):
+            at_frames = {r.sample_id: r.metrics["mc_accuracy"] for r in Store(tmp_path / "b.sqlite").records(runs[f"{name}@k={k}·oracle"].run_id)}
+            at_tokens = Store(tmp_path / "b.sqlite").records(runs[f"{name}@tokens={tokens}·oracle"].run_id)
+            assert {r.sample_id: r.metrics["mc_accuracy"] for r in at_tokens} == at_frames
+            assert {(len(r.selection), r.metrics["tokens"]) for r in at_tokens} == {(k, float(tokens))}
+        assert f"- k={k} vs {tokens} tokens: Kendall tau_b = " in section
+    assert "significant inversions: none" in section

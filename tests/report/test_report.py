@@ -312,3 +312,29 @@ def test_a_report_without_streaming_runs_has_no_streaming_section(store_path: tu
     store, cache = store_path
     html = build_report(store, options=_options(cache, thumbnails=False))
     assert "stream-memory" not in html and "stream-held" not in html
+
+
+def test_pareto_front_keeps_the_runs_no_cheaper_run_beats() -> None:
+    from frameselect.htmlreport.figures import pareto_front
+
+    points = [(100.0, 0.5), (200.0, 0.5), (150.0, 0.7), (300.0, 0.9), (250.0, 0.6), (150.0, 0.4), (400.0, float("nan"))]
+    assert pareto_front(points) == [(100.0, 0.5), (150.0, 0.7), (300.0, 0.9)]
+    assert pareto_front([]) == []
+
+
+def test_report_draws_accuracy_against_tokens_per_selector(tmp_path: Path) -> None:
+    store, cache = tmp_path / "t.sqlite", tmp_path / "c"
+    tiny = TinyDataset(tmp_path / "tiny")
+    common = dict(dataset=tiny, store=store, cache_dir=cache, progress=False, token_model="qwen2_5_vl", evaluators=["evidence_recall"])
+    for k in (2, 4):
+        frameselect.evaluate(selector="uniform", k=k, **common)  # type: ignore[arg-type]
+        frameselect.evaluate(selector="random", k=k, **common)  # type: ignore[arg-type]
+    html = build_report(store, options=_options(cache, thumbnails=False))
+    assert "figure tokens" in html and "against visual tokens" in html
+    assert len(re.findall(r'<g id="token-curve-\d+"', html)) == 2  # one curve per selector, two runs each
+    assert html.count('<g id="pareto-front"') == 1
+    # a store whose runs recorded no tokens draws no curve
+    plain = tmp_path / "plain.sqlite"
+    frameselect.evaluate(selector="uniform", k=2, dataset=tiny, store=plain, cache_dir=cache, progress=False, evaluators=["evidence_recall"])
+    frameselect.evaluate(selector="uniform", k=4, dataset=tiny, store=plain, cache_dir=cache, progress=False, evaluators=["evidence_recall"])
+    assert "figure tokens" not in build_report(plain, options=_options(cache, thumbnails=False))

@@ -81,6 +81,8 @@ class Answerer(Part):
     identity_exclude: ClassVar[frozenset[str]] = frozenset({"concurrency", "device", "cache_dir"})
     #: the backend gives log-probabilities of the options (:meth:`option_logprobs`)
     has_option_logprobs: ClassVar[bool] = False
+    #: the backend takes the frames of one request at different sizes (a mixed-resolution selection)
+    takes_mixed_sizes: ClassVar[bool] = True
 
     @property
     def max_in_flight(self) -> int:

@@ -164,6 +164,8 @@ class TransformersVLM(Answerer):
     inputs_class: ClassVar[Any] = None
     #: the processor is covered by the model's revision (and ``preprocessing``); the device changes no answer
     identity_exclude: ClassVar[frozenset[str]] = Answerer.identity_exclude | {"processor", "model_id"}
+    #: the local backends stack a request's frames into one video of one size
+    takes_mixed_sizes: ClassVar[bool] = False
     has_option_logprobs: ClassVar[bool] = True
 
     def __init__(

@@ -66,6 +66,7 @@ class BenchConfig:
     executor: str = "serial"  # serial, process or ray (frameselect.executors); results are the same
     workers: int | None = None
     ray_address: str | None = None
+    tokens: bool = False  # the token-budget section (frameselect.bench.token_section; CLI --tokens)
 
 
 @dataclass
@@ -94,6 +95,7 @@ class BenchResult:
     kinds: dict[str, int]
     answer_metric: str
     selectors_run: list[str] = field(default_factory=list)
+    tokens: Any = None  # the token-budget section's result (frameselect.bench.token_section.TokenSection), when run
 
 
 class _AccuracyFallback(Evaluator):
@@ -298,6 +300,9 @@ def _run_bench(config: BenchConfig, executor: Any, *, log: Callable[[str], None]
             failed = next((r for r in group if r.failed), None)
             say(f"{name}: {timings[f'selector:{name}']:.1f} s" + (f" ({failed.failed} failed: {failed.first_error})" if failed else ""))
     timings["selectors"] = time.perf_counter() - start_all
+    token_result = (
+        _token_section(config, dataset, samples, chosen, encoder, answerer_parts, evaluators, rows, features_dir, executor, say) if config.tokens else None
+    )
 
     from frameselect.registry import evaluators as evaluator_registry
 
@@ -313,7 +318,32 @@ def _run_bench(config: BenchConfig, executor: Any, *, log: Callable[[str], None]
         kinds=kinds,
         answer_metric=ANSWER_EVALUATOR,
         selectors_run=[n for n, _ in chosen],
+        tokens=token_result,
     )
+
+
+def _token_section(
+    config: BenchConfig,
+    dataset: Any,
+    samples: Any,
+    chosen: Any,
+    encoder: Any,
+    answerers: Any,
+    evaluators: Any,
+    rows: Any,
+    features_dir: Path,
+    executor: Any,
+    say: Any,
+) -> Any:
+    from frameselect.bench.token_section import run_token_section
+
+    first = answerers[0]
+    frame_runs = {(r.selector, r.k): r.run_id for r in rows if r.answerer == first[0] and not r.failed}
+    return run_token_section(
+        dataset=dataset, samples=samples, chosen=chosen, encoder=encoder, answerer=first, evaluators=evaluators, frame_runs=frame_runs,
+        store=config.store, pool=config.pool, seed=config.seed, budgets=config.budgets, features_dir=features_dir, executor=executor,
+        answer_metric=ANSWER_EVALUATOR, say=say,
+    )  # fmt: skip
 
 
 # -- report -------------------------------------------------------------------------
@@ -475,6 +505,10 @@ def format_report(result: BenchResult) -> str:
         for r in failed:
             if r.answerer == answerers[0]:
                 out.append(f"failed samples: {r.selector}@k={r.k}: {r.failed} ({r.first_error})")
+    if result.tokens is not None:
+        from frameselect.bench.token_section import format_token_section
+
+        out.extend(format_token_section(result.tokens, metric))
     if result.notes:
         out.append("")
         out.extend(f"note: {n}" for n in result.notes)

@@ -77,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
         executor=args.executor,
         workers=args.workers,
         ray_address=args.ray_address,
+        tokens=args.tokens,
     )
     start = time.perf_counter()
     try:
@@ -144,6 +145,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--stream", action="store_true", help="the streaming section: streaming selectors answer questions at stream times from memories of --memory frames"
     )
     p.add_argument("--memory", "-M", type=int, action="append", help="with --stream: memory size M (repeatable; default: 4, 16 and 64)")
+    p.add_argument(
+        "--tokens",
+        action="store_true",
+        help="the token-budget section: every selector at the Qwen2.5-VL cost of each -k frames, and whether the ranking at equal frames survives at equal tokens",
+    )
     p.add_argument("--progress", action="store_true", help="a progress bar per run (one run per selector x budget x answerer)")
     p.add_argument("--report", default=None, help="HTML report to write at the end (default: beside the store, with .html)")
     p.add_argument("--no-report", action="store_true", help="do not write the HTML report")

@@ -26,6 +26,7 @@ from __future__ import annotations
 import base64
 import math
 import os
+import re
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -138,6 +139,8 @@ class DatasetView:
     run_labels: list[str] = field(default_factory=list)
     routing_svgs: list[tuple[str, str]] = field(default_factory=list)
     cost_svgs: list[tuple[str, str]] = field(default_factory=list)
+    #: accuracy against visual tokens (one curve per selector, the Pareto front marked), where runs recorded tokens
+    token_svg: str = ""
     replays: tuple[list[str], list[tuple[str, list[str]]]] | None = None
     title: str = ""
     #: how many runs the rank charts and timelines show, of how many (the best on the headline metric)
@@ -533,6 +536,22 @@ def _cost_svgs(section: TableSection, runs: Sequence[StoredRun], metric: str) ->
     return figs
 
 
+def _token_curve_svg(section: TableSection, runs: Sequence[StoredRun], metric: str) -> str:
+    """Accuracy against mean visual tokens, one curve per configuration (the run's label without its budget); empty without two runs that recorded tokens."""
+    from frameselect.analysis import run_tokens
+
+    est = {row.label: row.cells[metric].estimate for row in section.rows if metric in row.cells and row.subset in (None, "all")}
+    curves: dict[str, list[tuple[float, float]]] = {}
+    for run in runs:
+        tokens = run_tokens(run)
+        if tokens is None or run.label not in est or math.isnan(est[run.label]):
+            continue
+        curves.setdefault(re.sub(r"@[^·]*", "", run.label), []).append((tokens, est[run.label]))
+    if sum(len(points) for points in curves.values()) < 2:
+        return ""
+    return figures.token_curves(dict(sorted(curves.items())), ylabel=metric)
+
+
 def _replays(runs: Sequence[StoredRun], section: TableSection, metric: str) -> tuple[list[str], list[tuple[str, list[str]]]] | None:
     by_id = {run.info.run_id: run for run in runs}
     children: dict[str, list[StoredRun]] = defaultdict(list)
@@ -611,6 +630,7 @@ def _dataset_views(store: Store, opts: ReportOptions, progress: Callable[[str], 
             progress(f"timelines of {section.dataset}")
             view.timelines = _timelines(store, best, metric, opts.by, opts)
             view.cost_svgs = _cost_svgs(section, members, metric)
+            view.token_svg = _token_curve_svg(section, members, metric)
             view.replays = _replays(members, section, metric)
             streams = [run for run in members if run.info.kind == "stream"]
             if streams:

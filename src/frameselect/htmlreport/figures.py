@@ -17,7 +17,19 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["bump_chart", "tau_heatmap", "cost_scatter", "budget_boxes", "timeline", "TimelineRow", "memory_curves", "memory_timeline", "MemoryRow"]
+__all__ = [
+    "bump_chart",
+    "tau_heatmap",
+    "cost_scatter",
+    "budget_boxes",
+    "timeline",
+    "TimelineRow",
+    "memory_curves",
+    "memory_timeline",
+    "MemoryRow",
+    "pareto_front",
+    "token_curves",
+]
 
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
@@ -105,6 +117,51 @@ def cost_scatter(points: Sequence[tuple[str, float, float]], *, xlabel: str, yla
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)
+    return _svg(fig)
+
+
+def pareto_front(points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The points no other point beats: none costs at most as many tokens and scores at least as high, one of them strictly; by cost.
+
+    >>> pareto_front([(100, 0.5), (200, 0.5), (150, 0.7), (300, 0.9), (250, 0.6)])
+    [(100.0, 0.5), (150.0, 0.7), (300.0, 0.9)]
+    """
+    finite = sorted({(float(x), float(y)) for x, y in points if math.isfinite(x) and math.isfinite(y)}, key=lambda p: (p[0], -p[1]))
+    front: list[tuple[float, float]] = []
+    for x, y in finite:
+        if not front or y > front[-1][1]:
+            front.append((x, y))
+    return front
+
+
+def token_curves(curves: Mapping[str, Sequence[tuple[float, float]]], *, ylabel: str) -> str:
+    """Accuracy against mean visual tokens per question: one curve per selector (its runs by cost), the Pareto front over all marked."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    everything: list[tuple[float, float]] = []
+    for i, (name, pts) in enumerate(curves.items()):
+        ordered = sorted((float(x), float(y)) for x, y in pts)
+        everything.extend(ordered)
+        line = ax.plot([p[0] for p in ordered], [p[1] for p in ordered], marker="o", color=color(i), linewidth=1.4, markersize=4, label=name)[0]
+        line.set_gid(f"token-curve-{i}")
+    front = pareto_front(everything)
+    if front:
+        marks = ax.plot(
+            [p[0] for p in front],
+            [p[1] for p in front],
+            linestyle="--",
+            color="black",
+            marker="o",
+            markersize=9,
+            markerfacecolor="none",
+            linewidth=0.8,
+            label="Pareto front",
+        )[0]
+        marks.set_gid("pareto-front")
+    ax.set_xlabel("visual tokens per question (mean)")
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right", fontsize=7)
     return _svg(fig)
 
 

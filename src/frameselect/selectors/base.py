@@ -202,6 +202,16 @@ class Selector(Part):
         """True for a trained selector that has no weights to run with (benchmarks skip it)."""
         return False
 
+    def frame_scales(self, n: int) -> tuple[float, ...] | None:
+        """The fractions of the decoded size that ``n`` selected frames are sent at, by rank (most relevant first).
+
+        None (the default): every frame as decoded. A mixed-resolution
+        selector returns its rule here, and its selections carry each frame's
+        scale (``Selection.scales``); a run at a token budget plans its frame
+        count from this rule (:func:`frameselect.token_budget.plan_mixed`).
+        """
+        return None
+
     def select(
         self,
         pool: CandidatePool,
