@@ -68,7 +68,7 @@ class FrameVideoProcessor(_video_processor_base()):  # type: ignore[misc]
         return self.preprocess(videos, **kwargs)
 
     def preprocess(self, videos: Any, return_tensors: Any = "pt", **kwargs: Any) -> Any:
-        from transformers.image_processing_utils import BatchFeature
+        from transformers import BatchFeature
 
         if kwargs.get("do_sample_frames") or kwargs.get("num_frames") is not None or kwargs.get("fps") is not None:
             raise ValueError("frameselect's video processor takes the frames to use; it does not sample (do_sample_frames, num_frames, fps)")
@@ -89,7 +89,7 @@ class FrameVideoProcessor(_video_processor_base()):  # type: ignore[misc]
 
 
 def _read(pretrained: str, name: str) -> dict[str, Any]:
-    from transformers.utils import cached_file
+    from transformers.utils.hub import cached_file
 
     path = cached_file(pretrained, name, _raise_exceptions_for_missing_entries=False)
     if path is None:
@@ -115,7 +115,7 @@ def load_processor(pretrained: str, **kwargs: Any) -> Any:
     return processor_cls(image_processor=image_processor, tokenizer=tokenizer, video_processor=FrameVideoProcessor(**video), chat_template=template, **settings)
 
 
-def _accepting_frames(processor_cls: type) -> type:
+def _accepting_frames(processor_cls: Any) -> type:
     """``processor_cls`` taking :class:`FrameVideoProcessor` as its video processor.
 
     transformers checks each sub-processor against a class it looks up by name, and without
@@ -135,7 +135,7 @@ def _hub(kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _read_text(pretrained: str, name: str) -> str | None:
-    from transformers.utils import cached_file
+    from transformers.utils.hub import cached_file
 
     path = cached_file(pretrained, name, _raise_exceptions_for_missing_entries=False)
     return Path(path).read_text(encoding="utf-8") if path else None
