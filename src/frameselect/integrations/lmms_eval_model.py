@@ -13,8 +13,10 @@ Supported ``base`` models: the Qwen family's simple wrappers (``qwen2_vl``, ``qw
 :func:`frameselect.integrations.qwen_vl_utils.process_vision_info` holding the selection
 (and whose resampling to ``max_num_frames`` is made a no-op by raising it above ``k``); where
 torchvision is missing, ``qwen2_vl`` and ``qwen2_5_vl`` load with
-:class:`frameselect.integrations.qwen_processor.QwenProcessor`. ``openai``, lmms-eval's
-OpenAI-compatible server model, whose ``encode_video`` gives the selected frames.
+:class:`frameselect.integrations.qwen_processor.QwenProcessor`. ``llava_hf`` (LLaVA-OneVision)
+and ``internvl_hf``, whose processors are handed the selected frames as one array (where
+torchvision is missing, built on :mod:`frameselect.integrations.hf_processors`). ``openai``,
+lmms-eval's OpenAI-compatible server model, whose ``encode_video`` gives the selected frames.
 See docs/lmms-eval.md.
 """
 
