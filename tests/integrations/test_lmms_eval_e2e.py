@@ -250,6 +250,51 @@ def test_lmms_eval_openai_compatible_model_gets_the_selected_frames(setup: dict[
     assert b"sk-not-stored-1234" not in store.read_bytes()  # credentials pass to the model, never into the store
 
 
+# lmms-eval model, the tiny checkpoint's kind (_tiny_hf_vlms.py), its own model_args, the token rule and its settings
+OTHER_BASES = [
+    ("qwen2_5_vl", "qwen2_5_vl", "device_map=cpu,max_pixels=3136,min_pixels=3136", "qwen2_5_vl", {"min_pixels": 3136, "max_pixels": 3136}),
+    ("llava_hf", "llava_onevision", "device_map=cpu", "llava_onevision", {"num_image_tokens": 16, "size": {"height": 56, "width": 56}}),
+    ("internvl_hf", "internvl", "device_map=cpu", "internvl", {"image_seq_length": 4, "size": {"height": 56, "width": 56}}),
+]
+
+
+@pytest.mark.parametrize(("base_model", "kind", "args", "family", "params"), OTHER_BASES, ids=[b[0] for b in OTHER_BASES])
+def test_lmms_eval_base_models_get_exactly_the_selected_frames(
+    setup: dict[str, Any], base_model: str, kind: str, args: str, family: str, params: dict[str, Any]
+) -> None:
+    """Qwen2.5-VL, LLaVA-OneVision (llava_hf) and InternVL (internvl_hf): tiny random-weight checkpoints, without torchvision."""
+    base: Path = setup["base"]
+    model = base / f"tiny-{kind}"
+    subprocess.run([str(setup["python"]), str(HERE / "_tiny_hf_vlms.py"), kind, str(model)], check=True, capture_output=True, timeout=600)
+    store = base / f"{base_model}.sqlite"
+    done = _lmms_eval(setup, base_model, "uniform", store=store, model_args=f"base={base_model},pretrained={model},{args}")
+    assert "exact,none" in done["results"]["results"]["tiny_video"]
+    # hand-computed: Qwen2.5-VL 56x56 px, 2 frames a temporal patch: 4 * 4 / 2 = 8; LLaVA-OneVision
+    # 4x4 patches pooled to 2x2 a frame plus one newline: 4 * 4 + 1 = 17; InternVL 4 a frame: 16
+    tokens = visual_tokens(family, [(48, 64)] * K, **params)
+    assert tokens == {"qwen2_5_vl": 8, "llava_onevision": 17, "internvl": 16}[family]
+    assert len(done["calls"]) == LIMIT
+    seen = []
+    for call in done["calls"]:
+        assert call["video_tokens"] == tokens
+        grey = [(m * STD0 + MEAN0) * 255 for m in call["channel0_means"]]
+        i = round(grey[0] / 5)
+        assert grey == pytest.approx([_grey(j, i) for j in (0, 30, 70, 110)], abs=3)  # the 4 selected frames, in order
+        seen.append(i)
+        if family == "qwen2_5_vl":  # frames at 0, 3, 7, 11 s: 3 gaps over 11 s, 2 frames a temporal patch: 2 * 11 / 3 s
+            assert call["second_per_grid_ts"] == pytest.approx([22 / 3])
+        else:
+            assert call["frame_shape"] == [56, 56]
+    assert sorted(seen) == [0, 1, 2]
+    stored = _stored(store)["records"]
+    assert sorted(stored) == ["0", "1", "2"]
+    assert all(r.status == "ok" and list(r.timestamps) == [0.0, 3.0, 7.0, 11.0] for r in stored.values())
+    # the output files hold the answers the store holds (lmms-eval's filter strips whitespace)
+    answers = {str(s["doc_id"]): s["filtered_resps"] for s in done["samples"]}
+    answers = {k: (v[0] if isinstance(v, list) else v).strip() for k, v in answers.items()}
+    assert answers == {sid: (r.answer or "").strip() for sid, r in stored.items()}
+
+
 def test_the_setup_script_says_when_the_package_index_cannot_be_reached(tmp_path: Path) -> None:
     """Exit status 75 (and only then) makes the end-to-end tests skip: no index, nothing else wrong."""
     empty = tmp_path / "no-wheels"

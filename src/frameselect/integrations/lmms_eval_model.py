@@ -13,19 +13,23 @@ Supported ``base`` models: the Qwen family's simple wrappers (``qwen2_vl``, ``qw
 :func:`frameselect.integrations.qwen_vl_utils.process_vision_info` holding the selection
 (and whose resampling to ``max_num_frames`` is made a no-op by raising it above ``k``); where
 torchvision is missing, ``qwen2_vl`` and ``qwen2_5_vl`` load with
-:class:`frameselect.integrations.qwen_processor.QwenProcessor`. ``openai``, lmms-eval's
-OpenAI-compatible server model, whose ``encode_video`` gives the selected frames.
+:class:`frameselect.integrations.qwen_processor.QwenProcessor`. ``llava_hf`` (LLaVA-OneVision)
+and ``internvl_hf``, whose processors are handed the selected frames as one array (where
+torchvision is missing, built on :mod:`frameselect.integrations.hf_processors`). ``openai``,
+lmms-eval's OpenAI-compatible server model, whose ``encode_video`` gives the selected frames.
 See docs/lmms-eval.md.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
 from lmms_eval.api.model import lmms
 
 from frameselect.errors import ConfigError
@@ -36,11 +40,20 @@ from frameselect.types import Query, Sample
 __all__ = ["FrameselectLMM", "SUPPORTED_BASES", "key_response_cache_on_config"]
 
 #: lmms-eval models whose frames the wrapper chooses, by how it reaches them
-SUPPORTED_BASES = {"qwen2_vl": "qwen", "qwen2_5_vl": "qwen", "qwen3_vl": "qwen", "openai": "images"}
+SUPPORTED_BASES = {
+    "qwen2_vl": "qwen",
+    "qwen2_5_vl": "qwen",
+    "qwen3_vl": "qwen",
+    "llava_hf": "frames",
+    "internvl_hf": "chat_frames",
+    "openai": "images",
+}
+#: bases lmms-eval 0.7.3 has only as chat models (their requests carry messages, not a context string)
+_CHAT_ONLY = ("internvl_hf",)
 #: ``model_args`` of the base model that are credentials: passed on, never stored nor keyed
 _SECRET_WORDS = ("key", "token", "secret", "password")
 #: bases that run without torchvision (frameselect's own processor stands in for transformers')
-_TORCHVISION_FREE = ("qwen2_vl", "qwen2_5_vl")
+_TORCHVISION_FREE = ("qwen2_vl", "qwen2_5_vl", "llava_hf", "internvl_hf")
 _VIDEO_EXTENSIONS = (".mp4", ".avi", ".mov", ".mkv", ".webm")
 #: the resolved configuration of the frameselect model created in this process (keys the response cache)
 _CURRENT: dict[str, str] = {}
@@ -59,13 +72,13 @@ class FrameselectLMM(lmms):  # type: ignore[misc]
             raise ConfigError("model_args: base= is required: the lmms-eval video model whose frames frameselect chooses, e.g. base=qwen2_5_vl")
         if base not in SUPPORTED_BASES:
             raise ConfigError(f"model_args: base={base!r} is not supported; the frameselect model wraps {', '.join(sorted(SUPPORTED_BASES))}")
-        base_cls = get_model(base, force_simple=True)
+        base_cls = get_model(base, force_simple=base not in _CHAT_ONLY)
         self.config: BridgeConfig = parse_model_args({"base": base, **model_args}, base_parameters(base_cls))
         key_response_cache_on_config(self.config)
         kwargs = dict(self.config.base_args)
         if device is not None and "device" in (base_parameters(base_cls) or ()):
             kwargs.setdefault("device", device)
-        if SUPPORTED_BASES[base] == "qwen":
+        if SUPPORTED_BASES[base] != "images":
             with _processor_for(base, base_cls):
                 self.base = base_cls(**kwargs)
         else:
@@ -73,6 +86,10 @@ class FrameselectLMM(lmms):  # type: ignore[misc]
         # lmms-eval's own resampling after process_vision_info keeps every frame given
         if hasattr(self.base, "max_num_frames"):
             self.base.max_num_frames = self.config.k + 1
+        # internvl_hf asks its processor to sample num_frames / fps from the video: the frames given are the ones
+        if base == "internvl_hf":
+            self.base.num_frames = None
+            self.base.fps = None
         self._base_args = ",".join(f"{k}={v}" for k, v in sorted(self.config.base_args.items()) if not any(w in k.lower() for w in _SECRET_WORDS))
 
     # what lmms-eval reads of a model
@@ -130,6 +147,8 @@ class FrameselectLMM(lmms):  # type: ignore[misc]
     def _generate(self, by_id: dict[str, Any], request: Any) -> str:
         """The base model's answer to one document, given exactly the frames selected."""
         instance = _own_gen_kwargs(by_id[request.sample.id][1])
+        if self.config.base in _CHAT_ONLY:
+            instance = _chat_instance(instance, str(request.sample.video))
         with self._frames(request):
             answers = self.base.generate_until([instance])
         answer = answers[0]
@@ -139,6 +158,10 @@ class FrameselectLMM(lmms):  # type: ignore[misc]
     def _frames(self, request: Any) -> Iterator[None]:
         if SUPPORTED_BASES[self.config.base] == "images":
             with _images(self.base, request):
+                yield
+            return
+        if SUPPORTED_BASES[self.config.base] in ("frames", "chat_frames"):
+            with _frame_array(self.base, request):
                 yield
             return
         module = sys.modules[type(self.base).__module__]
@@ -186,16 +209,93 @@ def _images(base: Any, request: Any) -> Iterator[None]:
 
 
 @contextmanager
-def _processor_for(base: str, base_cls: type) -> Iterator[None]:
-    """While the base model is created: where torchvision is missing, its ``AutoProcessor`` is frameselect's Qwen processor.
+def _frame_array(base: Any, request: Any) -> Iterator[None]:
+    """For one document, the transformers-based model (``llava_hf``, ``internvl_hf``) gets the selected frames.
 
-    transformers' Qwen processors cannot be built without torchvision
-    (:mod:`frameselect.integrations.qwen_processor`); with torchvision nothing changes.
+    ``llava_hf`` decodes ``max_frames_num`` evenly spaced frames with its ``load_video``; here
+    that returns the selected frames, in order, as one ``(T, H, W, 3)`` array, which it hands to
+    its processor's ``videos=``. ``internvl_hf`` gives its processor the video's path; here the
+    processor is given the selected frames in its place (and samples none: ``num_frames`` and
+    ``fps`` are cleared when the model is created).
+    """
+    video = str(request.sample.video)
+
+    def frames() -> np.ndarray:
+        return np.stack([np.asarray(f) for f in request.frames()])
+
+    def load_video(video_path: Any, _n: Any) -> np.ndarray:
+        path = video_path if isinstance(video_path, str) else video_path[0]
+        if str(path) != video:
+            raise RuntimeError(f"frameselect: asked for the frames of {path}, selected those of {video}")
+        return frames()
+
+    if hasattr(base, "load_video"):
+        base.load_video = load_video
+    attr = "processor" if hasattr(base, "processor") else "_image_processor"
+    processor = getattr(base, attr, None)
+    if processor is not None:
+        setattr(base, attr, _WithFrames(processor, video, frames))
+    try:
+        yield
+    finally:
+        base.__dict__.pop("load_video", None)
+        if processor is not None:
+            setattr(base, attr, processor)
+
+
+class _WithFrames:
+    """A processor given the selected frames where it was given the video's path."""
+
+    def __init__(self, processor: Any, video: str, frames: Callable[[], np.ndarray]) -> None:
+        self._processor = processor
+        self._video = video
+        self._frames = frames
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._processor, name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        videos = kwargs.get("videos")
+        if videos is not None:
+            given = []
+            for v in videos:
+                if isinstance(v, str | os.PathLike):
+                    if str(v) != self._video:
+                        raise RuntimeError(f"frameselect: asked for the frames of {v}, selected those of {self._video}")
+                    v = self._frames()
+                given.append(v)
+            kwargs["videos"] = given
+        return self._processor(*args, **kwargs)
+
+
+def _chat_instance(instance: Any, video: str) -> Any:
+    """The simple request as the chat request a chat-only base model reads: one user turn, the video, then the prompt."""
+    import dataclasses
+
+    context, gen_kwargs, _doc_to_visual, doc_id, task, split = instance.args
+
+    def doc_to_messages(_doc: Any, **_: Any) -> list[dict[str, Any]]:
+        return [{"role": "user", "content": [{"type": "video", "url": video}, {"type": "text", "text": str(context)}]}]
+
+    return dataclasses.replace(instance, arguments=(context, doc_to_messages, gen_kwargs, doc_id, task, split))
+
+
+@contextmanager
+def _processor_for(base: str, base_cls: type) -> Iterator[None]:
+    """While the base model is created: where torchvision is missing, its ``AutoProcessor`` is frameselect's.
+
+    transformers' Qwen, LLaVA-OneVision and InternVL processors cannot be built without
+    torchvision (:mod:`frameselect.integrations.qwen_processor`,
+    :mod:`frameselect.integrations.hf_processors`); with torchvision nothing changes.
     """
     from frameselect.answerers._vlm_inputs import torchvision_available
 
     if torchvision_available():
         yield
+        return
+    if base in ("llava_hf", "internvl_hf"):
+        with _hf_processor(base_cls):
+            yield
         return
     if base not in _TORCHVISION_FREE:
         raise ConfigError(
@@ -213,6 +313,30 @@ def _processor_for(base: str, base_cls: type) -> Iterator[None]:
             return QwenProcessor.from_pretrained(pretrained, with_fps=with_fps, **kwargs)
 
     saved = module.__dict__.get("AutoProcessor")
+    module.__dict__["AutoProcessor"] = AutoProcessor
+    try:
+        yield
+    finally:
+        module.__dict__["AutoProcessor"] = saved
+
+
+@contextmanager
+def _hf_processor(base_cls: type) -> Iterator[None]:
+    """``AutoProcessor`` of a LLaVA-OneVision / InternVL checkpoint built on :class:`~frameselect.integrations.hf_processors.FrameVideoProcessor`."""
+    from frameselect.integrations import hf_processors
+
+    module = sys.modules[base_cls.__module__]
+    saved: Any = module.__dict__.get("AutoProcessor")
+
+    class AutoProcessor:
+        @staticmethod
+        def from_pretrained(pretrained: str, **kwargs: Any) -> Any:
+            import transformers
+
+            if str(transformers.AutoConfig.from_pretrained(pretrained).model_type) not in hf_processors.PROCESSOR_FAMILIES:
+                return saved.from_pretrained(pretrained, **kwargs)  # e.g. LLaVA-1.5 (images only): its own processor
+            return hf_processors.load_processor(pretrained, **kwargs)
+
     module.__dict__["AutoProcessor"] = AutoProcessor
     try:
         yield
