@@ -10,8 +10,11 @@ import argparse
 import importlib
 import os
 import pkgutil
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import frameselect.commands as commands_pkg
 from frameselect._version import __version__
@@ -52,20 +55,44 @@ def _silence_stdout() -> None:
         os.close(devnull)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill PID``), unwound like Ctrl-C: transactions roll back, workers end, the interrupt is reported."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+    raise Terminated()
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """While a command runs, SIGTERM raises :class:`Terminated` in the main thread (then the previous handler returns)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        yield
+    finally:
+        if previous is not None:  # None: a handler not installed from Python, which cannot be restored from here
+            signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-        return int(args.func(args) or 0)
+        with _sigterm_as_interrupt():
+            return int(args.func(args) or 0)
     except BrokenPipeError:  # `frameselect list | head`: the reader has gone; stop quietly (stored results are whole)
         _silence_stdout()
         return EXIT_BROKEN_PIPE
     except FrameselectError as exc:
         print(f"frameselect: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print("frameselect: interrupted; stored samples are kept, run the same command to resume", file=sys.stderr)
-        return 130
+        return 128 + signal.SIGTERM if isinstance(exc, Terminated) else 130
 
 
 if __name__ == "__main__":

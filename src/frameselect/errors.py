@@ -23,6 +23,7 @@ __all__ = [
     "ConfigError",
     "ContractError",
     "PartConfigError",
+    "StoreError",
 ]
 
 
@@ -129,3 +130,7 @@ class ContractError(FrameselectError, AssertionError):
 
 class PartConfigError(FrameselectError, TypeError):
     """A part's configuration cannot be read or a part cannot be re-created from it."""
+
+
+class StoreError(FrameselectError):
+    """The results store cannot be read or written (a damaged file, a full disk); the message names the store and what to do."""

@@ -36,9 +36,11 @@ import copyreg
 import dataclasses
 import hashlib
 import multiprocessing
+import multiprocessing.connection
 import os
 import pickle
 import queue
+import signal
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -312,7 +314,14 @@ def answers_on_driver(answerer: Any) -> bool:
 
 
 def _init_worker(threads: int) -> None:
-    """A process worker's torch/BLAS/ONNX Runtime threads, so workers do not oversubscribe the cores.
+    """A process worker's signals, parent watch and torch/BLAS/ONNX Runtime threads.
+
+    Ctrl-C reaches every process of the terminal's process group: a worker
+    ignores it (the driver reports the interrupt once and ends its workers).
+    A worker whose driver is gone (killed, even by SIGKILL) exits at once
+    instead of computing on with no one to hand its results to.
+
+    Threads: so workers do not oversubscribe the cores.
 
     The variables reach libraries loaded after this (torch, ONNX Runtime through
     :func:`frameselect.encoders._onnx.intra_op_threads`). numpy's OpenBLAS is
@@ -321,11 +330,21 @@ def _init_worker(threads: int) -> None:
     worker's OpenBLAS kept one thread per core, whose busy-waiting made a small
     QR (maxinfo's SVD) cost up to 10x its single-thread CPU time with two workers.
     """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        threading.Thread(target=_exit_with_parent, args=(parent.sentinel,), name="frameselect-parent-watch", daemon=True).start()
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[var] = str(threads)
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(threads)
+
+
+def _exit_with_parent(sentinel: int) -> None:
+    """Exit this worker process as soon as its parent (the driver) has ended."""
+    multiprocessing.connection.wait([sentinel])
+    os._exit(1)
 
 
 # -- executors ---------------------------------------------------------------------------
@@ -354,11 +373,18 @@ class Executor:
     def close(self) -> None:
         """Release the workers (an executor created by a run is closed by it)."""
 
+    def abort(self) -> None:
+        """Release the workers at once, abandoning their tasks (an interrupt, an error); by default :meth:`close`."""
+        self.close()
+
     def __enter__(self) -> Executor:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
 
 
 class InlineExecutor(Executor):
@@ -395,6 +421,16 @@ class ProcessExecutor(Executor):
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def abort(self) -> None:
+        """End every worker process now (SIGTERM), then release the pool: no worker outlives an interrupted run."""
+        processes = list((self._pool._processes or {}).values())
+        for process in processes:
+            if process.is_alive():
+                process.terminate()
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        for process in processes:
+            process.join(timeout=10)
 
 
 #: a local cluster's settings: workers at normal priority (Ray's default, nice 15, gives them the cores only when
@@ -571,7 +607,6 @@ class _Driver:
         self.job = executor.put(job)
         self.pending: dict[cf.Future[Any], tuple[str, Any]] = {}
         self.waiting: collections.deque[tuple[_Unit, Prepared, str]] = collections.deque()  # for the driver's answer thread
-        self.answer_thread = cf.ThreadPoolExecutor(1, thread_name_prefix="frameselect-answers") if self.on_driver else None
         self.answering = False
 
     def run_all(self, units: list[list[Sample]]) -> None:
@@ -594,8 +629,6 @@ class _Driver:
         finally:
             for future in self.pending:
                 future.cancel()
-            if self.answer_thread is not None:
-                self.answer_thread.shutdown(wait=True, cancel_futures=True)
             self.bar.close()
 
     def _on_prepare(self, future: cf.Future[UnitResult], unit: _Unit) -> None:
@@ -677,7 +710,7 @@ class _Driver:
 
     def _start_driver_answers(self) -> None:
         """One batch of ``concurrency`` uncached requests to a concurrent backend, from the driver's thread."""
-        if self.answer_thread is None or self.answering or not self.waiting:
+        if not self.on_driver or self.answering or not self.waiting:
             return
         from frameselect.run import call_backend
 
@@ -685,7 +718,7 @@ class _Driver:
         batch = [self.waiting.popleft() for _ in range(min(len(self.waiting), _concurrency(self.answerer)))]
         requests = [p.request for _, p, _ in batch if p.request is not None]
         self.answering = True
-        self.pending[self.answer_thread.submit(call_backend, self.answerer, requests)] = ("driver_answers", batch)
+        self.pending[_in_daemon_thread(call_backend, self.answerer, requests)] = ("driver_answers", batch)
 
     def _on_driver_answers(self, future: cf.Future[list[Answer]], batch: list[tuple[_Unit, Prepared, str]]) -> None:
         self.answering = False
@@ -695,6 +728,27 @@ class _Driver:
         for p in unit.prepared:
             self.run.record(p, unit.answers.get(id(p)))
             self.bar.update()
+
+
+def _in_daemon_thread(fn: Callable[..., T], *args: Any) -> cf.Future[T]:
+    """``fn(*args)`` on a new daemon thread, as a future.
+
+    The driver's requests to an HTTP backend run here: they touch no store
+    (answers are cached by the driver's own thread), so an interrupted run
+    leaves at once instead of waiting for a stalled server's reply.
+    """
+    future: cf.Future[T] = cf.Future()
+
+    def work() -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(fn(*args))
+        except BaseException as exc:  # handed to the driver with the future
+            future.set_exception(exc)
+
+    threading.Thread(target=work, name="frameselect-answers", daemon=True).start()
+    return future
 
 
 def execute_units(run: Run, step: Any, executor: Executor) -> RunResult:

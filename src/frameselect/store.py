@@ -13,19 +13,20 @@ stored with status ``ok`` (failed samples are retried).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from frameselect._version import __version__
-from frameselect.errors import ConfigError, UnknownRunError
+from frameselect.errors import ConfigError, StoreError, UnknownRunError
 from frameselect.types import SampleRecord, Selection
 
 __all__ = ["Store", "RunInfo"]
@@ -79,6 +80,31 @@ CREATE TABLE IF NOT EXISTS answers (
 """
 
 
+#: the columns each table of a frameselect store has had from the start (``records.k`` and ``policy`` are added on open)
+_COLUMNS: dict[str, frozenset[str]] = {
+    "runs": frozenset({"run_id", "created", "updated", "version", "kind", "label", "parent_run", "config", "counters"}),
+    "selections": frozenset({"run_id", "sample_id", "video_id", "policy", "selector", "k", "indices", "timestamps", "scores", "latency_s"}),
+    "records": frozenset({"run_id", "sample_id", "status", "error", "metrics", "answer", "metadata", "updated"}),
+    "answers": frozenset({"key", "model", "answer", "created"}),
+}
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _guarded(method: Callable[Concatenate[Store, _P], _R]) -> Callable[Concatenate[Store, _P], _R]:
+    """SQLite errors of a store method (a damaged file, a full disk) raised as a :class:`StoreError` naming the store."""
+
+    @functools.wraps(method)
+    def guarded(self: Store, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.Error as exc:
+            raise self._failure(exc) from None
+
+    return guarded
+
+
 @dataclass(frozen=True)
 class RunInfo:
     run_id: str
@@ -117,13 +143,55 @@ class Store:
             if self.path.parent and not self.path.parent.exists():
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
+        except (sqlite3.Error, OSError) as exc:
+            raise ConfigError(f"cannot open the store {self.path}: {exc} (store=, CLI --store: a frameselect SQLite file, or a new path)") from None
+        try:
+            # another program's database is refused before anything is written to it (the journal mode included)
+            self._check_ours()
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute("PRAGMA foreign_keys=ON")
             self._conn.executescript(_SCHEMA)
             self._migrate()
-        except (sqlite3.Error, OSError) as exc:
+        except (sqlite3.Error, OSError, ConfigError) as exc:
+            self._conn.close()
+            if isinstance(exc, ConfigError):
+                raise
             raise ConfigError(f"cannot open the store {self.path}: {exc} (store=, CLI --store: a frameselect SQLite file, or a new path)") from None
+
+    def _check_ours(self) -> None:
+        """A database holding tables is a frameselect store (some of our tables, each with its columns), or is refused."""
+        tables = {str(name) for (name,) in self._conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+        if not tables:
+            return  # a new (empty) file
+        problem = ""
+        if not tables & set(_COLUMNS):
+            problem = f"it holds {', '.join(sorted(tables)[:8])}{', ...' if len(tables) > 8 else ''} and none of the tables runs, selections, records, answers"
+        else:
+            for table, needed in _COLUMNS.items():
+                if table in tables:
+                    have = {str(row[1]) for row in self._conn.execute(f"PRAGMA table_info({table})")}
+                    missing = sorted(needed - have)
+                    if missing:
+                        problem = f"its {table} table has no column {', '.join(missing)}"
+                        break
+        if problem:
+            raise ConfigError(
+                f"{self.path} is not a frameselect store ({problem}); it was left unchanged (store=, CLI --store: a frameselect store, or a new path)"
+            )
+
+    def _failure(self, exc: sqlite3.Error) -> StoreError:
+        """An SQLite error raised while the store was in use, as a :class:`StoreError` naming the store and what to do."""
+        text = str(exc)
+        low = text.lower()
+        if any(s in low for s in ("malformed", "not a database", "corrupt", "encrypted")):
+            return StoreError(f"the store {self.path} is damaged ({text}): restore it from a copy, or give another store (CLI --store)")
+        if any(s in low for s in ("disk i/o", "full", "readonly", "read-only", "too big")):
+            return StoreError(
+                f"cannot write to the store {self.path} ({text}): is its disk full or read-only? "
+                "The samples stored so far are kept: make room and run the same command to resume"
+            )
+        return StoreError(f"the store {self.path} failed: {type(exc).__name__}: {text}")
 
     def _migrate(self) -> None:
         """Stores written before ``records`` had its own ``k``, ``policy`` and ``answer_windows`` columns get them.
@@ -154,12 +222,25 @@ class Store:
         try:
             yield self._conn
         except BaseException:
-            self._conn.execute("ROLLBACK")
+            self._rollback()
             raise
         else:
-            self._conn.execute("COMMIT")
+            try:
+                self._conn.execute("COMMIT")
+            except sqlite3.Error:
+                self._rollback()
+                raise
+
+    def _rollback(self) -> None:
+        """Undo the open transaction, if SQLite has not already (a failed write may end it); the original error is what counts."""
+        if self._conn.in_transaction:
+            try:
+                self._conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
 
     # -- runs ---------------------------------------------------------------
+    @_guarded
     def open_run(self, run_id: str, config: Mapping[str, Any], *, kind: str = "run", label: str = "", parent_run: str | None = None) -> bool:
         """Create the run if new. Returns True when it already existed (resume)."""
         now = time.time()
@@ -174,14 +255,17 @@ class Store:
             )
             return False
 
+    @_guarded
     def set_counters(self, run_id: str, counters: Mapping[str, int]) -> None:
         with self.transaction() as conn:
             conn.execute("UPDATE runs SET counters = ?, updated = ? WHERE run_id = ?", (_json(dict(counters)), time.time(), run_id))
 
+    @_guarded
     def runs(self) -> list[RunInfo]:
         rows = self._conn.execute("SELECT run_id, created, version, kind, label, parent_run, config, counters FROM runs ORDER BY created").fetchall()
         return [RunInfo(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6]), json.loads(r[7])) for r in rows]
 
+    @_guarded
     def run(self, run_id: str) -> RunInfo:
         """The run with this id, or the only run whose id starts with it."""
         rows = self._conn.execute(
@@ -198,10 +282,12 @@ class Store:
         return RunInfo(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6]), json.loads(r[7]))
 
     # -- samples ------------------------------------------------------------
+    @_guarded
     def done_sample_ids(self, run_id: str) -> set[str]:
         rows = self._conn.execute("SELECT sample_id FROM records WHERE run_id = ? AND status = 'ok'", (run_id,))
         return {r[0] for r in rows}
 
+    @_guarded
     def write_sample(self, run_id: str, record: SampleRecord, selection: Selection | None = None, *, video_id: str = "", policy: str = "") -> None:
         """Store one sample's selection and record atomically (replacing a failed try)."""
         now = time.time()
@@ -241,6 +327,7 @@ class Store:
                 ),
             )
 
+    @_guarded
     def records(self, run_id: str, *, status: str | None = None) -> list[SampleRecord]:
         sql = (
             "SELECT r.sample_id, r.status, r.error, r.metrics, r.answer, r.metadata, s.indices, s.timestamps, r.k, r.policy, r.answer_windows, s.filled "
@@ -275,6 +362,7 @@ class Store:
             )
         return out
 
+    @_guarded
     def selection(self, run_id: str, sample_id: str) -> tuple[Selection, dict[str, Any]] | None:
         row = self._conn.execute(
             "SELECT indices, scores, selector, latency_s, timestamps, k, policy, video_id, filled FROM selections WHERE run_id = ? AND sample_id = ?",
@@ -291,19 +379,23 @@ class Store:
         )
         return sel, {"timestamps": json.loads(row[4]), "k": row[5], "policy": row[6], "video_id": row[7]}
 
+    @_guarded
     def count(self, run_id: str) -> dict[str, int]:
         rows = self._conn.execute("SELECT status, COUNT(*) FROM records WHERE run_id = ? GROUP BY status", (run_id,)).fetchall()
         return {str(s): int(c) for s, c in rows}
 
     # -- answer cache ---------------------------------------------------------
+    @_guarded
     def cached_answer(self, key: str) -> dict[str, Any] | None:
         row = self._conn.execute("SELECT answer FROM answers WHERE key = ?", (key,)).fetchone()
         return None if row is None else dict(json.loads(row[0]))
 
+    @_guarded
     def cache_answer(self, key: str, model: str, answer: Mapping[str, Any]) -> None:
         with self.transaction() as conn:
             conn.execute("INSERT OR REPLACE INTO answers (key, model, answer, created) VALUES (?, ?, ?, ?)", (key, model, _json(dict(answer)), time.time()))
 
+    @_guarded
     def delete_run(self, run_id: str) -> None:
         with self.transaction() as conn:
             for table in ("selections", "records"):

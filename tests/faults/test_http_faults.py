@@ -228,3 +228,32 @@ def test_the_key_never_appears_in_error_messages(status: int, monkeypatch: pytes
     assert seen[0]["Authorization"] == f"Bearer {KEY}"
     assert answer.error is not None and f"HTTP {status} from {url}/chat/completions" in answer.error
     assert "bad credentials: Bearer [redacted]" in answer.error and KEY not in answer.error
+
+
+def test_an_oversized_message_fails_its_sample_and_the_store_stays_small(tiny: TinyDataset, tmp_path: Path) -> None:
+    """6 MB of message content for max_tokens=16 (under the 8 MB reply cap): no answer, a reason, nothing of it stored."""
+    store = tmp_path / "runs.sqlite"
+    huge = "A" * 6_000_000
+    with ChatServer(lambda n, b, p: {"text": huge}) as server:
+        ans = OpenAIHTTPAnswerer(base_url=server.base_url, model="m", max_tokens=16, **FAST)
+        assert ans.max_answer_chars == 1024  # 64 characters a token, at least 1024
+        result = frameselect.evaluate(selector="uniform", evaluators=["mc_accuracy"], dataset=tiny, k=2, answerer=ans, store=store, limit=2)
+        assert server.n_requests == 2  # not retried
+    assert [r.status for r in result.records] == ["failed", "failed"]
+    assert result.records[0].error == (
+        f"AnswererError: reply from {server.base_url}/chat/completions has 6000000 characters of message content, "
+        "more than max_tokens=16 can give (at most 1024); it is not stored (not retried)"
+    )
+    assert _cached_answers(store) == 0
+    with sqlite3.connect(store) as conn:
+        longest = conn.execute("SELECT MAX(LENGTH(COALESCE(answer, '')) + LENGTH(COALESCE(error, ''))) FROM records").fetchone()[0]
+    assert longest < 1000
+    assert sum(p.stat().st_size for p in tmp_path.glob("runs.sqlite*")) < 1_000_000
+
+
+def test_a_long_answer_within_max_tokens_is_kept(tiny: TinyDataset, tmp_path: Path) -> None:
+    text = "B " + "because " * 120  # 962 characters: within max_tokens=16's 1024
+    with ChatServer(lambda n, b, p: {"text": text}) as server:
+        ans = OpenAIHTTPAnswerer(base_url=server.base_url, model="m", max_tokens=16, **FAST)
+        result = frameselect.evaluate(selector="uniform", evaluators=["mc_accuracy"], dataset=tiny, k=2, answerer=ans, store=tmp_path / "s.sqlite", limit=1)
+    assert [(r.status, r.answer) for r in result.records] == [("ok", text.strip())]

@@ -25,7 +25,9 @@ Trust: redirects are never followed (a 3xx is a failure naming where it
 pointed, so neither the key nor the frames go to another address), and only a
 well-formed chat completion counts as an answer; anything else (an HTML page, a
 JSON object without ``choices[0].message``, another ``object`` type, a reply
-over :data:`MAX_REPLY_BYTES`) fails that sample and is never cached.
+over :data:`MAX_REPLY_BYTES`, a message longer than ``max_tokens`` can give:
+:attr:`OpenAIHTTPAnswerer.max_answer_chars`) fails that sample and is never
+cached or stored.
 
 Failures never raise: connection errors, timeouts, HTTP 5xx, 408 and 429 are
 retried ``max_retries`` times with exponential backoff and jitter (a server's
@@ -77,7 +79,19 @@ if TYPE_CHECKING:
 
 _T = TypeVar("_T")
 
-__all__ = ["OpenAIHTTPAnswerer", "encode_png", "encode_image", "build_messages", "build_messages_across", "question_text", "chat_completion", "API_KEY_ENV_VARS", "MAX_REPLY_BYTES"]
+__all__ = [
+    "OpenAIHTTPAnswerer",
+    "encode_png",
+    "encode_image",
+    "build_messages",
+    "build_messages_across",
+    "question_text",
+    "chat_completion",
+    "API_KEY_ENV_VARS",
+    "MAX_REPLY_BYTES",
+    "MAX_CHARS_PER_TOKEN",
+    "MIN_ANSWER_CHARS",
+]
 
 #: environment variables read, in order, when no ``api_key`` is given
 API_KEY_ENV_VARS = ("FRAMESELECT_API_KEY", "OPENAI_API_KEY")
@@ -197,6 +211,10 @@ def build_messages_across(
 
 #: the largest reply read (bytes); a longer one fails the request
 MAX_REPLY_BYTES = 8 * 1024 * 1024
+#: an answer's text holds at most this many characters per token of ``max_tokens`` (and at least :data:`MIN_ANSWER_CHARS`);
+#: a longer one is no reply to this request and fails it, so what the store keeps per answer is bounded
+MAX_CHARS_PER_TOKEN = 64
+MIN_ANSWER_CHARS = 1024
 _REDACTED = "[redacted]"
 
 
@@ -370,6 +388,11 @@ class OpenAIHTTPAnswerer(Answerer):
         return [f"{u}/chat/completions" for u in (self.base_url, *self.more_base_urls)]
 
     @property
+    def max_answer_chars(self) -> int:
+        """The longest answer text accepted: :data:`MAX_CHARS_PER_TOKEN` per token of ``max_tokens``, at least :data:`MIN_ANSWER_CHARS`."""
+        return max(MIN_ANSWER_CHARS, MAX_CHARS_PER_TOKEN * self.max_tokens)
+
+    @property
     def max_in_flight(self) -> int:
         """Requests in flight at most: ``concurrency`` on each server."""
         return self.concurrency * len(self.urls)
@@ -472,6 +495,11 @@ class OpenAIHTTPAnswerer(Answerer):
                     finally:
                         slots.put_nowait(url)
                     text, prompt_tokens, completion_tokens, model = chat_completion(_json(raw, url), url)
+                    if len(text) > self.max_answer_chars:
+                        raise ValueError(
+                            f"reply from {url} has {len(text)} characters of message content, more than max_tokens={self.max_tokens} "
+                            f"can give (at most {self.max_answer_chars}); it is not stored"
+                        )
                     windows = window_request(request.sample, request.pool.duration)
                     return Answer(
                         windows=None if windows is None else windows.parse(text),

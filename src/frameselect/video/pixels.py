@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import tempfile
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +25,19 @@ from numpy.typing import NDArray
 __all__ = ["write_stack", "open_stack", "read_frames"]
 
 
-def write_stack(path: str | os.PathLike[str], shape: tuple[int, ...], frames: Iterable[tuple[int, NDArray[np.uint8]]]) -> None:
+def write_stack(
+    path: str | os.PathLike[str],
+    shape: tuple[int, ...],
+    frames: Iterable[tuple[int, NDArray[np.uint8]]],
+    *,
+    seal: Callable[[str], None] | None = None,
+) -> None:
     """Write ``frames`` (``(index, frame)`` pairs, any order) as a uint8 ``.npy`` of ``shape``, atomically.
 
     Every index in ``range(shape[0])`` must come exactly once; frames are
-    written as they arrive, so memory holds one frame at a time.
+    written as they arrive, so memory holds one frame at a time. ``seal``
+    is called with the written temporary file's path before it is renamed
+    into place (the feature cache appends its checksum).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -51,6 +59,8 @@ def write_stack(path: str | os.PathLike[str], shape: tuple[int, ...], frames: It
                 seen[int(i)] = True
         if not seen.all():
             raise ValueError(f"{int((~seen).sum())} of {shape[0]} frames never came for the pixel stack")
+        if seal is not None:
+            seal(tmp)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
