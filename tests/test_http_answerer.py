@@ -322,7 +322,9 @@ def test_several_videos_go_as_one_labelled_group_each_to_a_real_server() -> None
             video_id=f"h{v}", timestamps=np.arange(3) * 2.0, frame_indices=np.arange(3), policy="fps=1", source=InMemoryFrames(frames)
         )
         selections[f"video_{v + 1}"] = Selection(tuple(range(n)))
-    sample = Sample.across("m", [VideoRef("video_1", "/a.mp4"), VideoRef("video_2", "/b.mp4")], Query("Which video shows the cat?", ("Video 1", "Video 2")), "B")
+    sample = Sample.across(
+        "m", [VideoRef("video_1", "/a.mp4"), VideoRef("video_2", "/b.mp4")], Query("Which video shows the cat?", ("Video 1", "Video 2")), "B"
+    )
     request = AnswerRequest.across(sample, pools, selections)
     with ChatServer(lambda n, body, prompt: {"text": "B"}) as server:
         ans = OpenAIHTTPAnswerer(base_url=server.base_url, model="m", image_format="png", **FAST)

@@ -608,7 +608,12 @@ def _request_across(counts: tuple[int, ...], options: tuple[str, ...] = ("Video 
         frames = [rng.integers(0, 256, size=(48, 64, 3), dtype=np.uint8) for _ in range(10)]
         vid = f"video_{v + 1}"
         pools[vid] = CandidatePool(
-            video_id=f"hash{v}", timestamps=np.arange(10) * (v + 1.0), frame_indices=np.arange(10), policy="fps=1.0", duration=10.0 * (v + 1), source=InMemoryFrames(frames)
+            video_id=f"hash{v}",
+            timestamps=np.arange(10) * (v + 1.0),
+            frame_indices=np.arange(10),
+            policy="fps=1.0",
+            duration=10.0 * (v + 1),
+            source=InMemoryFrames(frames),
         )
         selections[vid] = Selection(indices=tuple(range(1, 1 + 2 * n, 2)))
         refs.append(VideoRef(vid, f"v{v}.mp4"))

@@ -97,11 +97,7 @@ class AnswerRequest:
 
     def frame_identity(self) -> dict[str, object]:
         """What determines the frames shown, per video (video hash, pool policy, indices, times): part of an answer cache key."""
-        return {
-            "videos": [
-                [v.id, v.pool.video_id, v.pool.policy, list(v.selection.indices), [round(t, 6) for t in v.timestamps]] for v in self.inputs
-            ]
-        }
+        return {"videos": [[v.id, v.pool.video_id, v.pool.policy, list(v.selection.indices), [round(t, 6) for t in v.timestamps]] for v in self.inputs]}
 
 
 def video_label(position: int) -> str:

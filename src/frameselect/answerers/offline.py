@@ -416,14 +416,14 @@ class _Reader(Answerer):
                 return None
             times = np.asarray(videos[c].timestamps, dtype=np.float64)
             scores = self._scores(self.readings.probabilities(videos[c]), options)
-            first: dict[int, float] = {}
+            after: dict[int, float] = {}
             for i in np.argsort(times, kind="stable"):
                 if times[i] <= max(at):
                     continue
                 j = int(np.argmax(scores[i]))
-                if scores[i, j] >= self.min_score and j not in first:
-                    first[j] = float(times[i])
-            return _first_scores(first, len(options))
+                if scores[i, j] >= self.min_score and j not in after:
+                    after[j] = float(times[i])
+            return _first_scores(after, len(options))
         return None
 
     def _detected(self, video: AnswerRequest, name: str) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:

@@ -88,7 +88,17 @@ from frameselect.registry import answerers
 from frameselect.types import Answer, Query
 from frameselect.windows import WINDOW_MAX_TOKENS, WindowRequest, window_request
 
-__all__ = ["TransformersVLM", "Qwen2VL", "Qwen2_5VL", "LlavaOneVision", "InternVL", "build_prompt", "build_prompt_across", "time_instruction_text", "selection_fps"]
+__all__ = [
+    "TransformersVLM",
+    "Qwen2VL",
+    "Qwen2_5VL",
+    "LlavaOneVision",
+    "InternVL",
+    "build_prompt",
+    "build_prompt_across",
+    "time_instruction_text",
+    "selection_fps",
+]
 
 MULTIPLE_CHOICE_SUFFIX = "Answer with the option's letter from the given choices directly."
 OPEN_ENDED_SUFFIX = "Answer the question using a single word or phrase."
@@ -466,7 +476,8 @@ class _QwenVL(TransformersVLM):
             from transformers.video_utils import VideoMetadata
 
             kwargs["video_metadata"] = [
-                VideoMetadata(total_num_frames=len(a), fps=r, frames_indices=list(range(len(a))), height=a.shape[1], width=a.shape[2]) for a, r in zip(arrays, rates)
+                VideoMetadata(total_num_frames=len(a), fps=r, frames_indices=list(range(len(a))), height=a.shape[1], width=a.shape[2])
+                for a, r in zip(arrays, rates)
             ]
         else:
             kwargs["fps"] = rates

@@ -152,7 +152,7 @@ def cross_questions(plans: Sequence[VideoPlan], paths: Sequence[str], group: tup
             names=[obj],
             modality="object",
         )
-    most = [(obj, int(np.argmax(c))) for obj in objects if (c := b.counts(obj)) and sorted(c)[-1] > sorted(c)[-2]]
+    most = [(obj, int(np.argmax(cnt))) for obj in objects if (cnt := b.counts(obj)) and sorted(cnt)[-1] > sorted(cnt)[-2]]
     if most:
         obj, j = b.pick(most)
         b.add("more_often", f"In which video is the {obj} shown most often?", videos, videos[j], b.spans_of(obj), False, names=[obj], modality="object")
@@ -165,7 +165,9 @@ def cross_questions(plans: Sequence[VideoPlan], paths: Sequence[str], group: tup
     unique = sorted((w, found[0]) for w, found in shown.items() if len(found) == 1)
     if unique:
         word, (j, e) = b.pick(unique)
-        b.add("retrieval", f"In which video is the word '{word}' shown?", videos, videos[j], {j: [b.plans[j].event_span(e)]}, False, names=[word], modality="text")
+        b.add(
+            "retrieval", f"In which video is the word '{word}' shown?", videos, videos[j], {j: [b.plans[j].event_span(e)]}, False, names=[word], modality="text"
+        )
         others = [w for w in unique if w[0] != word] or unique
         word, (j, e) = b.pick(others)
         plan = b.plans[j]
@@ -185,9 +187,10 @@ def cross_questions(plans: Sequence[VideoPlan], paths: Sequence[str], group: tup
         )
 
     # integrated reasoning: a total count, and what one video shows after a moment seen in another
-    obj = b.pick(objects)
-    total = sum(b.counts(obj))
-    if total:
+    seen = [o for o in objects if sum(b.counts(o))]
+    if seen:
+        obj = b.pick(seen)
+        total = sum(b.counts(obj))
         values = sorted({max(1, total + d) for d in (-2, -1, 0, 1, 2)} - {total})
         wrong = [values[i] for i in b.rng.permutation(len(values))][:3]
         options = [str(v) for v in sorted([total, *wrong])]

@@ -251,6 +251,17 @@ class Holmes(JointSelector):
                 extra = [int(j) for j in np.lexsort((np.arange(len(rel)), -rel)) if int(j) not in have][: want - len(have)]
                 have = sorted(have + extra)
             out[i] = have
+        short = sum(int(k) for k in shares) - sum(len(v) for v in out.values())
+        if short > 0:  # a video's slots asked for more than its pool holds: the rest go to the other videos' best frames
+            taken = {i: set(out[i]) for i in ids}
+            spare = [
+                (i, j)
+                for i in ids
+                for j in np.lexsort((np.arange(len(pools[i])), -np.asarray(features[i].relevance(), dtype=np.float64))).tolist()
+                if j not in taken[i]
+            ]
+            for i, j in spare[:short]:
+                out[i] = sorted(out[i] + [int(j)])
         bindings, failed = self._verify(results, features)
         self.last = {"results": results, "failed_bindings": failed}
         return out, bindings

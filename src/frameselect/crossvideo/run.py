@@ -114,7 +114,9 @@ def prepare_across(
         idx = list(sel.indices)
         n = len(pools[vid])
         if idx != sorted(set(idx)) or (idx and not 0 <= idx[0] <= idx[-1] < n):
-            raise ContractError(f"selector {multi.selector!r} gave video {vid!r} of sample {sample.id!r} indices that are not unique, ascending and within its pool of {n}")
+            raise ContractError(
+                f"selector {multi.selector!r} gave video {vid!r} of sample {sample.id!r} indices that are not unique, ascending and within its pool of {n}"
+            )
     return pools, features, multi
 
 
@@ -239,7 +241,10 @@ def _one(
     except Exception as exc:  # this sample only
         return SampleRecord(sample.id, {}, status="failed", error=f"{type(exc).__name__}: {exc}", k=k, policy=policy_name, metadata=meta), []
     selection_latency = time.perf_counter() - start
-    rows = [VideoSelectionRow(ref.id, pools[ref.id].video_id, multi.by_video[ref.id], tuple(multi.by_video[ref.id].timestamps(pools[ref.id]))) for ref in sample.video_refs]
+    rows = [
+        VideoSelectionRow(ref.id, pools[ref.id].video_id, multi.by_video[ref.id], tuple(multi.by_video[ref.id].timestamps(pools[ref.id])))
+        for ref in sample.video_refs
+    ]
     mean_recall, per_video = per_video_evidence_recall(sample, pools, multi)
     metrics: dict[str, float] = {"evidence_recall": mean_recall, "frames": float(len(multi)), "selection_latency_s": selection_latency}
     meta["per_video_recall"] = per_video

@@ -1,0 +1,99 @@
+"""A multi-video dataset run end to end with the store: per-video selections stored, answers cached, failures recorded."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from frameselect.crossvideo.run import evaluate_across
+from frameselect.datasets.base import InMemoryDataset
+from frameselect.encoders.base import Encoder
+from frameselect.errors import ConfigError
+from frameselect.registry import datasets
+from frameselect.store import Store
+
+
+class _MeanColour(Encoder):
+    """A cheap text-capable encoder: mean colour; any text maps to one colour direction."""
+
+    has_text = True
+
+    def encode_frames(self, frames: np.ndarray) -> np.ndarray:
+        e = frames.reshape(len(frames), -1, 3).mean(axis=1) + 1.0
+        return (e / np.linalg.norm(e, axis=1, keepdims=True)).astype(np.float32)
+
+    def encode_text(self, texts: Sequence[str]) -> np.ndarray:
+        t = np.array([[1.0, 0.5, 0.25]] * len(texts))
+        return (t / np.linalg.norm(t, axis=1, keepdims=True)).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list]:
+    root = tmp_path_factory.mktemp("suite")
+    ds = datasets.create("haystack_cross", n_videos=2, minutes=0.5, root=root)
+    return root, list(ds.samples())
+
+
+def test_uniform_with_the_oracle_stores_every_videos_selection(suite: tuple[Path, list], tmp_path: Path) -> None:
+    root, samples = suite
+    db = tmp_path / "runs.db"
+    kw = {"dataset_params": {"n_videos": 2, "minutes": 0.5, "root": root}, "cache_dir": tmp_path / "cache", "store": db}
+    result = evaluate_across("haystack_cross", "uniform", 6, budget_policy="equal", answerer="oracle", **kw)
+    assert len(result.records) == len(samples) and all(r.status == "ok" for r in result.records)
+    with Store(db) as st:
+        for sample, record in zip(samples, result.records, strict=True):
+            rows = st.video_selections(result.run_id, sample.id)
+            assert [r.video for r in rows] == ["video_1", "video_2"] and [len(r.selection) for r in rows] == [3, 3]  # 6 shared equally
+            # uniform, 3 of a 30-frame pool (1 fps over 30 s): np.linspace(0, 29, 3, dtype=int)
+            assert all(r.selection.indices == (0, 14, 29) and r.timestamps == (0.0, 14.0, 29.0) for r in rows)
+            covered = all(all(any(s.contains(t) for t in row.timestamps) for s in ref.evidence) for ref, row in zip(sample.videos, rows))
+            assert record.metrics["mc_accuracy"] == float(covered)
+            assert record.metrics["frames"] == 6.0 and "entities" not in record.metadata
+        assert st.count(result.run_id) == {"ok": len(samples)}
+    again = evaluate_across("haystack_cross", "uniform", 6, budget_policy="equal", answerer="oracle", **kw)
+    assert again.run_id == result.run_id and [r.metrics for r in again.records] == [r.metrics for r in result.records]
+    assert result.by_level.keys() <= {"comparison", "tracking_retrieval", "integrated"}
+
+
+def test_a_missing_video_fails_that_sample_only(suite: tuple[Path, list], tmp_path: Path) -> None:
+    _, samples = suite
+    broken = dataclasses.replace(
+        samples[0], id="broken", videos=(samples[0].videos[0], dataclasses.replace(samples[0].videos[1], path=str(tmp_path / "gone.mp4")))
+    )
+    ds = InMemoryDataset([broken, samples[1]])
+    result = evaluate_across(ds, "uniform", 4, answerer="oracle", cache_dir=tmp_path / "cache", store=tmp_path / "r.db")
+    assert [r.status for r in result.records] == ["failed", "ok"]
+    assert "gone.mp4" in (result.records[0].error or "")
+    assert result.table["failed"] == 1.0
+
+
+def test_holmes_reads_out_and_stores_its_slots(suite: tuple[Path, list], tmp_path: Path) -> None:
+    _, samples = suite
+    ds = InMemoryDataset(samples[:3])
+    result = evaluate_across(ds, "holmes", 6, encoder=_MeanColour(), answerer="oracle", cache_dir=tmp_path / "cache", store=tmp_path / "h.db")
+    for r in result.records:
+        assert r.status == "ok", r.error
+        rec = r.metadata["holmes"]
+        assert rec["slots"] >= 1 and 0.0 <= r.metrics["slot_fill_rate"] <= 1.0 and r.metrics["gate_passed"] in (0.0, 1.0)
+        assert len(rec["certificates"]) == rec["slots"] - rec["filled"]
+        assert r.metrics["frames"] == 6.0
+
+
+def test_wrong_configuration_fails_before_the_first_sample(suite: tuple[Path, list], tmp_path: Path) -> None:
+    ds = InMemoryDataset(suite[1][:1])
+    with pytest.raises(ConfigError, match="holmes.*answerer"):
+        evaluate_across(ds, "holmes", 4, encoder=_MeanColour())
+    with pytest.raises(ConfigError, match="give no budget_policy"):
+        evaluate_across(ds, "topk_union", 4, budget_policy="equal", encoder=_MeanColour())
+    with pytest.raises(ConfigError, match="text-capable encoder"):
+        evaluate_across(ds, "uniform", 4, budget_policy="relevance")
+    with pytest.raises(ConfigError, match="unknown budget policy"):
+        evaluate_across(ds, "uniform", 4, budget_policy="fair")
+    with pytest.raises(ConfigError, match="k "):
+        evaluate_across(ds, "uniform", 0)
+    with pytest.raises(ConfigError, match="encoder"):
+        evaluate_across(ds, "topk", 4)
