@@ -22,6 +22,10 @@ from frameselect._version import __version__
 __all__ = ["canonical", "fingerprint", "hash_bytes"]
 
 
+def _empty(value: Any) -> bool:
+    return value is None or (isinstance(value, (tuple, list)) and not value)
+
+
 def canonical(value: Any) -> Any:
     """A JSON-serialisable, order-independent form of ``value``."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -30,8 +34,9 @@ def canonical(value: Any) -> Any:
             **{
                 f.name: canonical(getattr(value, f.name))
                 for f in dataclasses.fields(value)
-                # a field marked so (Sample.videos) is left out while empty: older values keep their fingerprints
-                if f.init and not f.name.startswith("_") and not (f.metadata.get("fingerprint_omit_empty") and not getattr(value, f.name))
+                # a field marked so (Sample.videos, Sample.asked_at) is left out while empty (None or ()):
+                # older values keep their fingerprints, and a time of 0.0 still counts
+                if f.init and not f.name.startswith("_") and not (f.metadata.get("fingerprint_omit_empty") and _empty(getattr(value, f.name)))
             },
         }
     if isinstance(value, Mapping):

@@ -121,6 +121,11 @@ class Sample:
     video's, so a part that reads one video still sees a valid sample. A
     one-video sample leaves ``videos`` empty; :attr:`video_refs` gives the
     videos of either kind as :class:`VideoRef` s.
+
+    ``asked_at`` (seconds of stream time) is set for a question asked at a
+    moment of a stream: only frames up to that moment may be used to answer
+    it (:mod:`frameselect.streaming.evaluate`). ``None`` (the default): the
+    question is about the whole video.
     """
 
     id: str
@@ -132,10 +137,22 @@ class Sample:
     #: the videos of a question over several videos, in order; empty for one video
     #: (an empty value stays out of the fingerprint, so one-video datasets keep their ids)
     videos: tuple[VideoRef, ...] = field(default=(), metadata={"fingerprint_omit_empty": True})
+    #: when the question is asked in a stream (seconds); None: after the whole video
+    #: (None stays out of the fingerprint, so datasets without it keep their ids)
+    asked_at: float | None = field(default=None, metadata={"fingerprint_omit_empty": True})
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "evidence", tuple(self.evidence))
         object.__setattr__(self, "metadata", dict(self.metadata))
+        if self.asked_at is not None:
+            if (
+                isinstance(self.asked_at, bool)
+                or not isinstance(self.asked_at, (int, float, np.integer, np.floating))
+                or not np.isfinite(self.asked_at)
+                or self.asked_at < 0
+            ):
+                raise ValueError(f"sample {self.id!r}: asked_at must be a finite number of seconds ≥ 0 or None, got {self.asked_at!r}")
+            object.__setattr__(self, "asked_at", float(self.asked_at))
         videos = tuple(self.videos)
         object.__setattr__(self, "videos", videos)
         if videos:

@@ -18,7 +18,12 @@ A question over several videos (``Sample.videos``) is covered when, in every
 video, each of that video's evidence spans holds a selected frame of that
 video (:func:`covers_across`); a frame of one video never covers another's.
 
-A sample without evidence spans (and without a plurality rule) cannot be
+``not_yet`` (a stream question asked before its evidence appears; its right
+answer is that the thing was not shown yet)
+    no selected frame lies in ``metadata["later_spans"]`` (where the thing is
+    shown later): a memory that only holds the past always covers it.
+
+A sample without evidence spans (and without a plurality or ``not_yet`` rule) cannot be
 covered and is answered wrongly. The wrong answer is the first option letter
 that is not the right one (``"Z"`` when there is none).
 """
@@ -66,8 +71,10 @@ def covers(sample: Sample, times: Sequence[float]) -> bool:
         if correct not in counts:
             return False
         return all(counts[correct] > c for opt, c in counts.items() if opt != correct)
+    if rule == "not_yet":
+        return _hits(times, sample.metadata.get("later_spans") or ()) == 0
     if rule != "all_spans":
-        raise ValueError(f"unknown coverage rule {rule!r} in sample {sample.id}; use 'all_spans' or 'plurality'")
+        raise ValueError(f"unknown coverage rule {rule!r} in sample {sample.id}; use 'all_spans', 'plurality' or 'not_yet'")
     if not sample.evidence:
         return False
     return all(any(span.contains(t) for t in times) for span in sample.evidence)

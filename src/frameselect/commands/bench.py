@@ -26,8 +26,38 @@ def default_store() -> str:
     return os.environ.get("FRAMESELECT_BENCH_STORE", "frameselect-bench.sqlite")
 
 
+def run_stream(args: argparse.Namespace) -> int:
+    """``--stream``: the streaming section (streaming selectors x memory sizes on the streaming suite)."""
+    from frameselect.bench.stream_runner import DEFAULT_MEMORIES, StreamBenchConfig, format_stream_report, run_stream_bench
+
+    answerers = [a for item in (args.answerer or []) for a in item.split(",") if a]
+    config = StreamBenchConfig(
+        memories=tuple(args.memory or DEFAULT_MEMORIES),
+        k=(args.k or [4])[0],
+        selectors=tuple(s for item in (args.selector or []) for s in item.split(",") if s),
+        encoder=args.encoder or "imagenet_label",
+        answerer=answerers[0] if answerers else "oracle",
+        store=args.store,
+        cache_dir=args.cache_dir,
+        n_videos=args.n_videos,
+        minutes=args.minutes,
+        seed=args.seed,
+        pool=args.pool,
+    )
+    try:
+        rows = run_stream_bench(config, progress=True if args.progress else False)
+    except ValueError as exc:  # ConfigError included
+        print(f"frameselect: error: {exc}", file=sys.stderr)
+        return 2
+    print(format_stream_report(rows))
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from frameselect.bench.runner import DEFAULT_ANSWERERS, DEFAULT_BUDGETS, BenchConfig, format_report, run_bench
+
+    if args.stream:
+        return run_stream(args)
 
     config = BenchConfig(
         budgets=tuple(args.k or DEFAULT_BUDGETS),
@@ -108,6 +138,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--seed", type=int, default=0, help="suite and selection seed (default: %(default)s)")
     p.add_argument("--pool", default="fps=1.0", help="candidate pool policy (default: %(default)s)")
     p.add_argument("--query-aware", default="topk", help="query-aware selector followed in the rank summary (default: %(default)s)")
+    p.add_argument(
+        "--stream", action="store_true", help="the streaming section: streaming selectors answer questions at stream times from memories of --memory frames"
+    )
+    p.add_argument("--memory", "-M", type=int, action="append", help="with --stream: memory size M (repeatable; default: 4, 16 and 64)")
     p.add_argument("--progress", action="store_true", help="a progress bar per run (one run per selector x budget x answerer)")
     p.add_argument("--report", default=None, help="HTML report to write at the end (default: beside the store, with .html)")
     p.add_argument("--no-report", action="store_true", help="do not write the HTML report")

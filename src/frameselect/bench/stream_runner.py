@@ -1,0 +1,140 @@
+"""``frameselect bench --stream``: every streaming selector on the streaming suite, at several memory sizes.
+
+The haystack suite (:mod:`frameselect.bench.haystack`) with its single-span
+questions asked before and after their evidence
+(:mod:`frameselect.bench.stream_suite`) is streamed through each streaming
+selector that works without the question (the ``later`` setting) at each
+memory size, with the encoder's embeddings from the feature cache, answered by
+``answerer`` (default the oracle, an upper bound: right exactly when the memory
+gave frames of the evidence), into the bench store. Rows: accuracy, the
+memory's evidence recall, accuracy by delay group, ``observe`` latency (mean,
+p99) and peak memory, per selector and memory size.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+__all__ = ["StreamBenchConfig", "StreamBenchRow", "run_stream_bench", "format_stream_report", "DEFAULT_MEMORIES"]
+
+DEFAULT_MEMORIES = (4, 16, 64)
+
+
+@dataclass(frozen=True)
+class StreamBenchConfig:
+    """What one ``frameselect bench --stream`` runs."""
+
+    memories: tuple[int, ...] = DEFAULT_MEMORIES
+    k: int = 4
+    selectors: tuple[str, ...] = ()  # fnmatch patterns; empty = every streaming selector of the "later" setting
+    encoder: str = "imagenet_label"
+    answerer: str = "oracle"
+    store: str = "frameselect-bench.sqlite"
+    cache_dir: str | None = None
+    n_videos: int = 9
+    minutes: float = 3.0
+    seed: int = 0
+    pool: str = "fps=1.0"
+
+
+@dataclass
+class StreamBenchRow:
+    selector: str
+    memory: int
+    run_id: str
+    table: dict[str, float]
+    by_delay: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+def _streaming_selectors(patterns: Sequence[str]) -> list[str]:
+    from frameselect.registry import streaming
+
+    names = [n for n in streaming.names() if not patterns or any(fnmatch.fnmatchcase(n, p) for p in patterns)]
+    chosen = []
+    for name in names:
+        cls = streaming.get(name)
+        if "later" in getattr(cls, "settings", ()) and not getattr(cls, "needs_query", False):
+            chosen.append(name)
+    return chosen
+
+
+def run_stream_bench(config: StreamBenchConfig, *, log: Callable[[str], None] | None = None, progress: bool | None = None) -> list[StreamBenchRow]:
+    """Run every chosen streaming selector at every memory size on the streaming suite; one row each."""
+    from frameselect.bench.haystack import HaystackConfig, ensure_suite
+    from frameselect.bench.questions import questions_for
+    from frameselect.bench.runner import _dirs, _make_answerer
+    from frameselect.bench.stream_suite import stream_questions
+    from frameselect.errors import ConfigError
+    from frameselect.plan import resolve
+    from frameselect.streaming.evaluate import evaluate_stream
+
+    say = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    names = _streaming_selectors(config.selectors)
+    if not names:
+        raise ConfigError(f"no streaming selector of the 'later' setting matches {list(config.selectors)}; see frameselect list streaming")
+    encoder = resolve("encoders", config.encoder)
+    bench_dir, features_dir = _dirs(config.cache_dir)
+    answerer = _make_answerer(config.answerer, features_dir)
+    plans, paths = ensure_suite(HaystackConfig(n_videos=config.n_videos, minutes=config.minutes, seed=config.seed), bench_dir)
+    base = [s for plan, path in zip(plans, paths, strict=True) for s in questions_for(plan, str(path), config.seed)]
+    durations = {str(path): plan.duration for plan, path in zip(plans, paths, strict=True)}
+    samples = stream_questions(base, durations)
+    say(f"streaming suite: {len(samples)} questions ({sum(s.metadata['stream'] == 'before' for s in samples)} before their evidence) on {len(plans)} videos")
+    rows: list[StreamBenchRow] = []
+    for name in names:
+        report = evaluate_stream(
+            name,
+            ["mc_accuracy", "evidence_recall"],
+            samples,
+            config.k,
+            memories=config.memories,
+            encoder=encoder,
+            answerer=answerer,
+            store=config.store,
+            pool=config.pool,
+            seed=config.seed,
+            cache_dir=features_dir,
+            progress=progress,
+        )
+        for m, result in report.results.items():
+            rows.append(
+                StreamBenchRow(
+                    name, m, result.run_id, {**report.by_memory[m], "evidence_recall": result.table.get("evidence_recall", math.nan)}, report.by_delay[m]
+                )
+            )
+            say(f"{name} M={m}: accuracy {report.by_memory[m].get('mc_accuracy', math.nan):.3f}")
+    return rows
+
+
+def _f(value: float | None, spec: str) -> str:
+    return "–" if value is None or not math.isfinite(value) else format(value, spec)
+
+
+def format_stream_report(rows: Sequence[StreamBenchRow]) -> str:
+    """A Markdown table: one line per selector and memory size; accuracy by delay group in columns."""
+    from frameselect.streaming.evaluate import DELAY_GROUPS
+
+    groups = [g for g, _ in DELAY_GROUPS if any(g in r.by_delay for r in rows)]
+    head = [
+        "streaming selector",
+        "M",
+        "accuracy",
+        "memory evidence recall",
+        *(f"acc {g}" for g in groups),
+        "observe ms mean",
+        "observe ms p99",
+        "peak KiB",
+        "failed",
+    ]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        t = r.table
+        cells = [r.selector, str(r.memory), _f(t.get("mc_accuracy"), ".3f"), _f(t.get("memory_evidence_recall"), ".3f")]
+        cells += [_f(r.by_delay.get(g, {}).get("mc_accuracy"), ".3f") for g in groups]
+        cells += [_f(t.get("observe_ms_mean"), ".3f"), _f(t.get("observe_ms_p99"), ".3f"), _f(t.get("peak_kib"), ".1f"), _f(t.get("failed"), ".0f")]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)

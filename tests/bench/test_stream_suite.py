@@ -1,0 +1,51 @@
+"""The streaming suite: haystack questions asked before and after their evidence, and the oracle's rule for the former."""
+
+from __future__ import annotations
+
+import pytest
+
+from frameselect.answerers.oracle import covers
+from frameselect.bench.haystack import HaystackConfig, plan_video
+from frameselect.bench.questions import questions_for
+from frameselect.bench.stream_suite import NOT_YET, stream_questions
+from frameselect.types import Query, Sample, Span
+
+
+def test_a_needle_is_asked_before_and_after_its_evidence_by_hand() -> None:
+    s = Sample("v/needle_text_0", "v.mp4", Query("Which word?", ("DELTA", "ORBIT")), "B", (Span(50.0, 53.0),), {"kind": "needle", "coverage": "all_spans"})
+    out = {q.id: q for q in stream_questions([s], {"v.mp4": 120.0}, delays=(0.0, 30.0, 90.0), before=20.0)}
+    assert sorted(out) == ["v/needle_text_0@+0s", "v/needle_text_0@+30s", "v/needle_text_0@-20s"]  # 53 + 90 > 120: not asked
+    before = out["v/needle_text_0@-20s"]
+    assert before.asked_at == 30.0 and before.query.options == ("DELTA", "ORBIT", NOT_YET) and before.answer == "C"
+    assert before.evidence == () and before.metadata["later_spans"] == [[50.0, 53.0]] and before.metadata["delay_s"] == -23.0
+    after = out["v/needle_text_0@+30s"]
+    assert after.asked_at == 83.0 and after.answer == "B" and after.evidence == s.evidence and after.metadata["delay_s"] == 30.0
+    assert after.query.options == before.query.options and after.metadata["question"] == s.id
+    # the oracle: before the evidence, right unless a selected frame shows the thing; after, the usual rule
+    assert covers(before, [10.0, 29.0]) and not covers(before, [51.0])
+    assert covers(after, [52.0]) and not covers(after, [80.0])
+
+
+def test_ordering_counting_and_global_questions_are_left_out_and_the_suite_is_deterministic() -> None:
+    plan = plan_video(HaystackConfig(n_videos=1, minutes=3.0), 0)
+    base = questions_for(plan, "v0.mp4", 0)
+    out = stream_questions(base, {"v0.mp4": plan.duration})
+    needles = [s for s in base if s.metadata["kind"] == "needle"]
+    assert {q.metadata["question"] for q in out} == {s.id for s in needles}
+    assert all(q.asked_at is not None and 0 <= q.asked_at <= plan.duration for q in out)
+    assert {q.metadata["stream"] for q in out} == {"before", "after"}
+    assert [q.id for q in out] == [q.id for q in stream_questions(questions_for(plan, "v0.mp4", 0), {"v0.mp4": plan.duration})]
+
+
+def test_an_unknown_coverage_rule_is_refused() -> None:
+    s = Sample("q", "v.mp4", Query("?", ("a",)), "A", (), {"coverage": "someday"})
+    with pytest.raises(ValueError, match="not_yet"):
+        covers(s, [1.0])
+
+
+def test_bench_stream_refuses_unknown_selectors_before_building_the_suite(capsys: pytest.CaptureFixture[str], tmp_path: object) -> None:
+    from frameselect.cli import main
+
+    assert main(["bench", "--stream", "-s", "no_such_memory*", "--store", str(tmp_path) + "/s.sqlite", "--no-report"]) == 2
+    err = capsys.readouterr().err
+    assert "no streaming selector of the 'later' setting matches" in err and "Traceback" not in err
