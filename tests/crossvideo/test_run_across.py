@@ -97,3 +97,42 @@ def test_wrong_configuration_fails_before_the_first_sample(suite: tuple[Path, li
         evaluate_across(ds, "uniform", 0)
     with pytest.raises(ConfigError, match="encoder"):
         evaluate_across(ds, "topk", 4)
+
+
+def test_bench_cross_video_refuses_unknown_arms_and_two_sections(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from frameselect.cli import main
+
+    assert main(["bench", "--cross-video", "-s", "fair_share", "--store", str(tmp_path / "b.db"), "--cache-dir", str(tmp_path)]) == 2
+    assert "unknown cross-video arm(s) ['fair_share']" in capsys.readouterr().err
+    assert main(["bench", "--cross-video", "--stream", "--store", str(tmp_path / "b.db")]) == 2
+    assert "separate sections" in capsys.readouterr().err
+
+
+def test_bench_cross_video_compares_the_arms_on_the_same_questions(suite: tuple[Path, list], tmp_path: Path) -> None:
+    from frameselect.bench.cross_runner import CrossBenchConfig, format_cross_report, run_cross_bench
+
+    root, samples = suite
+    config = CrossBenchConfig(
+        budgets=(6,),
+        arms=("uniform/equal", "topk_union"),
+        encoder="color_histogram",
+        answerer="oracle",
+        store=tmp_path / "b.db",
+        cache_dir=tmp_path,
+        n_videos=2,
+        minutes=0.5,
+        n_boot=200,
+    )
+    import shutil
+
+    shutil.copytree(root, tmp_path / "bench")  # the rendered suite, where the bench looks for it
+    with pytest.raises(ConfigError, match="query relevance"):  # colour histograms have no text side: refused before any sample
+        run_cross_bench(config)
+    config = CrossBenchConfig(
+        budgets=(6,), arms=("uniform/equal",), answerer="oracle", store=tmp_path / "b.db", cache_dir=tmp_path, n_videos=2, minutes=0.5, n_boot=200
+    )
+    (row,) = run_cross_bench(config)
+    assert row.n == len(samples) and row.failed == 0 and row.versus_baseline is None
+    assert row.accuracy.low <= row.accuracy.estimate <= row.accuracy.high
+    report = format_cross_report([row], "oracle")
+    assert report.splitlines()[0] == "cross-video suite, total budget k=6 per question, answered by oracle" and "uniform/equal" in report
