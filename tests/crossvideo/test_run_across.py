@@ -136,3 +136,25 @@ def test_bench_cross_video_compares_the_arms_on_the_same_questions(suite: tuple[
     assert row.accuracy.low <= row.accuracy.estimate <= row.accuracy.high
     report = format_cross_report([row], "oracle")
     assert report.splitlines()[0] == "cross-video suite, total budget k=6 per question, answered by oracle" and "uniform/equal" in report
+
+
+def test_the_report_shows_one_timeline_row_per_video_of_a_question(suite: tuple[Path, list], tmp_path: Path) -> None:
+    import re
+
+    pytest.importorskip("matplotlib")
+    pytest.importorskip("jinja2")
+    from frameselect.htmlreport import ReportOptions, write_report
+
+    root, samples = suite
+    db = tmp_path / "r.db"
+    kw = {"dataset_params": {"n_videos": 2, "minutes": 0.5, "root": root}, "cache_dir": tmp_path / "cache", "store": db, "answerer": "oracle"}
+    evaluate_across("haystack_cross", "uniform", 6, budget_policy="equal", **kw)
+    evaluate_across("haystack_cross", "uniform", 5, budget_policy="duration", **kw)
+    html = write_report(db, tmp_path / "r.html", options=ReportOptions(cache_dir=tmp_path, thumbnails=False)).read_text()
+    ticks = re.findall(r'<g id="tl(\d+)-v(\d)-tick-(\d+)-\d+"', html)
+    assert ticks, "no multi-video timeline in the report"
+    first = [t for t in ticks if t[0] == ticks[0][0]]
+    # two videos, two runs (rows) in each: equal 3 + 3 frames, duration 3 + 2 (equal lengths: the remainder to video 1)
+    per = {(v, row): sum(1 for t in first if t[1] == v and t[2] == row) for v in "01" for row in "01"}
+    assert per == {("0", "0"): 3, ("1", "0"): 3, ("0", "1"): 3, ("1", "1"): 2}
+    assert "mc_accuracy" in html

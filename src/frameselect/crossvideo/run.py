@@ -180,8 +180,10 @@ def evaluate_across(
         samples = samples[:limit]
     config = {
         "kind": "cross_video",
-        "dataset": part_config(ds),
-        "dataset_id": ds.id,
+        "dataset": ds.id,
+        "dataset_spec": part_config(ds),
+        # the tables' columns: what each record's metrics hold under these evaluators' names
+        "evaluators": [{"name": "evidence_recall"}] + ([{"name": "mc_accuracy"}] if ans is not None else []),
         "selector": part_config(sel),
         "budget_policy": None if policy is None else part_config(policy),
         "encoder": None if enc is None else part_config(enc),
