@@ -150,10 +150,16 @@ def main() -> None:
         feats = clip_features()
         path = os.path.join(tmp, "features.npy")
         np.save(path, feats)
-        print(f"# {feats.shape[0]} distinct frames of {', '.join(CLIPS)} embedded by color_histogram ({feats.shape[1]}-D) in {time.perf_counter() - start:.1f} s")
-        print(f"# stream: {args.minutes:g} min at {args.fps:g} fps = {int(round(args.minutes * 60 * args.fps))} frames; one core; {platform.processor() or platform.machine()}, Python {platform.python_version()}")
+        print(
+            f"# {feats.shape[0]} distinct frames of {', '.join(CLIPS)} embedded by color_histogram ({feats.shape[1]}-D) in {time.perf_counter() - start:.1f} s"
+        )
+        print(
+            f"# stream: {args.minutes:g} min at {args.fps:g} fps = {int(round(args.minutes * 60 * args.fps))} frames; one core; {platform.processor() or platform.machine()}, Python {platform.python_version()}"
+        )
         print()
-        print(f"| streaming selector | observe p50 (ms) | p99 (ms) | max (ms) | select p50 (ms) | peak RSS {args.short:g} min (MiB) | peak RSS {args.minutes:g} min (MiB) | ratio | |")
+        print(
+            f"| streaming selector | observe p50 (ms) | p99 (ms) | max (ms) | select p50 (ms) | peak RSS {args.short:g} min (MiB) | peak RSS {args.minutes:g} min (MiB) | ratio | |"
+        )
         print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
         for name in names:
             long = run_child(name, path, args.fps, args.minutes)

@@ -12,6 +12,8 @@ import pytest
 # helper modules beside the tests (chat_server, annotation_files, part_examples): importable from every test folder
 sys.path.append(str(Path(__file__).parent))
 import crossvideo_examples  # noqa: E402, F401  (registers the cross-video loaders' examples for the loader suite)
+import lmms_eval_task_files  # noqa: E402, F401  (registers the lmms_eval dataset's example for the conformance suite)
+import streaming_examples  # noqa: E402, F401  (registers the OVO-Bench loader's example for the loader suite)
 
 
 @pytest.fixture(autouse=True)
@@ -65,3 +67,27 @@ def counter_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 os.environ.setdefault("PYTHONHASHSEED", "0")
+
+
+#: parts whose conformance cases load real models (offline weights, or hub models built from configs): slow
+MODEL_PARTS = frozenset(
+    {"imagenet_label", "ocr_text", "label_reader", "label_ocr_reader", "ocr_reader", "clip", "siglip", "blip_itm", "open_clip"}
+    | {"qwen2_vl", "qwen2_5_vl", "llava_onevision", "internvl"}
+)
+
+
+#: test modules that run every test in a fresh interpreter (the command line as a user runs it): slow
+SUBPROCESS_MODULES = frozenset({"faults/test_cli_faults.py"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Conformance cases of the parts that load real models, and the modules of :data:`SUBPROCESS_MODULES`, are ``slow``
+    (``pytest -m "not slow"`` is the fast loop)."""
+    here = Path(__file__).parent
+    for item in items:
+        if item.path.relative_to(here).as_posix() in SUBPROCESS_MODULES:
+            item.add_marker(pytest.mark.slow)
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and getattr(item, "originalname", "") in ("test_encoder_conforms", "test_answerer_conforms"):
+            if callspec.id.split("-")[0] in MODEL_PARTS:
+                item.add_marker(pytest.mark.slow)

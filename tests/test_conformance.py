@@ -352,7 +352,8 @@ def test_round_trip_catches_parts_that_do_not_keep_their_configuration(kind: str
 
 def test_round_trip_of_an_injected_model_says_it_cannot_be_revived() -> None:
     from frameselect.errors import PartConfigError
-    from frameselect.parts import part_config, revive
+    from frameselect.parts import part_config
+    from frameselect.registry import revive
 
     class Weights:  # stands in for a model object
         pass

@@ -33,6 +33,8 @@ from frameselect.selectors.basic import uniform_indices  # noqa: E402
 from frameselect.store import Store  # noqa: E402
 from frameselect.types import Query, Sample, SampleRecord  # noqa: E402
 
+pytestmark = pytest.mark.slow  # process pools, Ray clusters and subprocess spawns
+
 EVALUATORS = ["evidence_recall", "frame_precision", "mc_accuracy"]
 
 

@@ -14,8 +14,8 @@ import frameselect
 import frameselect.registry as registry_module
 from frameselect.errors import DuplicateNameError, PartConfigError, UnknownNameError
 from frameselect.fingerprint import fingerprint
-from frameselect.parts import is_revivable, parameter_names, part_config, part_fingerprint, part_id, part_params, revive
-from frameselect.registry import Registry, answerers, encoders, evaluators, routers, selectors
+from frameselect.parts import is_revivable, parameter_names, part_config, part_fingerprint, part_id, part_params
+from frameselect.registry import Registry, answerers, encoders, evaluators, revive, routers, selectors
 from frameselect.types import FrameSource, InMemoryFrames
 
 # -- configuration: mechanical, real JSON values -------------------------------------------------

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # every test starts a fresh interpreter
+
 HEAVY = ("torch", "scipy", "av")
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
@@ -62,7 +64,7 @@ def test_listing_names_imports_no_builtin_module_and_get_still_loads_them() -> N
 def test_the_static_name_index_equals_what_the_builtin_modules_register() -> None:
     from frameselect._builtin_names import BUILTIN_NAMES
 
-    registered = fresh("import json\nfrom frameselect._builtin_names import registered_by_modules\nprint(json.dumps(registered_by_modules()))")
+    registered = fresh("import json\nfrom frameselect.registry import registered_by_modules\nprint(json.dumps(registered_by_modules()))")
     table = "".join(f"    {k!r}: {tuple(v)!r},\n".replace("'", '"') for k, v in registered.items())  # type: ignore[union-attr]
     assert {k: list(v) for k, v in BUILTIN_NAMES.items()} == registered, f"update BUILTIN_NAMES in src/frameselect/_builtin_names.py to:\n{table}"
 

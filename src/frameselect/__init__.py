@@ -11,6 +11,7 @@ arrays) and ``evaluate`` on first use.
 
 from typing import TYPE_CHECKING
 
+from frameselect._memo import clear_caches
 from frameselect._version import __version__
 from frameselect.errors import FrameselectError, UnknownNameError
 from frameselect.registry import REGISTRIES, Registry, get_registry
@@ -52,6 +53,7 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "__version__",
+    "clear_caches",
     "Answer",
     "CandidatePool",
     "Features",

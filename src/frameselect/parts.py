@@ -14,7 +14,7 @@ tables)::
 with real JSON values: numbers stay numbers, paths become strings, tuples
 lists. Parts whose outputs also depend on something fixed only when they load
 (a hub revision's commit, the dtype, a weights file) add ``"resolved"``.
-:func:`revive` re-creates a part from that shape; the canonical string form
+:func:`frameselect.registry.revive` re-creates a part from that shape; the canonical string form
 of values exists only inside :func:`frameselect.fingerprint.fingerprint`.
 
 A part declares, on its class:
@@ -33,7 +33,7 @@ A part declares, on its class:
 
 A constructor argument that is a live object (an injected model, tokenizer or
 sample list) is recorded as ``{"__object__": "module.Class"}``; such a part
-is reproducible by its ``id`` but cannot be revived, and :func:`revive` says so.
+is reproducible by its ``id`` but cannot be revived, and ``revive`` says so.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ __all__ = [
     "part_fingerprint",
     "parameter_names",
     "registered_name_of",
-    "revive",
+    "objects_in",
     "is_revivable",
     "to_json",
 ]
@@ -385,42 +385,29 @@ def part_fingerprint(part: object) -> str:
 # -- reviving ---------------------------------------------------------------------
 
 
-def _objects(value: Any, path: str) -> list[str]:
+def objects_in(value: Any, path: str) -> list[str]:
+    """Where a stored configuration holds injected live objects: ``["params.encoder (Encoder)", ...]``."""
     if isinstance(value, dict):
         if "__object__" in value and len(value) == 1:
             return [f"{path} ({value['__object__']})"]
-        return [p for k, v in value.items() for p in _objects(v, f"{path}.{k}")]
+        return [p for k, v in value.items() for p in objects_in(v, f"{path}.{k}")]
     if isinstance(value, list):
-        return [p for i, v in enumerate(value) for p in _objects(v, f"{path}[{i}]")]
+        return [p for i, v in enumerate(value) for p in objects_in(v, f"{path}[{i}]")]
     return []
 
 
 def is_revivable(config: Mapping[str, Any]) -> bool:
     """Whether ``config`` holds only plain values (no injected live objects)."""
-    return not _objects(dict(config.get("params") or {}), "params")
+    return not objects_in(dict(config.get("params") or {}), "params")
 
 
-def revive(config: Mapping[str, Any], *, kind: str | None = None) -> Any:
-    """The part a stored configuration describes, created through its registry.
+def __getattr__(name: str) -> Any:
+    """``frameselect.parts.revive``, moved to :func:`frameselect.registry.revive` (kept for one release)."""
+    if name == "revive":
+        import warnings
 
-    ``kind`` is needed only for configurations that do not carry one. A
-    configuration holding injected objects, a name no registry holds, or
-    parameters the part does not take raise :class:`PartConfigError` (an
-    unknown name: :class:`~frameselect.errors.UnknownNameError`).
-    """
-    from frameselect.registry import get_registry
+        from frameselect.registry import revive
 
-    kind = str(config.get("kind") or kind or "")
-    name = str(config.get("name") or "")
-    params = dict(config.get("params") or {})
-    objects = _objects(params, "params")
-    if objects:
-        raise PartConfigError(
-            f"{kind[:-1] if kind.endswith('s') else kind} {name!r} was given live objects ({', '.join(objects)}); it cannot be re-created from its configuration"
-        )
-    try:
-        return get_registry(kind).create(name, **params)
-    except PartConfigError:
-        raise
-    except TypeError as exc:
-        raise PartConfigError(f"{kind[:-1]} {name!r} cannot be re-created from {params}: {exc}") from exc
+        warnings.warn("frameselect.parts.revive moved to frameselect.registry.revive", DeprecationWarning, stacklevel=2)
+        return revive
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -49,6 +49,7 @@ from frameselect.run import (
 )
 from frameselect.selectors.base import Selector
 from frameselect.store import Store
+from frameselect.token_budget import FramePlan, priced_selection, token_plans
 from frameselect.types import CandidatePool, Features, Sample, SampleRecord
 
 if TYPE_CHECKING:
@@ -102,22 +103,22 @@ def evaluate(
     executor: str | Executor | ExecutorSpec = "serial",
     workers: int | None = None,
     ray_address: str | None = None,
+    tokens: int | None = None,
+    token_policy: str = "fixed_res",
+    token_model: Any = None,
 ) -> RunResult:
-    """Run ``selector`` on ``dataset`` at budget ``k``, score it, store it.
+    """Run ``selector`` on ``dataset`` at budget ``k`` (or ``tokens``), score it, store it.
 
-    A wrong configuration raises :class:`~frameselect.errors.ConfigError`
-    before any sample is touched. Returns the per-sample records (including
-    those stored by earlier, interrupted invocations of the same run) and the
-    aggregated table. A sample that fails (corrupt video, backend timeout,
-    an exception inside a part) is recorded as failed with its reason and the
-    run goes on; a part that breaks its contract raises
-    :class:`~frameselect.errors.ContractError`.
+    A wrong configuration raises :class:`~frameselect.errors.ConfigError` before any sample is touched. Returns the
+    per-sample records (including those stored by earlier, interrupted invocations of the same run) and the aggregated
+    table. A sample that fails (corrupt video, backend timeout, an exception inside a part) is recorded as failed with
+    its reason and the run goes on; a part that breaks its contract raises :class:`~frameselect.errors.ContractError`.
 
-    ``executor`` (``"serial"``, ``"process"``, ``"ray"`` or an
-    :class:`~frameselect.executors.Executor`) and ``workers`` say where
-    videos are computed (:mod:`frameselect.executors`); the results are the
-    same whichever runs them, and neither is part of the run's fingerprint.
-    ``ray_address`` is the Ray cluster to join (default ``$RAY_ADDRESS``, else a local one).
+    ``executor`` (``"serial"``, ``"process"``, ``"ray"`` or an :class:`~frameselect.executors.Executor`) and ``workers``
+    say where videos are computed (:mod:`frameselect.executors`); results are the same whichever runs them, and neither
+    is in the run's fingerprint. ``ray_address``: the Ray cluster to join (default ``$RAY_ADDRESS``, else a local one).
+    ``tokens=N``: ``N`` visual tokens per sample (the mean, routed) instead of ``k`` frames, spent under ``token_policy``
+    and priced by ``token_model`` or the answerer's cost model (:mod:`frameselect.token_budget`).
     """
     plan = plan_run(
         selector,
@@ -133,6 +134,9 @@ def evaluate(
         bank=bank,
         label=label,
         limit=limit,
+        tokens=tokens,
+        token_policy=token_policy,
+        token_model=token_model,
     )
     ex = executor_spec(executor, workers, ray_address)
     return run_plan(plan, store=store, cache_dir=cache_dir, progress=progress, on_record=on_record, by=by, executor=ex)
@@ -152,7 +156,8 @@ def run_plan(
     """Execute a plan of :func:`~frameselect.plan.plan_run`: route (if routed), then select each sample."""
     with Run(plan, store=store, cache_dir=cache_dir, progress=progress, on_record=on_record, by=by) as run:
         routes = route(plan, plan.router, run.ctx) if plan.router is not None else None
-        return run.execute_with(SelectStep(routes), executor, workers=workers)
+        frames = token_plans(plan, run.ctx, routes) if plan.tokens is not None else None  # a budget below one frame refuses the run here
+        return run.execute_with(SelectStep(routes, frames), executor, workers=workers)
 
 
 @dataclass(frozen=True)
@@ -160,18 +165,24 @@ class SelectStep:
     """The prepare step of ``evaluate`` as a value an executor can ship to its workers."""
 
     routes: RouteSet | None = None
+    #: a run at a token budget: each sample's frames x resolution (:func:`frameselect.token_budget.token_plans`)
+    frames: Mapping[str, FramePlan] | None = None
 
     def __call__(self, p: Prepared, plan: Plan, ctx: RunContext) -> None:
-        select_step(p, plan, ctx, self.routes)
+        select_step(p, plan, ctx, self.routes, self.frames)
 
 
-def select_step(p: Prepared, plan: Plan, ctx: RunContext, routes: RouteSet | None = None) -> None:
-    """The prepare step of ``evaluate``: the sample's pool, features and selection."""
+def select_step(p: Prepared, plan: Plan, ctx: RunContext, routes: RouteSet | None = None, frames: Mapping[str, FramePlan] | None = None) -> None:
+    """The prepare step of ``evaluate``: the sample's pool, features and selection (sized and priced in tokens where the run has a cost model)."""
     sample, selector = p.sample, plan.selector
     if routes is not None:
         route_ = routes.routes[sample.id]
         p.k, selector = route_.k, route_.selector
         p.metadata = {"route_policy": route_.selector.name, "route_demand": route_.demand}
+    frame_plan = frames.get(sample.id) if frames is not None else None
+    if frame_plan is not None:
+        p.k = frame_plan.k
+        p.metadata = {**p.metadata, "token_budget": frame_plan.budget, "frame_size": list(frame_plan.size)}
     if selector is None:
         raise ConfigError("this plan names no selector; plans of evaluate() come from plan_run()")
     pool = build_pool(sample, plan.pool, ctx)
@@ -181,6 +192,9 @@ def select_step(p: Prepared, plan: Plan, ctx: RunContext, routes: RouteSet | Non
     selection = selector.select(pool, sample.query, p.k, p.features, seed=sample_seed(plan.seed, sample.id))
     ctx.counters.selector_calls += 1
     check_selection(selector, selection, p.k, len(pool), sample)
+    if plan.tokens is not None and frame_plan is None:
+        raise FrameselectError(f"sample {sample.id!r} has no token plan: its video could not be read when the run was planned")
+    selection = priced_selection(selection, plan, pool, ctx, frame_plan, frame_plan.budget if frame_plan is not None else None)
     p.request = AnswerRequest(sample, pool, selection)
 
 

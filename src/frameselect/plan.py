@@ -30,6 +30,7 @@ from frameselect.video.decode import parse_policy
 
 if TYPE_CHECKING:
     from frameselect.routing.base import Router
+    from frameselect.tokens import TokenModel
 
 __all__ = [
     "Plan",
@@ -72,6 +73,12 @@ class Plan:
     parent_run: str | None = None
     #: ask the answerer for each sample (replay always does; a run when an evaluator scores or uses answers)
     needs_answers: bool = False
+    #: a run at a token budget: visual tokens per sample (the mean, when routed) instead of ``k`` frames
+    tokens: int | None = None
+    #: how the token budget becomes frames x resolution (:data:`frameselect.token_budget.TOKEN_POLICIES`)
+    token_policy: str = "fixed_res"
+    #: the answering model's cost model: plans a token budget, and prices every run's frames
+    token_model: TokenModel | None = None
 
     @property
     def label(self) -> str:
@@ -206,12 +213,34 @@ def load_samples(ds: Dataset, limit: int | None = None) -> list[Sample]:
     return samples[:limit] if limit is not None else samples
 
 
-def default_label(sel: Selector, k: int, router: Any, bank: Sequence[Selector] = ()) -> str:
-    """``uniform@k=8``; routed runs ``text_cue[uniform,topk]@B=8`` (router, bank, mean budget)."""
+def default_label(sel: Selector, k: int, router: Any, bank: Sequence[Selector] = (), tokens: int | None = None) -> str:
+    """``uniform@k=8``; routed runs ``text_cue[uniform,topk]@B=8`` (router, bank, mean budget); ``uniform@tokens=6000`` at a token budget."""
+    budget = f"tokens={tokens}" if tokens is not None else None
     if router is not None:
         names = ",".join(b.name for b in (bank or [sel]))
-        return f"{router.name}[{names}]@B={k}"
-    return f"{sel.name}@k={k}"
+        return f"{router.name}[{names}]@{budget or f'B={k}'}"
+    return f"{sel.name}@{budget or f'k={k}'}"
+
+
+def resolve_token_model(token_model: Any, answerer: Answerer | None, tokens: int | None) -> TokenModel | None:
+    """The run's cost model: ``token_model`` (a family name or a model), else the answerer's own; a token budget needs one."""
+    from frameselect.tokens import TokenModel, token_models
+
+    if token_model is not None:
+        if isinstance(token_model, TokenModel):
+            return token_model
+        if not isinstance(token_model, str) or token_model not in token_models.names():
+            raise ConfigError(f"unknown token cost model {token_model!r}; known: {', '.join(token_models.names())} (token_model=, CLI --token-model)")
+        model: TokenModel = token_models.create(token_model)
+        return model
+    declared = answerer.token_model() if answerer is not None else None
+    if declared is None and tokens is not None:
+        who = f"answerer {answerer.name!r} declares no cost model" if answerer is not None else "no answerer is given"
+        raise ConfigError(
+            f"a token budget needs the answering model's cost model, and {who}: pass token_model= (CLI --token-model), "
+            "e.g. 'qwen2_5_vl', or an answerer that declares one (openai_http: -A tokens=NAME)"
+        )
+    return declared
 
 
 def plan_run(
@@ -230,8 +259,18 @@ def plan_run(
     bank: Sequence[str | Selector] | None = None,
     label: str = "",
     limit: int | None = None,
+    tokens: int | None = None,
+    token_policy: str = "fixed_res",
+    token_model: Any = None,
 ) -> Plan:
-    """Resolve and validate everything :func:`frameselect.pipeline.evaluate` will run."""
+    """Resolve and validate everything :func:`frameselect.pipeline.evaluate` will run.
+
+    ``tokens`` runs at a budget of visual tokens per sample (the mean, with a
+    router) instead of ``k`` frames, spent under ``token_policy``
+    (:mod:`frameselect.token_budget`; ``k`` is then only ``fixed_k``'s frame
+    count), priced by ``token_model`` or else the answerer's own cost model.
+    A budget below one frame is refused here.
+    """
     k, limit, policy = check_budget(k), check_limit(limit), check_pool(pool)
     sel: Selector = resolve("selectors", selector, **dict(selector_params or {}))
     evs: list[Evaluator] = [resolve("evaluators", e) for e in evaluators]
@@ -246,6 +285,12 @@ def plan_run(
     if rt is not None:
         check_needs("routers", rt, enc)
     check_answerer(evs, ans)
+    cost_model = resolve_token_model(token_model, ans, tokens)
+    if tokens is not None:
+        from frameselect.token_budget import check_token_budget
+
+        assert cost_model is not None
+        tokens = check_token_budget(tokens, cost_model, token_policy, k)
     ds = _dataset(dataset, dataset_params)
     samples = load_samples(ds, limit)
     config: dict[str, Any] = {
@@ -262,10 +307,16 @@ def plan_run(
     if rt is not None:
         config["router"] = part_config(rt)
         config["bank"] = [part_config(b) for b in bank_parts]
+    if tokens is not None:  # the budget, its policy and the model that prices it decide the frames
+        config.update(tokens=tokens, token_policy=token_policy, token_model=token_model_config(cost_model))
+        if token_policy != "fixed_k" and rt is None:  # k is fixed_k's count, and the mean a router allocates frame units at
+            config.pop("k")
     run_id = fingerprint(config)
-    config["label"] = label or default_label(sel, k, rt, bank_parts if bank else ())
+    config["label"] = label or default_label(sel, k, rt, bank_parts if bank else (), tokens)
     # descriptive, outside the fingerprint: what replay needs to re-create the dataset
     config["dataset_spec"] = part_config(ds)
+    if tokens is None and cost_model is not None:  # prices the frames; changes none
+        config["token_model"] = token_model_config(cost_model)
     return Plan(
         kind="routed" if rt is not None else "run",
         run_id=run_id,
@@ -281,4 +332,14 @@ def plan_run(
         router=rt,
         bank=tuple(bank_parts),
         needs_answers=ans is not None and any(e.needs_answer or e.uses_answer for e in evs),
+        tokens=tokens,
+        token_policy=token_policy,
+        token_model=cost_model,
     )
+
+
+def token_model_config(model: TokenModel | None) -> Any:
+    """What a run's configuration stores of a cost model: ``{"family", "params"}`` (None for none)."""
+    import dataclasses
+
+    return None if model is None else {"family": model.family, "params": dataclasses.asdict(model)}

@@ -24,12 +24,13 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import importlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from frameselect._autoload import import_submodules
 from frameselect._builtin_names import BUILTIN_NAMES
 from frameselect.errors import DuplicateNameError, PartConfigError, UnknownNameError
-from frameselect.parts import Part, parameter_names
+from frameselect.parts import Part, objects_in, parameter_names
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
     from frameselect.selectors.base import Selector
     from frameselect.streaming.base import StreamingSelector
 
-__all__ = ["Registry", "REGISTRIES", "get_registry", "did_you_mean"]
+__all__ = ["Registry", "REGISTRIES", "get_registry", "did_you_mean", "revive", "registered_by_modules"]
 
 T = TypeVar("T")
 
@@ -54,6 +55,7 @@ class Registry(Generic[T]):
         self.kind = kind
         self._singular = singular
         self.group = f"frameselect.{kind}"
+        #: packages whose every public module registers built-in parts (imported on first use, not by the package)
         self._builtin_modules = builtin_modules
         #: names the built-in modules register, so listing need not import them (None: import to list)
         self._builtin_names = None if builtin_names is None else frozenset(builtin_names)
@@ -81,6 +83,8 @@ class Registry(Generic[T]):
     def add(self, name: str, factory: Callable[..., T]) -> None:
         if not name or name != name.strip():
             raise ValueError(f"invalid {self.singular} name {name!r}")
+        if not self._builtins_loaded and self._builtin_names is not None and name in self._builtin_names and not self._is_builtin(factory):
+            self._load_builtins()  # a built-in's name taken by another part is refused now, not when the built-in loads
         existing = self._entries.get(name)
         if existing is not None and existing is not factory:
             raise DuplicateNameError(f"{self.singular} {name!r} is already registered (by {_qualname(existing)})")
@@ -92,12 +96,17 @@ class Registry(Generic[T]):
             factory.registered_name = name
 
     # -- loading ------------------------------------------------------
+    def _is_builtin(self, factory: object) -> bool:
+        module = str(getattr(factory, "__module__", ""))
+        return any(module == p or module.startswith(p + ".") for p in self._builtin_modules)
+
     def _load_builtins(self) -> None:
         if self._builtins_loaded:
             return
         self._builtins_loaded = True
-        for module in self._builtin_modules:
-            importlib.import_module(module)
+        for package in self._builtin_modules:
+            imported = importlib.import_module(package)
+            import_submodules(package, getattr(imported, "__path__", ()))
 
     def _scan_plugins(self) -> None:
         """Read this kind's entry points (without importing them) and refuse colliding names."""
@@ -216,6 +225,42 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
     if not matches:
         return ""
     return " (did you mean " + " or ".join(repr(m) for m in matches) + "?)"
+
+
+def revive(config: Mapping[str, Any], *, kind: str | None = None) -> Any:
+    """The part a stored configuration describes, created through its registry.
+
+    ``kind`` is needed only for configurations that do not carry one. A
+    configuration holding injected objects, a name no registry holds, or
+    parameters the part does not take raise :class:`PartConfigError` (an
+    unknown name: :class:`~frameselect.errors.UnknownNameError`).
+    """
+    kind = str(config.get("kind") or kind or "")
+    name = str(config.get("name") or "")
+    params = dict(config.get("params") or {})
+    objects = objects_in(params, "params")
+    if objects:
+        raise PartConfigError(
+            f"{kind[:-1] if kind.endswith('s') else kind} {name!r} was given live objects ({', '.join(objects)}); it cannot be re-created from its configuration"
+        )
+    try:
+        return get_registry(kind).create(name, **params)
+    except PartConfigError:
+        raise
+    except TypeError as exc:
+        raise PartConfigError(f"{kind[:-1]} {name!r} cannot be re-created from {params}: {exc}") from exc
+
+
+def registered_by_modules() -> dict[str, tuple[str, ...]]:
+    """What the built-in modules actually register (imports all of them; plug-ins are not loaded).
+
+    :data:`frameselect._builtin_names.BUILTIN_NAMES` is kept equal to this by a test.
+    """
+    out: dict[str, tuple[str, ...]] = {}
+    for kind, registry in REGISTRIES.items():
+        registry._load_builtins()
+        out[kind] = tuple(sorted(registry._entries))
+    return out
 
 
 def _qualname(obj: object) -> str:

@@ -36,9 +36,9 @@ from frameselect.errors import ConfigError, FrameselectError, MissingSelectionEr
 from frameselect.evaluators.base import Evaluator
 from frameselect.executors import Executor, ExecutorSpec, executor_spec
 from frameselect.fingerprint import fingerprint
-from frameselect.parts import part_config, revive
+from frameselect.parts import part_config
 from frameselect.plan import Plan, load_samples, part_identity, resolve
-from frameselect.registry import get_registry
+from frameselect.registry import get_registry, revive
 from frameselect.run import Prepared, Run, RunContext, RunResult, build_pool, open_store
 from frameselect.store import RunInfo, Store
 from frameselect.types import Sample, SampleRecord, Selection

@@ -30,18 +30,16 @@ from typing import Any
 
 import numpy as np
 
-from frameselect.answerers.base import Answerer, AnswerRequest
+from frameselect.answerers.base import Answerer, AnswerRequest, answer_cache_key
 from frameselect.cache import Cache, RunCounters, default_cache_dir
 from frameselect.errors import AnswererError, ContractError, FrameselectError
 from frameselect.evaluators.base import Evaluator
 from frameselect.fill import fill_share
-from frameselect.fingerprint import fingerprint
 from frameselect.plan import Plan
 from frameselect.progress import Progress
 from frameselect.store import Store
 from frameselect.types import Answer, CandidatePool, Features, Sample, SampleRecord, Selection
 from frameselect.video.decode import DecodeCounter, FrameMemo, VideoInfo, candidates, content_hash, probe, time_error_summary
-from frameselect.windows import requested_units, window_duration
 
 __all__ = [
     "Run",
@@ -177,6 +175,8 @@ def score_sample(
         metrics.setdefault("answer_latency_s", answer.latency_s)
         metrics.setdefault("answer_tokens", float(answer.prompt_tokens + answer.completion_tokens))
     metrics.setdefault("selection_latency_s", selection.latency_s)
+    if selection.tokens is not None:
+        metrics["tokens"] = float(selection.tokens)
     metrics.update(time_error_summary(pool))  # how far candidates sit from the times the pool policy asked for
     return metrics
 
@@ -233,31 +233,6 @@ def failure_reasons(records: Sequence[SampleRecord]) -> list[tuple[str, int]]:
 
 
 # -- answers ------------------------------------------------------------------------------
-
-
-def answer_cache_key(answerer: Answerer, request: AnswerRequest) -> str:
-    """Hash of everything that determines an answer: backend id, prompt, options, frames.
-
-    Frames enter by identity (video content hash, pool policy and the selected
-    pool indices), which determines their content exactly. A question that asks
-    for time windows (:mod:`frameselect.windows`) adds their units and the
-    duration fractions refer to (the prompt and the reading of the reply depend on them).
-    """
-    units = requested_units(request.sample)
-    duration = window_duration(request.sample.metadata, request.pool.duration) if units == "fraction" else None
-    grounding = {"windows": [units, duration]} if units is not None else {}
-    return fingerprint(
-        {
-            **grounding,
-            "answerer": answerer.id,
-            "query": request.sample.query,
-            "video": request.pool.video_id,
-            "policy": request.pool.policy,
-            "indices": list(request.selection.indices),
-            "timestamps": [round(t, 6) for t in request.timestamps],
-            "oracle": [request.sample.answer, list(request.sample.evidence), dict(request.sample.metadata)] if answerer.is_oracle else None,
-        }
-    )
 
 
 def answer_batch(answerer: Answerer, requests: Sequence[AnswerRequest], store: Store, counters: RunCounters) -> list[Answer]:
@@ -320,8 +295,8 @@ def answer_one(answerer: Answerer, request: AnswerRequest, store: Store, counter
 # -- tables -------------------------------------------------------------------------------
 
 
-#: per-sample keys the run writes itself (besides the evaluators'): latencies and the pool's time errors
-PIPELINE_KEYS = ("selection_latency_s", "answer_latency_s", "pool_time_error_mean", "pool_time_error_max")
+#: per-sample keys the run writes itself (besides the evaluators'): latencies, the pool's time errors, the visual tokens sent
+PIPELINE_KEYS = ("selection_latency_s", "answer_latency_s", "pool_time_error_mean", "pool_time_error_max", "tokens")
 
 
 def aggregate(records: Sequence[SampleRecord], evaluators: Sequence[Evaluator]) -> dict[str, float]:

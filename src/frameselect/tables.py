@@ -26,7 +26,7 @@ from typing import Any
 from frameselect.errors import FrameselectError, PartConfigError, UnknownNameError
 from frameselect.evaluators.base import Evaluator, mean_of
 from frameselect.fill import FILL_DOMINANT_SHARE, fill_dominates, fill_share
-from frameselect.parts import revive
+from frameselect.registry import revive
 from frameselect.report import FORMATS, Column, Table, render
 from frameselect.stats import (
     DEFAULT_BOOT,
@@ -59,6 +59,9 @@ __all__ = [
     "rank_report",
     "rank_tables",
     "render_ranks",
+    "mean_tokens",
+    "run_tokens",
+    "at_tokens",
     "FORMATS",
 ]
 
@@ -215,6 +218,8 @@ class TableRow:
     cells: dict[str, Interval]
     #: share of the row's selected frames supplied by the selector's fill rule (None: not recorded)
     fill_share: float | None = None
+    #: mean visual tokens per sample the row's frames cost the answering model (None: no cost model recorded)
+    tokens: float | None = None
 
     @property
     def fill_dominates(self) -> bool:
@@ -241,7 +246,51 @@ def _row(run: StoredRun, metrics: Sequence[MetricSpec], subset: str | None, by: 
     records = [r for r, _ in pairs]
     clusters = [c for _, c in pairs]
     cells = {m.name: m.interval(records, clusters, n_boot=n_boot, level=level, seed=seed) for m in metrics}
-    return TableRow(run.label, subset, len(records), cells, fill_share(records))
+    return TableRow(run.label, subset, len(records), cells, fill_share(records), mean_tokens(records))
+
+
+def mean_tokens(records: Sequence[SampleRecord]) -> float | None:
+    """The mean ``tokens`` (visual tokens sent) over the records that recorded it; None where none did.
+
+    >>> mean_tokens([SampleRecord("a", {"tokens": 90.0}), SampleRecord("b", {"tokens": 72.0}), SampleRecord("c", {})])
+    81.0
+    """
+    values = [float(r.metrics["tokens"]) for r in records if "tokens" in r.metrics]
+    return sum(values) / len(values) if values else None
+
+
+def run_tokens(run: StoredRun) -> float | None:
+    """A stored run's mean visual tokens per sample (None where it recorded none)."""
+    return mean_tokens(run.records)
+
+
+def _identity(run: StoredRun) -> str:
+    """What a run compares as, whatever its budget: dataset, selector (or router and bank), encoder, answerer, pool and evaluators."""
+    from frameselect.fingerprint import fingerprint
+
+    config = run.info.config
+    keys = ("dataset", "selector", "router", "bank", "encoder", "answerer", "pool", "evaluators", "seed", "limit")
+    return fingerprint({key: config.get(key) for key in keys})
+
+
+def at_tokens(runs: Sequence[StoredRun], budget: float) -> tuple[list[StoredRun], list[str]]:
+    """Runs compared at equal cost: per configuration (all but the budget), the run spending the most tokens per sample within ``budget``.
+
+    Returns the runs kept (in their order) and the labels of those left out
+    (no tokens recorded, or over the budget with no run of their
+    configuration within it).
+    """
+    best: dict[str, StoredRun] = {}
+    for run in runs:
+        spent = run_tokens(run)
+        if spent is None or spent > budget:
+            continue
+        key = _identity(run)
+        held = best.get(key)
+        if held is None or spent > (run_tokens(held) or 0.0):
+            best[key] = run
+    kept = {id(r) for r in best.values()}
+    return [r for r in runs if id(r) in kept], [r.label for r in runs if id(r) not in kept]
 
 
 def build_tables(
@@ -274,6 +323,14 @@ def describe_resampling(n_boot: int, level: float, seed: int, cluster: str) -> s
     return f"{level:.0%} percentile bootstrap intervals ({n_boot} resamples of {unit}, seed {seed})"
 
 
+#: the column of the mean visual tokens per sample (:mod:`frameselect.tokens`)
+TOKENS_COLUMN = "tokens"
+
+
+def _format_tokens(value: float) -> str:
+    return f"{value:.0f}" if value >= 100 else f"{value:.1f}"
+
+
 #: the column of the share of frames the fill rule supplied; its text marks a run where the fill dominates
 FILL_COLUMN = "fill_share"
 FILL_MARK = "!"
@@ -302,7 +359,9 @@ def section_table(section: TableSection, *, note: str = "") -> Table:
     The fill share column (:func:`format_fill_share`) appears when some row's runs recorded it.
     """
     with_fill = any(row.fill_share is not None for row in section.rows)
+    with_tokens = any(row.tokens is not None for row in section.rows)
     columns = [Column("selector")] + ([Column(section.by)] if section.by else []) + [Column("n", "int")]
+    columns += [Column(TOKENS_COLUMN, "number", fmt=_format_tokens)] if with_tokens else []
     columns += [Column(FILL_COLUMN, "number", fmt=format_fill_share)] if with_fill else []
     columns += [Column(m.name, "interval", higher_is_better=m.higher_is_better) for m in section.metrics]
     if with_fill:
@@ -310,7 +369,8 @@ def section_table(section: TableSection, *, note: str = "") -> Table:
     table = Table(columns, title=section.dataset, title_key="dataset", note=note)
     for row in section.rows:
         fill = [row.fill_share] if with_fill else []
-        table.add(row.label, *([row.subset or ""] if section.by else []), row.n, *fill, *(row.cells[m.name] for m in section.metrics))
+        spent = [row.tokens] if with_tokens else []
+        table.add(row.label, *([row.subset or ""] if section.by else []), row.n, *spent, *fill, *(row.cells[m.name] for m in section.metrics))
     return table
 
 

@@ -205,7 +205,15 @@ class FrameSource(Protocol):
     ``size=(w, h)`` asks for frames scaled to that size (pixel-based
     selectors read small frames). :class:`~frameselect.video.decode.VideoFrameSource`
     decodes lazily from a file; :class:`InMemoryFrames` serves frames held in memory.
+
+    :meth:`candidate_time_errors` is each candidate's time error in seconds (actual -
+    target) where the source knows it (a pool addressed by time in a video file), else
+    ``None`` (the default of sources that derive from this protocol).
     """
+
+    def candidate_time_errors(self) -> NDArray[np.float64] | None:
+        """Each candidate's time error in seconds (actual - target), or ``None`` when this source does not know it."""
+        return None
 
     def get(self, indices: Sequence[int], size: tuple[int, int] | None = None) -> list[NDArray[np.uint8]]:
         """The frames at these pool indices, in the order asked."""
@@ -335,6 +343,11 @@ class Selection:
     :meth:`Selector.select <frameselect.selectors.base.Selector.select>`
     always carries it (0 when nothing was filled); ``None`` means not known
     (a selection made by hand, or imported from a published file).
+
+    ``sizes`` gives, per selected frame, the ``(height, width)`` the answerer
+    receives it at (a run at a token budget, or a mixed-resolution selector);
+    ``None``: every frame as decoded. ``tokens`` is what the frames cost the
+    answering model (:mod:`frameselect.tokens`) where a cost model is known.
     """
 
     indices: tuple[int, ...]
@@ -343,9 +356,18 @@ class Selection:
     latency_s: float = 0.0
     reference_exact: bool = False
     filled: int | None = None
+    sizes: tuple[tuple[int, int], ...] | None = None
+    tokens: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "indices", tuple(int(i) for i in self.indices))
+        if self.sizes is not None:
+            sizes = tuple((int(h), int(w)) for h, w in self.sizes)
+            if len(sizes) != len(self.indices) or any(h < 1 or w < 1 for h, w in sizes):
+                raise ValueError(f"a selection of {len(self.indices)} frames needs as many (height, width) sizes of at least 1 pixel, got {self.sizes!r}")
+            object.__setattr__(self, "sizes", sizes)
+        if self.tokens is not None:
+            object.__setattr__(self, "tokens", int(self.tokens))
         if self.filled is not None:
             filled = int(self.filled)
             if not 0 <= filled <= len(self.indices):

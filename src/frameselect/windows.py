@@ -23,7 +23,7 @@ A number with ``s``/``sec``/``seconds`` or in clock form is seconds; with
 unit written on one side of a range applies to both (``12.5 to 20 s``).
 Fractions become seconds as NExT-GQA's ``eval_ground`` does with ``gs=True``:
 scaled by the duration and rounded to 0.1 s
-(:func:`~frameselect.evaluators.grounding.fraction_to_seconds`). A range
+(:func:`fraction_to_seconds`). A range
 whose end is before its start, whose sides mix clock time and percent, or a
 fraction outside [0, 1] is not a window and is skipped. A lone time
 (``at 12 s``) is not a window.
@@ -47,6 +47,7 @@ __all__ = [
     "window_request",
     "window_instruction",
     "parse_windows",
+    "fraction_to_seconds",
 ]
 
 #: the sample metadata key naming the units a grounding question asks the model for its windows in
@@ -188,6 +189,19 @@ def _window(start: tuple[float, str | None], end: tuple[float, str | None], unit
         return None
     if duration is None:
         raise ValueError("a window given as fractions of the video needs the video's duration (metadata['duration'] or the pool's)")
-    from frameselect.evaluators.grounding import fraction_to_seconds
-
     return fraction_to_seconds((a, b), duration)
+
+
+def fraction_to_seconds(window: Window, duration: float) -> Window:
+    """A window given as fractions of the video, in seconds: scaled by ``duration``, rounded to 0.1 s.
+
+    As NExT-GQA's ``eval_ground`` with ``gs=True`` (``np.round(np.asarray(span) * duration, 1)``,
+    numpy's round-half-to-even on the scaled value).
+
+    >>> fraction_to_seconds((0.25, 0.5), 37.0)
+    (9.2, 18.5)
+    """
+    import numpy as np  # listing parts and parsing replies import no numpy
+
+    start, end = np.round(np.asarray(window, dtype=np.float64) * float(duration), 1)
+    return float(start), float(end)

@@ -8,6 +8,8 @@ import pytest
 
 from frameselect.cli import main
 
+pytestmark = pytest.mark.slow  # the benchmark end to end, with real offline models
+
 
 def test_bench_without_models_runs_query_agnostic_selectors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     argv = [

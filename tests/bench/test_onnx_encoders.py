@@ -17,6 +17,8 @@ from frameselect.encoders._mobilenet_v2 import classify
 from frameselect.encoders.offline import ImagenetLabel, OcrText
 from frameselect.errors import FrameselectError
 
+pytestmark = pytest.mark.slow  # ONNX export of the offline encoders
+
 
 @pytest.fixture(autouse=True)
 def exact_int8_format(monkeypatch: pytest.MonkeyPatch) -> None:

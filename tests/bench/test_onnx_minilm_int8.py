@@ -12,9 +12,10 @@ pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
 
 from frameselect.encoders import _onnx
-from frameselect.encoders._minilm import _load, embed_texts
+from frameselect.encoders._minilm import _load, calibration_texts, embed_texts, export_onnx, gptq_round, rewrite_for_int8
 from frameselect.encoders._mobilenet_v2 import imagenet_class_names
-from frameselect.encoders._onnx_minilm import calibration_texts, gptq_round, rewrite_for_int8
+
+pytestmark = pytest.mark.slow  # ONNX export and int8 calibration of MiniLM
 
 TEXTS = ["a cat sitting on a sofa", "What colour is the car?", "rocket launch", "", "the man in the red coat opens the door of the blue house"]
 
@@ -54,7 +55,7 @@ def test_rewrites_are_exact_in_fp32(onnx_cache: Path, tmp_path: Path) -> None:
     import onnx
 
     fp32 = tmp_path / "fp32.onnx"
-    _onnx._export_minilm(fp32)
+    export_onnx(fp32)
     rewritten = tmp_path / "rewritten.onnx"
     model = rewrite_for_int8(fp32, calibration_texts(64))
     onnx.save(model, str(rewritten))

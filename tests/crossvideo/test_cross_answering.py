@@ -115,3 +115,18 @@ def test_oracle_needs_every_videos_evidence_in_that_video() -> None:
     assert ask((1,), (3, 7)) == "B"  # 2 s in video 1; 6 s and 14 s in video 2
     assert ask((1,), (3,)) == "A"  # video 2's second span missed
     assert ask((1, 3, 7), ()) == "A"  # frames of video 1 at 6 s and 14 s do not cover video 2's spans
+
+
+def test_the_answer_cache_key_covers_every_video() -> None:
+    from frameselect.answerers.base import answer_cache_key
+    from frameselect.registry import answerers
+
+    reader = answerers.create("label_reader")
+    base = _request("retrieval", "In which video is the word 'MAPLE' shown?", ("Video 1", "Video 2"), ["MAPLE"], {"h1": (1, 2), "h2": (3,)})
+    other = _request("retrieval", "In which video is the word 'MAPLE' shown?", ("Video 1", "Video 2"), ["MAPLE"], {"h1": (1, 2), "h2": (4,)})
+    same = _request("retrieval", "In which video is the word 'MAPLE' shown?", ("Video 1", "Video 2"), ["MAPLE"], {"h1": (1, 2), "h2": (3,)})
+    assert answer_cache_key(reader, base) == answer_cache_key(reader, same)
+    assert answer_cache_key(reader, base) != answer_cache_key(reader, other)  # only video 2's frames differ
+    # the one-video view of the first video (what a one-video key sees) is another key
+    one = AnswerRequest(base.sample, base.pool, base.selection)
+    assert answer_cache_key(reader, one) != answer_cache_key(reader, base)

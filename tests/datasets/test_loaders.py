@@ -22,7 +22,8 @@ import frameselect.testing
 from annotation_files import touch, write_csv, write_json, write_jsonl  # noqa: E402
 from frameselect.datasets._loading import AnnotationDataset, AnnotationWarning, MissingVideoWarning, find_video, split_option_block, strip_option_letters
 from frameselect.errors import AnnotationError
-from frameselect.parts import part_config, revive
+from frameselect.parts import part_config
+from frameselect.registry import revive
 from frameselect.testing import parametrize_with_checks, register_example, registry_cases
 from frameselect.types import Query, Sample, Span
 

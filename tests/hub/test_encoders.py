@@ -23,6 +23,8 @@ from frameselect.registry import encoders  # noqa: E402
 from frameselect.types import CandidatePool, InMemoryFrames, Query, Sample  # noqa: E402
 from tiny_hub import byte_bpe, tiny_clip, tiny_open_clip, tiny_siglip  # noqa: E402
 
+pytestmark = pytest.mark.slow  # hub encoders built from configs (torch, transformers)
+
 TEXTS = ["a red car on a road", "two dogs", "what is the man holding in his left hand?"]
 
 

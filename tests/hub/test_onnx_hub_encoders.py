@@ -27,6 +27,8 @@ from frameselect.errors import ConfigError, MissingDependencyError  # noqa: E402
 from frameselect.plan import resolve  # noqa: E402
 from tiny_hub import byte_bpe, tiny_clip, tiny_open_clip, tiny_siglip  # noqa: E402
 
+pytestmark = pytest.mark.slow  # ONNX export of hub encoders
+
 TEXTS = ["a red car on a road", "two dogs", "what is the man holding in his left hand?", "", "a photo of a cat sitting on a sofa next to a lamp"]
 
 

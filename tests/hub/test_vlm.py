@@ -46,6 +46,8 @@ from frameselect.registry import answerers  # noqa: E402
 from frameselect.store import Store  # noqa: E402
 from frameselect.types import CandidatePool, InMemoryFrames, Query, Sample, Selection  # noqa: E402
 
+pytestmark = pytest.mark.slow  # VLM backends built from configs (torch, transformers)
+
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"]
 # Qwen2-VL's chat template, reduced to what matters here (the video placeholder and the turn markers)
 QWEN_TEMPLATE = (

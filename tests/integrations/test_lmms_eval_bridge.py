@@ -60,8 +60,8 @@ def test_model_args_are_split_between_selector_encoder_and_base() -> None:
         {
             "base": "qwen2_5_vl",
             "pretrained": "some/model",
-            "selector": "mmr",
-            "lam": "0.3",
+            "selector": "kcenter",
+            "start": "medoid",
             "k": 4,
             "encoder": "color_histogram",
             "bins": 4,
@@ -69,7 +69,7 @@ def test_model_args_are_split_between_selector_encoder_and_base() -> None:
         },
         QWEN_ARGS,
     )
-    assert cfg.selector.name == "mmr" and cfg.selector.lam == 0.3
+    assert cfg.selector.name == "kcenter" and cfg.selector.start == "medoid"
     assert cfg.encoder.name == "color_histogram" and cfg.encoder.bins == 4
     assert cfg.base_args == {"pretrained": "some/model", "max_num_frames": 8}
     assert cfg.k == 4 and cfg.pool == "fps=1"  # the canonical form of the default policy
@@ -86,25 +86,30 @@ def test_a_wrong_name_is_refused_with_the_close_one() -> None:
         parse_model_args({"base": "qwen2_vl", "k": 0}, QWEN_ARGS)
     with pytest.raises(ConfigError, match="lam"):  # out of its declared range
         parse_model_args({"base": "qwen2_vl", "selector": "mmr", "lam": 7.0}, QWEN_ARGS)
+    # what the selector needs, the encoder must give: refused before the model loads
+    with pytest.raises(ConfigError, match="selector 'mmr' needs query relevance, but encoder color_histogram\\(bins=8\\) cannot embed text"):
+        parse_model_args({"base": "qwen2_vl", "selector": "mmr", "encoder": "color_histogram"}, QWEN_ARGS)
+    with pytest.raises(ConfigError, match="selector 'kcenter' needs .*: pass an encoder"):
+        parse_model_args({"base": "qwen2_vl", "selector": "kcenter"}, QWEN_ARGS)
 
 
 def test_a_name_two_parts_take_needs_a_prefix() -> None:
-    with pytest.raises(ConfigError, match=r"parameter of the selector and the base; say which with a prefix, e.g. selector.lam=0.3"):
-        parse_model_args({"base": "qwen2_vl", "selector": "mmr", "lam": 0.3}, [*QWEN_ARGS, "lam"])
-    cfg = parse_model_args({"base": "qwen2_vl", "selector": "mmr", "selector.lam": 0.3, "base.lam": 1}, [*QWEN_ARGS, "lam"])
-    assert cfg.selector.lam == 0.3 and cfg.base_args == {"lam": 1}
+    with pytest.raises(ConfigError, match=r"parameter of the selector and the base; say which with a prefix, e.g. selector.window_len=5"):
+        parse_model_args({"base": "qwen2_vl", "selector": "katna", "window_len": 5}, [*QWEN_ARGS, "window_len"])
+    cfg = parse_model_args({"base": "qwen2_vl", "selector": "katna", "selector.window_len": 5, "base.window_len": 1}, [*QWEN_ARGS, "window_len"])
+    assert cfg.selector.window_len == 5 and cfg.base_args == {"window_len": 1}
 
 
 def test_the_fingerprint_covers_defaults_and_version(monkeypatch: pytest.MonkeyPatch) -> None:
-    typed = parse_model_args({"base": "qwen2_vl", "selector": "mmr"}, QWEN_ARGS)
-    default_spelled = parse_model_args({"base": "qwen2_vl", "selector": "mmr", "lam": typed.selector.lam}, QWEN_ARGS)
+    typed = parse_model_args({"base": "qwen2_vl", "selector": "katna"}, QWEN_ARGS)
+    default_spelled = parse_model_args({"base": "qwen2_vl", "selector": "katna", "window_len": typed.selector.window_len}, QWEN_ARGS)
     assert typed.fingerprint == default_spelled.fingerprint  # the same frames, the same key
-    other = parse_model_args({"base": "qwen2_vl", "selector": "mmr", "lam": 0.9}, QWEN_ARGS)
+    other = parse_model_args({"base": "qwen2_vl", "selector": "katna", "window_len": 9}, QWEN_ARGS)
     assert other.fingerprint != typed.fingerprint
-    assert typed.resolved()["selector"]["params"]["lam"] == typed.selector.lam  # the default is spelled out
+    assert typed.resolved()["selector"]["params"]["window_len"] == 20  # the default is spelled out
     before = typed.fingerprint
     monkeypatch.setattr(bridge, "__version__", "0.0.0-other")  # a release whose defaults may differ
-    assert parse_model_args({"base": "qwen2_vl", "selector": "mmr"}, QWEN_ARGS).fingerprint != before
+    assert parse_model_args({"base": "qwen2_vl", "selector": "katna"}, QWEN_ARGS).fingerprint != before
 
 
 def _fake_response_cache(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
@@ -142,14 +147,14 @@ def test_response_cache_keys_differ_when_only_a_default_differs(monkeypatch: pyt
     monkeypatch.delitem(sys.modules, "frameselect.integrations.lmms_eval_model", raising=False)
     from frameselect.integrations.lmms_eval_model import key_response_cache_on_config
 
-    typed = "base=qwen2_vl,pretrained=m,selector=mmr"
-    key_response_cache_on_config(parse_model_args({"base": "qwen2_vl", "pretrained": "m", "selector": "mmr"}, QWEN_ARGS))
+    typed = "base=qwen2_vl,pretrained=m,selector=katna"
+    key_response_cache_on_config(parse_model_args({"base": "qwen2_vl", "pretrained": "m", "selector": "katna"}, QWEN_ARGS))
     first = cache_cls.create("/c", model="frameselect", model_args=typed)
     monkeypatch.setattr(bridge, "__version__", "0.0.0-other")  # a release whose defaults differ
-    key_response_cache_on_config(parse_model_args({"base": "qwen2_vl", "pretrained": "m", "selector": "mmr"}, QWEN_ARGS))
+    key_response_cache_on_config(parse_model_args({"base": "qwen2_vl", "pretrained": "m", "selector": "katna"}, QWEN_ARGS))
     second = cache_cls.create("/c", model="frameselect", model_args=typed)
     assert first != second
-    assert seen[0][1]["selector"] == "mmr" and len(seen[0][1]["frameselect_config"]) == 16
+    assert seen[0][1]["selector"] == "katna" and len(seen[0][1]["frameselect_config"]) == 16
     assert cache_cls.create("/c", model="qwen2_vl", model_args="pretrained=m") == json.dumps(["qwen2_vl", "pretrained=m"], sort_keys=True)
 
 

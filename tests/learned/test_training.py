@@ -25,6 +25,8 @@ from frameselect.pipeline import evaluate  # noqa: E402
 from frameselect.replay import replay  # noqa: E402
 from frameselect.selectors.learned import BayesGRPO  # noqa: E402
 
+pytestmark = pytest.mark.slow  # training the learned selector (torch)
+
 CONFIG = TrainConfig(budgets=(4, 6), prior_epochs=2, grpo_epochs=1, group_size=4, inner_steps=1)
 
 

@@ -23,6 +23,8 @@ from frameselect.replay import replay
 from frameselect.store import Store
 from frameselect.types import Query
 
+pytestmark = pytest.mark.slow  # matplotlib figures and a headless browser
+
 INJECTED = "<script>window.__pwned = 1;</script><img src=x onerror='window.__pwned = 2'>"
 
 

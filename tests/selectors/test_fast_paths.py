@@ -143,6 +143,7 @@ def _state(gen: np.random.RandomState | np.random.Generator) -> object:
     return gen.bit_generator.state
 
 
+@pytest.mark.slow  # many generator states, drawn one call at a time
 @pytest.mark.parametrize("kind", ["RandomState", "Generator"])
 def test_weighted_sample_equals_choice_without_replacement_and_leaves_the_same_state(kind: str) -> None:
     """``choice(n, size, replace=False, p=p)`` of either generator, without the argument checks."""
@@ -179,6 +180,7 @@ def _plain(state: object) -> object:
     return state.tolist() if isinstance(state, np.ndarray) else state
 
 
+@pytest.mark.slow  # many generator states, drawn one call at a time
 @pytest.mark.parametrize("bit_generator", [np.random.PCG64, np.random.PCG64DXSM, np.random.MT19937, np.random.Philox, np.random.SFC64])
 def test_bounded_draws_equal_generator_choice_without_weights_and_leave_the_same_state(bit_generator: type[np.random.BitGenerator]) -> None:
     """FOCUS's arm draws (``Generator.choice(n, size, replace=False)``) read ahead in blocks: the same
@@ -195,6 +197,7 @@ def test_bounded_draws_equal_generator_choice_without_weights_and_leave_the_same
         assert ours.integers(0, 2**32, size=3, dtype=np.uint32).tolist() == theirs.integers(0, 2**32, size=3, dtype=np.uint32).tolist(), case
 
 
+@pytest.mark.slow  # many generator states, drawn one call at a time
 def test_floyd_rows_equal_one_choice_call_per_arm_and_leave_the_same_state() -> None:
     """FOCUS's coarse draws: every arm's ``choice(n, s, replace=False)`` from one ``integers`` call, grouped by size."""
     for case in range(1500):

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from frameselect.byof import select_from_arrays
+from frameselect.arrays import select_from_arrays
 from frameselect.errors import SelectionError
 from frameselect.selectors.tstar import Detections, TStar, load_detections, question_objects, tstar_draw, tstar_search
 from frameselect.testing import check_selector

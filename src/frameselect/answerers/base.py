@@ -10,15 +10,27 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
+from frameselect.fingerprint import fingerprint
 from frameselect.parts import Part, part_id
 from frameselect.types import SINGLE_VIDEO_ID, Answer, CandidatePool, Sample, Selection, option_letters
+from frameselect.windows import requested_units, window_duration
 
-__all__ = ["Answerer", "AnswerRequest", "VideoInput", "option_letters", "video_label"]
+if TYPE_CHECKING:
+    from frameselect.tokens import TokenModel
+
+__all__ = ["Answerer", "AnswerRequest", "VideoInput", "answer_cache_key", "option_letters", "sized_frames", "video_label"]
+
+
+def _selected_frames(pool: CandidatePool, selection: Selection) -> list[NDArray[np.uint8]]:
+    sizes = selection.sizes
+    if sizes is None:
+        return pool.frames(selection.indices)
+    return sized_frames(pool, selection.indices, sizes)
 
 
 @dataclass
@@ -35,8 +47,9 @@ class VideoInput:
         return self.selection.timestamps(self.pool)
 
     def frames(self) -> list[NDArray[np.uint8]]:
+        """The frames selected in this video (none for an empty selection)."""
         if self._frames is None:
-            self._frames = self.pool.frames(self.selection.indices) if self.selection.indices else []
+            self._frames = _selected_frames(self.pool, self.selection) if self.selection.indices else []
         return self._frames
 
 
@@ -91,8 +104,9 @@ class AnswerRequest:
         return self.selection.timestamps(self.pool)
 
     def frames(self) -> list[NDArray[np.uint8]]:
+        """The selected frames, each at its size in ``selection.sizes`` when given (scaled by the frame source)."""
         if self._frames is None:
-            self._frames = self.pool.frames(self.selection.indices)
+            self._frames = _selected_frames(self.pool, self.selection)
         return self._frames
 
     def frame_identity(self) -> dict[str, object]:
@@ -103,6 +117,19 @@ class AnswerRequest:
 def video_label(position: int) -> str:
     """How a prompt names the video at ``position`` (0-based) of a question: ``"Video 1"``, ``"Video 2"``, ..."""
     return f"Video {position + 1}"
+
+
+def sized_frames(pool: CandidatePool, indices: Sequence[int], sizes: Sequence[tuple[int, int]]) -> list[NDArray[np.uint8]]:
+    """The frames at ``indices``, frame ``i`` scaled to ``sizes[i]`` (height, width): one request to the source per distinct size."""
+    if pool.source is None:
+        raise LookupError(f"pool of {pool.video_id!r} has no frame source")
+    out: list[NDArray[np.uint8] | None] = [None] * len(indices)
+    for size in dict.fromkeys(sizes):
+        slots = [i for i, s in enumerate(sizes) if s == size]
+        frames = pool.source.get([indices[i] for i in slots], size=(size[1], size[0]))
+        for slot, frame in zip(slots, frames, strict=True):
+            out[slot] = frame
+    return [f for f in out if f is not None]
 
 
 class Answerer(Part):
@@ -134,6 +161,14 @@ class Answerer(Part):
         """Model and decoding settings: what determines an answer (keys the answer cache)."""
         return part_id(self)
 
+    def token_model(self) -> TokenModel | None:
+        """The visual-token cost model of the model that answers (:mod:`frameselect.tokens`); None where unknown.
+
+        A run at a token budget plans its frames with it, and every run with an
+        answerer that declares one records the tokens its frames cost.
+        """
+        return None
+
     def answer(self, requests: Sequence[AnswerRequest]) -> list[Answer]:
         raise NotImplementedError
 
@@ -146,3 +181,33 @@ class Answerer(Part):
         raise NotImplementedError(
             f"answerer {self.name!r} gives no option log-probabilities; use one with has_option_logprobs (e.g. label_ocr_reader, qwen2_vl)"
         )
+
+
+def answer_cache_key(answerer: Answerer, request: AnswerRequest) -> str:
+    """Hash of everything that determines an answer: backend id, prompt, options, frames.
+
+    Frames enter by identity (video content hash, pool policy and the selected
+    pool indices), which determines their content exactly; a request over
+    several videos adds each video's (:meth:`AnswerRequest.frame_identity`). A question that asks
+    for time windows (:mod:`frameselect.windows`) adds their units and the
+    duration fractions refer to (the prompt and the reading of the reply depend on them).
+    """
+    units = requested_units(request.sample)
+    duration = window_duration(request.sample.metadata, request.pool.duration) if units == "fraction" else None
+    grounding = {"windows": [units, duration]} if units is not None else {}
+    return fingerprint(
+        {
+            **grounding,
+            "answerer": answerer.id,
+            "query": request.sample.query,
+            "video": request.pool.video_id,
+            "policy": request.pool.policy,
+            "indices": list(request.selection.indices),
+            "timestamps": [round(t, 6) for t in request.timestamps],
+            **({"sizes": [list(size) for size in request.selection.sizes]} if request.selection.sizes is not None else {}),
+            "oracle": [request.sample.answer, list(request.sample.evidence), dict(request.sample.metadata)] if answerer.is_oracle else None,
+            # a question over several videos: every video's frames (and, for the oracle, its evidence); one-video keys are unchanged
+            **(request.frame_identity() if request.is_multi_video else {}),
+            **({"evidence_by_video": [[r.id, list(r.evidence)] for r in request.sample.video_refs]} if request.is_multi_video and answerer.is_oracle else {}),
+        }
+    )

@@ -77,6 +77,8 @@ from frameselect.windows import WINDOW_MAX_TOKENS, WindowRequest, window_request
 if TYPE_CHECKING:
     import httpx
 
+    from frameselect.tokens import TokenModel
+
 _T = TypeVar("_T")
 
 __all__ = [
@@ -292,7 +294,10 @@ class OpenAIHTTPAnswerer(Answerer):
     ``image_format`` ``"auto"`` is JPEG when Pillow is installed, else PNG; the
     resolved format is part of the ``id``. ``api_key_env`` names the environment
     variable holding the key (see the module docstring); ``transport`` replaces
-    httpx's network transport (tests).
+    httpx's network transport (tests). ``tokens`` names the served model's
+    visual-token cost model (:mod:`frameselect.tokens`, e.g. ``qwen2_5_vl``):
+    runs then record what their frames cost, and a run at a token budget
+    resizes the frames before encoding them.
     """
 
     param_ranges = {
@@ -311,7 +316,7 @@ class OpenAIHTTPAnswerer(Answerer):
     secret_params: ClassVar[frozenset[str]] = frozenset({"api_key"})
     #: where and how requests travel changes no answer
     identity_exclude: ClassVar[frozenset[str]] = frozenset(
-        {"base_url", "timeout_s", "max_retries", "concurrency", "backoff_s", "max_backoff_s", "api_key_env", "transport", "more_base_urls"}
+        {"base_url", "timeout_s", "max_retries", "concurrency", "backoff_s", "max_backoff_s", "api_key_env", "transport", "more_base_urls", "tokens"}
     )
     #: an injected transport (tests) is a live object, recorded only as such
     live_params: ClassVar[frozenset[str]] = frozenset({"transport"})
@@ -337,6 +342,7 @@ class OpenAIHTTPAnswerer(Answerer):
         backoff_s: float = 0.5,
         max_backoff_s: float = 30.0,
         transport: httpx.AsyncBaseTransport | None = None,
+        tokens: str | None = None,
     ) -> None:
         try:
             import httpx  # noqa: F401
@@ -373,6 +379,12 @@ class OpenAIHTTPAnswerer(Answerer):
         self.api_key_env = api_key_env  # the variable's name, not the key
         self._api_key = _resolve_key(api_key, api_key_env)
         self.transport = transport
+        if tokens is not None:
+            from frameselect.tokens import token_models
+
+            if tokens not in token_models.names():
+                raise ValueError(f"openai_http: unknown token cost model {tokens!r}; known: {', '.join(token_models.names())} (-A tokens=NAME)")
+        self.tokens = tokens
         self._rng = random.Random()
 
     def __repr__(self) -> str:  # never shows the key
@@ -396,6 +408,14 @@ class OpenAIHTTPAnswerer(Answerer):
     def max_in_flight(self) -> int:
         """Requests in flight at most: ``concurrency`` on each server."""
         return self.concurrency * len(self.urls)
+
+    def token_model(self) -> TokenModel | None:
+        """The cost model named by ``tokens`` (the served model's family, with its published checkpoint's settings); None when not given."""
+        if self.tokens is None:
+            return None
+        from frameselect.tokens import token_model
+
+        return token_model(self.tokens)
 
     # -- answering ---------------------------------------------------------
     def answer(self, requests: Sequence[AnswerRequest]) -> list[Answer]:

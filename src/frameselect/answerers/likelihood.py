@@ -1,7 +1,7 @@
 """Option log-probabilities through the store's answer cache.
 
 :func:`option_logprobs_batch` is to :meth:`Answerer.option_logprobs` what
-:func:`frameselect.pipeline.answer_batch` is to ``answer``: a request whose
+:func:`frameselect.run.answer_batch` is to ``answer``: a request whose
 log-probabilities are in the store (keyed like its answer, under a distinct
 ``option_logprobs`` key) is never sent to the backend again. A backend without
 the capability fails before the first request.
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from frameselect.answerers.base import Answerer, AnswerRequest
+from frameselect.answerers.base import Answerer, AnswerRequest, answer_cache_key
 from frameselect.cache import RunCounters
 from frameselect.errors import AnswererError
 from frameselect.fingerprint import fingerprint
@@ -34,8 +34,6 @@ def check_option_logprobs(answerer: Answerer) -> None:
 
 def option_logprobs_key(answerer: Answerer, request: AnswerRequest) -> str:
     """The answer cache key of a request's option log-probabilities (distinct from its answer's)."""
-    from frameselect.pipeline import answer_cache_key
-
     return fingerprint({"option_logprobs": answer_cache_key(answerer, request)})
 
 

@@ -72,7 +72,6 @@ folder. So a reader costs almost nothing after the encoder ran, and replay
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 import time
@@ -84,6 +83,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
+from frameselect._memo import memoized
 from frameselect.answerers.base import Answerer, AnswerRequest, option_letters
 from frameselect.cache import Cache, default_cache_dir
 from frameselect.fingerprint import hash_bytes
@@ -137,7 +137,7 @@ def word_match(option: str, frame_text: str) -> float:
     return max(SequenceMatcher(None, opt, c).ratio() for c in candidates)
 
 
-@functools.lru_cache(maxsize=4096)
+@memoized(maxsize=4096)
 def _label_distribution(text: str, temperature: float) -> NDArray[np.float64]:
     from frameselect.encoders.offline import label_distribution
 

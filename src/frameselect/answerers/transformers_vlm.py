@@ -74,19 +74,22 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from frameselect._hub import cached_commit, dtype_kwarg, dtype_name, module_device, module_dtype, pick_device, pick_dtype, weights_fingerprint
-from frameselect.answerers._vlm_inputs import InternVLInputs, LlavaOnevisionInputs, QwenVLInputs, torchvision_available
+from frameselect.answerers._vlm_inputs import InternVLInputs, LlavaOnevisionInputs, QwenVideoConfig, QwenVLInputs, torchvision_available
 from frameselect.answerers.base import Answerer, AnswerRequest, option_letters, video_label
 from frameselect.errors import AnswererError
 from frameselect.parts import Range
 from frameselect.registry import answerers
 from frameselect.types import Answer, Query
 from frameselect.windows import WINDOW_MAX_TOKENS, WindowRequest, window_request
+
+if TYPE_CHECKING:
+    from frameselect.tokens import TokenModel
 
 __all__ = [
     "TransformersVLM",
@@ -437,6 +440,34 @@ class _QwenVL(TransformersVLM):
         super().__init__(model, **kwargs)
         self.max_pixels = max_pixels
 
+    def token_model(self) -> TokenModel:
+        """Qwen2-VL's rule with the processor's pixel bounds, this backend's ``max_pixels`` and the per-frame cap it asks for.
+
+        The bounds are the given (or loaded) processor's; before one is loaded,
+        the published checkpoint's (:class:`frameselect.tokens.Qwen2VL`'s defaults).
+        """
+        from frameselect.tokens import token_model
+
+        family = "qwen2_5_vl" if self.absolute_time else "qwen2_vl"
+        params: dict[str, Any] = {}
+        config = getattr(self._processor, "config", None) if isinstance(self._processor, QwenVLInputs) else None
+        video_processor = getattr(self._processor, "video_processor", None)
+        if isinstance(config, QwenVideoConfig):
+            params = {
+                name: getattr(config, name) for name in ("min_pixels", "max_pixels", "patch_size", "merge_size", "temporal_patch_size", "max_video_tokens")
+            }
+        elif video_processor is not None:
+            size = dict(getattr(video_processor, "size", None) or {})
+            if "shortest_edge" in size and "longest_edge" in size:
+                params = {"min_pixels": int(size["shortest_edge"]), "max_pixels": int(size["longest_edge"])}
+            for name in ("patch_size", "merge_size", "temporal_patch_size", "max_video_tokens"):
+                if isinstance(getattr(video_processor, name, None), int):
+                    params[name] = int(getattr(video_processor, name))
+        if self.max_pixels is not None:  # as the backend asks the processor: the ceiling lowered, the floor with it
+            params["min_pixels"] = min(int(params.get("min_pixels", 3136)), self.max_pixels)
+            params["max_pixels"] = self.max_pixels
+        return token_model(family, cap_pixels_per_frame=True, **params)
+
     def _inputs(self, prompt: str, frames: list[NDArray[np.uint8]], timestamps: list[float]) -> tuple[str, Any]:
         text = self._chat([{"type": "video"}, {"type": "text", "text": prompt}])
         fps = selection_fps(timestamps)
@@ -520,6 +551,18 @@ class LlavaOneVision(TransformersVLM):
     def __init__(self, model: Any = "llava-hf/llava-onevision-qwen2-7b-ov-hf", **kwargs: Any) -> None:
         super().__init__(model, **kwargs)
 
+    def token_model(self) -> TokenModel:
+        """LLaVA-OneVision's rule with the processor's ``num_image_tokens`` and frame size (the published checkpoint's before one is loaded)."""
+        from frameselect.tokens import token_model
+
+        processor = self._processor
+        params: dict[str, Any] = {}
+        if isinstance(getattr(processor, "num_image_tokens", None), int):
+            params["num_image_tokens"] = int(processor.num_image_tokens)
+        if isinstance(processor, LlavaOnevisionInputs):
+            params["size"] = {"height": processor.config.height, "width": processor.config.width}
+        return token_model("llava_onevision", **params)
+
     def _inputs(self, prompt: str, frames: list[NDArray[np.uint8]], timestamps: list[float]) -> tuple[str, Any]:
         text = self._chat([{"type": "video"}, {"type": "text", "text": prompt}])
         if isinstance(self._processor, LlavaOnevisionInputs):
@@ -553,6 +596,13 @@ class InternVL(TransformersVLM):
 
     def __init__(self, model: Any = "OpenGVLab/InternVL3-8B-hf", **kwargs: Any) -> None:
         super().__init__(model, **kwargs)
+
+    def token_model(self) -> TokenModel:
+        """InternVL's rule with the processor's ``image_seq_length`` (one tile a frame; the published checkpoint's before one is loaded)."""
+        from frameselect.tokens import token_model
+
+        seq = getattr(self._processor, "image_seq_length", None)
+        return token_model("internvl", **({"image_seq_length": int(seq)} if isinstance(seq, int) else {}))
 
     def _inputs(self, prompt: str, frames: list[NDArray[np.uint8]], timestamps: list[float]) -> tuple[str, Any]:
         image = self._processor.image_token

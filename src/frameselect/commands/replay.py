@@ -15,12 +15,19 @@ def run(args: argparse.Namespace) -> int:
 
     if not os.path.exists(args.store):
         raise ConfigError(f"no store at {args.store} (--store, or $FRAMESELECT_STORE)")
+    dataset = args.dataset
+    if args.dataset_param:
+        if not dataset:
+            raise ConfigError("-D/--dataset-param needs --dataset: the dataset the parameters are for")
+        from frameselect.plan import resolve
+
+        dataset = resolve("datasets", dataset, **parse_params(args.dataset_param, "-D/--dataset-param"))
     result = replay(
         args.run,
         args.answerer,
         answerer_params=parse_params(args.param, "-p/--param"),
         store=args.store,
-        dataset=args.dataset,
+        dataset=dataset,
         evaluators=args.evaluator,
         cache_dir=args.cache_dir,
         label=args.label,
@@ -45,6 +52,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--param", "-p", action="append", help="answerer parameter name=value (repeatable), e.g. base_url=http://127.0.0.1:8000/v1")
     p.add_argument("--evaluator", action="append", help="evaluator name (repeatable; default: the run's own plus registered answer-level ones)")
     p.add_argument("--dataset", "-d", default=None, help="dataset name (default: re-created from the run's configuration)")
+    p.add_argument(
+        "--dataset-param", "-D", action="append", help="parameter of --dataset, name=value (repeatable), e.g. task=tasks/my_task.yaml for -d lmms_eval"
+    )
     p.add_argument("--cache-dir", default=None, help="the original run's feature cache (default: ~/.cache/frameselect/features or $FRAMESELECT_CACHE)")
     p.add_argument("--label", default="", help="label of the replay run (default: '<run label> via <answerer>')")
     p.add_argument("--no-progress", action="store_true")

@@ -59,6 +59,9 @@ def _plans(args: argparse.Namespace) -> list[Any]:
         pool=args.pool,
         seed=args.seed,
         limit=args.limit,
+        tokens=args.tokens,
+        token_policy=args.token_policy,
+        token_model=args.token_model,
     )
     if args.router:
         if params:
@@ -108,7 +111,20 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     p.add_argument("--dataset", "-d", default="tiny", help="registered dataset name (default: %(default)s)")
     p.add_argument("--dataset-param", "-D", action="append", help="dataset parameter name=value, e.g. root=/data/videomme (repeatable)")
-    p.add_argument("--k", "-k", type=int, default=8, help="frame budget (default: %(default)s)")
+    p.add_argument("--k", "-k", type=int, default=8, help="frame budget (default: %(default)s); with --tokens, fixed_k's frame count")
+    p.add_argument("--tokens", type=int, default=None, help="budget of visual tokens per sample (the mean with --router) instead of -k frames")
+    p.add_argument(
+        "--token-policy",
+        choices=("fixed_res", "fixed_k", "search"),
+        default="fixed_res",
+        help="how --tokens becomes frames x resolution: the model's size and as many frames as fit, -k frames at the largest size that fits, "
+        "or the best of a grid of sizes (default: %(default)s)",
+    )
+    p.add_argument(
+        "--token-model",
+        default=None,
+        help="visual-token cost model (qwen2_vl, qwen2_5_vl, qwen3_vl, llava_onevision, internvl, smolvlm); default: the answerer's",
+    )
     p.add_argument("--encoder", "-e", default="color_histogram", help="encoder for selectors that need features (default: %(default)s)")
     p.add_argument("--encoder-param", "-E", action="append", help="encoder parameter name=value (repeatable), e.g. runtime=onnx-int8")
     p.add_argument("--evaluator", action="append", help="evaluator name (repeatable; default: evidence_recall, frame_precision)")

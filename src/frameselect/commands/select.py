@@ -4,7 +4,7 @@
         --param lam=0.7 --output chosen.json
 
 Prints (or writes to ``--output``) the JSON of
-:func:`frameselect.byof.select_from_arrays`: selector, k, indices,
+:func:`frameselect.arrays.select_from_arrays`: selector, k, indices,
 timestamps and the selector's parameters.
 """
 
@@ -34,7 +34,7 @@ def _load(option: str, path: str) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from frameselect.byof import select_from_arrays
+    from frameselect.arrays import select_from_arrays
 
     params = parse_params(args.param)
     clash = sorted(set(params) & {*ARRAYS, "seed"})

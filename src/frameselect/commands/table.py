@@ -29,7 +29,7 @@ def add_stats_args(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from frameselect.store import Store
-    from frameselect.tables import build_tables, describe_resampling, load_runs, render_tables
+    from frameselect.tables import at_tokens, build_tables, describe_resampling, load_runs, render_tables
 
     if not os.path.exists(args.store):
         print(f"frameselect: error: no store at {args.store}")
@@ -39,8 +39,18 @@ def run(args: argparse.Namespace) -> int:
         if not runs:
             print(f"no runs in {args.store}")
             return 0
+        note = describe_resampling(args.boot, args.level, args.seed, args.cluster)
+        if args.at_tokens is not None:
+            runs, left_out = at_tokens(runs, args.at_tokens)
+            if not runs:
+                print(
+                    f"frameselect: error: no run in {args.store} spent at most {args.at_tokens:g} visual tokens per sample (runs record tokens with a cost model: --tokens, --token-model)"
+                )
+                return 2
+            note += f"; at most {args.at_tokens:g} visual tokens per sample: per configuration, the run spending the most within it"
+            note += f" (left out: {', '.join(left_out)})" if left_out else ""
         sections = build_tables(runs, args.metric, args.by, n_boot=args.boot, level=args.level, seed=args.seed)
-    print(render_tables(sections, args.format, note=describe_resampling(args.boot, args.level, args.seed, args.cluster)))
+    print(render_tables(sections, args.format, note=note))
     return 0
 
 
@@ -49,6 +59,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("runs", nargs="*", metavar="RUN", help="run ids or unique prefixes (default: every run in the store)")
     add_format_arg(p)
     p.add_argument("--by", default=None, help="also break each run down by this metadata field, e.g. kind")
+    p.add_argument(
+        "--at-tokens",
+        type=float,
+        default=None,
+        metavar="N",
+        help="compare at equal cost: per configuration, the run spending the most visual tokens per sample within N",
+    )
     add_stats_args(p)
     add_store_arg(p)
     p.set_defaults(func=run)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from frameselect.answerers.base import Answerer, AnswerRequest
+from frameselect.answerers.base import Answerer, AnswerRequest, answer_cache_key
 from frameselect.crossvideo._registry import budget_policies, joint_selectors
 from frameselect.crossvideo.budget import BudgetPolicy
 from frameselect.crossvideo.holmes import Holmes, filled_selection
@@ -118,14 +118,6 @@ def prepare_across(
                 f"selector {multi.selector!r} gave video {vid!r} of sample {sample.id!r} indices that are not unique, ascending and within its pool of {n}"
             )
     return pools, features, multi
-
-
-def _answer_key(answerer: Answerer, request: AnswerRequest) -> str:
-    from frameselect.fingerprint import fingerprint
-
-    s = request.sample
-    oracle = [s.answer, [[r.id, list(r.evidence)] for r in s.video_refs], {k: v for k, v in s.metadata.items() if k not in _DROPPED_METADATA}]
-    return fingerprint({"answerer": answerer.id, "query": s.query, **request.frame_identity(), "oracle": oracle if answerer.is_oracle else None})
 
 
 def evaluate_across(
@@ -286,7 +278,7 @@ def _one(
 def _cached_answer(ans: Answerer, request: AnswerRequest, st: Any, ctx: Any) -> Answer:
     from frameselect.run import cached_answers, call_backend, remember_answers
 
-    key = _answer_key(ans, request)
+    key = answer_cache_key(ans, request)
     (cached,) = cached_answers(st, [key])
     if cached is not None:
         return cached

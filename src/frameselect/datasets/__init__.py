@@ -1,12 +1,10 @@
-"""Built-in datasets. Every module in this package registers its parts on import."""
+"""Built-in datasets. Every public module in this package registers its parts; the registry imports them on first use,
+so importing this package (or its base classes) loads none of them."""
 
-from frameselect._autoload import import_submodules
 from frameselect.datasets.base import Dataset, InMemoryDataset
 from frameselect.registry import datasets as registry
 
 #: the registry's API, so ``frameselect.datasets.names()`` reads naturally
 register, get, create, names = registry.register, registry.get, registry.create, registry.names
-
-import_submodules(__name__, __path__)
 
 __all__ = ["registry", "register", "get", "create", "names", "Dataset", "InMemoryDataset"]

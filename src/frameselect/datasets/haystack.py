@@ -17,8 +17,8 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from frameselect.bench.haystack import HaystackConfig, ensure_suite
-from frameselect.bench.questions import questions_for
+from frameselect.datasets._haystack_questions import questions_for
+from frameselect.datasets._haystack_suite import HaystackConfig, ensure_suite
 from frameselect.datasets.base import Dataset
 from frameselect.parts import Range
 from frameselect.registry import datasets

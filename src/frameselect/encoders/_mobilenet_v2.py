@@ -13,17 +13,19 @@ torch is imported inside the functions only: importing this module is free.
 
 from __future__ import annotations
 
-import functools
+import copy
 import importlib.util
 import os
 import threading
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from frameselect._memo import memoized
 from frameselect.errors import FrameselectError
 
 __all__ = ["weights_path", "load_mobilenet_v2", "classify", "imagenet_class_names", "IMAGENET_MEAN", "IMAGENET_STD", "WEIGHTS_FILE"]
@@ -37,7 +39,7 @@ _SETTINGS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96,
 _LOCK = threading.Lock()
 
 
-@functools.lru_cache(maxsize=1)
+@memoized(maxsize=1)
 def imagenet_class_names() -> tuple[str, ...]:
     """The 1000 ImageNet-1k class names, index = class id.
 
@@ -151,7 +153,7 @@ def _build() -> Any:
     return MobileNetV2()
 
 
-@functools.lru_cache(maxsize=1)
+@memoized(maxsize=1)
 def load_mobilenet_v2() -> Any:
     """The model with ImageNet weights, in eval mode (loaded once per process)."""
     import torch
@@ -213,7 +215,72 @@ def classify(frames: NDArray[np.uint8], size: int = 224, crop: str = "center", r
         else:
             from frameselect.encoders._onnx import session
 
-            pooled_np, logits_np = session("mobilenet_v2", runtime).run(None, {"pixels": pixels.numpy()})
+            graph = session("mobilenet_v2", runtime, export_onnx, quantize_onnx)
+            pooled_np, logits_np = graph.run(None, {"pixels": pixels.numpy()})
             pooled, logits = torch.from_numpy(pooled_np), torch.from_numpy(logits_np)
         probs = torch.softmax(logits.double(), dim=1).float()
     return probs.numpy().astype(np.float32), pooled.numpy().astype(np.float32)
+
+
+# -- the ONNX recipe (frameselect.encoders._onnx runs it) ---------------------------------
+
+
+def export_onnx(out: Path) -> None:
+    """Write the fp32 ONNX graph (outputs ``pooled`` and ``logits``) to ``out``."""
+    import torch
+
+    model = copy.deepcopy(load_mobilenet_v2())  # the exporter may alter the module it traces
+    dummy = torch.zeros(2, 3, 224, 224)
+    axes = {"pixels": {0: "batch", 2: "height", 3: "width"}, "pooled": {0: "batch"}, "logits": {0: "batch"}}
+    with torch.inference_mode():
+        torch.onnx.export(
+            model, (dummy,), str(out), input_names=["pixels"], output_names=["pooled", "logits"], dynamic_axes=axes, opset_version=17, dynamo=False
+        )
+
+
+def calibration_images(size: int = 224) -> Iterator[NDArray[np.float32]]:
+    """Normalised (1, 3, size, size) inputs from the photographs inside scikit-image, and their mirrors."""
+    from PIL import Image
+
+    from frameselect._bundled import skimage_data_dir
+
+    folder = skimage_data_dir()
+    for name in ("astronaut.png", "chelsea.png", "coffee.png", "rocket.jpg", "motorcycle_left.png", "hubble_deep_field.jpg", "retina.jpg", "color.png"):
+        path = folder / name
+        if not path.exists():
+            continue
+        rgb = np.asarray(Image.open(path).convert("RGB"))
+        for frame in (rgb, rgb[:, ::-1]):
+            yield preprocess(np.ascontiguousarray(frame)[None], size, "center").numpy()
+
+
+def quantize_onnx(fp32: Path, out: Path, fmt: str = "u8s8") -> None:
+    """Write the static int8 graph for ``fp32`` (QDQ, per-channel weights, percentile-calibrated activations; depthwise
+    convolutions stay fp32) in int8 format ``fmt`` to ``out``."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+    class Reader(CalibrationDataReader):  # type: ignore[misc]
+        def __init__(self) -> None:
+            self._items = iter(list(calibration_images()))
+
+        def get_next(self) -> dict[str, NDArray[np.float32]] | None:
+            item = next(self._items, None)
+            return None if item is None else {"pixels": item}
+
+    import onnx
+    from onnxruntime.quantization import CalibrationMethod
+
+    graph = onnx.load(str(fp32))
+    depthwise = [n.name for n in graph.graph.node if n.op_type == "Conv" and any(a.name == "group" and a.i > 1 for a in n.attribute)]
+    quantize_static(
+        str(fp32),
+        str(out),
+        Reader(),
+        quant_format=QuantFormat.QDQ,
+        per_channel=True,
+        activation_type=QuantType.QUInt8,
+        weight_type=QuantType.QUInt8 if fmt == "u8u8" else QuantType.QInt8,
+        reduce_range=fmt == "u8s7",
+        nodes_to_exclude=depthwise,
+        calibrate_method=CalibrationMethod.Percentile,
+    )

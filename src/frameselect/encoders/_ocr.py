@@ -11,13 +11,13 @@ rapidocr and onnxruntime are imported inside the functions only.
 
 from __future__ import annotations
 
-import functools
 import threading
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from frameselect._memo import memoized
 from frameselect.errors import FrameselectError
 
 __all__ = ["read_text", "ocr_id"]
@@ -35,7 +35,7 @@ def ocr_id(max_side: int = 320, min_score: float = 0.5) -> str:
     return f"rapidocr=={v}(det_max_side={max_side},cls=off,min_score={min_score})"
 
 
-@functools.lru_cache(maxsize=4)
+@memoized(maxsize=4)
 def _engine(max_side: int) -> Any:
     try:
         from rapidocr import RapidOCR

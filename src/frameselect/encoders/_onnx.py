@@ -12,7 +12,7 @@
                  MatMuls with a constant operand, rounded by GPTQ; activations
                  quantised per batch) after exact rewrites that take the
                  near-constant [CLS] row and the largest channels out of the
-                 activation range (:mod:`frameselect.encoders._onnx_minilm`).
+                 activation range (:mod:`frameselect.encoders._minilm`).
                  Faster; MobileNetV2's int8 does not keep the fp32 features to a
                  cosine of 0.999, MiniLM's just does (mean): see
                  docs/performance.md for the measured agreement.
@@ -47,20 +47,16 @@ Needs the ``onnx`` extra (onnx, onnxruntime); torch is needed once, to export.
 
 from __future__ import annotations
 
-import copy
-import functools
 import importlib.util
 import os
 import platform
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-from numpy.typing import NDArray
-
 from frameselect._cpus import usable_cpus
+from frameselect._memo import memoized
 from frameselect.errors import ConfigError, FrameselectError, MissingDependencyError
 
 __all__ = [
@@ -156,7 +152,7 @@ def format_for_cpu(machine: str, flags: frozenset[str]) -> str:
     return "u8u8"
 
 
-@functools.lru_cache(maxsize=1)
+@memoized(maxsize=1)
 def host_int8_format() -> str:
     """:func:`format_for_cpu` of this machine (read once per process)."""
     return format_for_cpu(platform.machine(), cpu_flags())
@@ -252,125 +248,26 @@ def tower_session(
     return new_session(path)
 
 
-@functools.lru_cache(maxsize=8)
-def _format_session(name: str, runtime: str, fmt: str) -> Any:
-    export, calibrate = _RECIPES[name]
-    return tower_session(name, runtime, RECIPE, export, calibrate, fmt)
+Export = Callable[[Path], None]
+Quantize = Callable[[Path, Path, str], None]
+
+
+@memoized(maxsize=8)
+def _format_session(name: str, runtime: str, fmt: str, export: Export, quantize: Quantize) -> Any:
+    return tower_session(name, runtime, RECIPE, export, quantize, fmt)
 
 
 class _Sessions:
-    """``session(name, runtime)``: an ONNX Runtime session for model ``name`` (``mobilenet_v2`` or ``minilm``) at
-    ``runtime``, kept per int8 format (the format is read at each call: :func:`int8_format`)."""
+    """``session(name, runtime, export, quantize)``: an ONNX Runtime session for the offline model ``name`` at
+    ``runtime``, whose recipe (``export(out)``, ``quantize(fp32, out, format)``) lives with the model
+    (:mod:`frameselect.encoders._mobilenet_v2`, :mod:`frameselect.encoders._minilm`); kept per int8 format
+    (the format is read at each call: :func:`int8_format`)."""
 
-    def __call__(self, name: str, runtime: str) -> Any:
-        return _format_session(name, runtime, int8_format() if runtime == "onnx-int8" else "")
+    def __call__(self, name: str, runtime: str, export: Export, quantize: Quantize) -> Any:
+        return _format_session(name, runtime, int8_format() if runtime == "onnx-int8" else "", export, quantize)
 
     def cache_clear(self) -> None:
         _format_session.cache_clear()
 
 
 session = _Sessions()
-
-
-# -- MobileNetV2 -----------------------------------------------------------------------
-
-
-def _export_mobilenet(out: Path) -> None:
-    import torch
-
-    from frameselect.encoders._mobilenet_v2 import load_mobilenet_v2
-
-    model = copy.deepcopy(load_mobilenet_v2())  # the exporter may alter the module it traces
-    dummy = torch.zeros(2, 3, 224, 224)
-    axes = {"pixels": {0: "batch", 2: "height", 3: "width"}, "pooled": {0: "batch"}, "logits": {0: "batch"}}
-    with torch.inference_mode():
-        torch.onnx.export(
-            model, (dummy,), str(out), input_names=["pixels"], output_names=["pooled", "logits"], dynamic_axes=axes, opset_version=17, dynamo=False
-        )
-
-
-def calibration_images(size: int = 224) -> Iterator[NDArray[np.float32]]:
-    """Normalised (1, 3, size, size) inputs from the photographs inside scikit-image, and their mirrors."""
-    from PIL import Image
-
-    from frameselect.bench.haystack import skimage_data_dir
-    from frameselect.encoders._mobilenet_v2 import preprocess
-
-    folder = skimage_data_dir()
-    for name in ("astronaut.png", "chelsea.png", "coffee.png", "rocket.jpg", "motorcycle_left.png", "hubble_deep_field.jpg", "retina.jpg", "color.png"):
-        path = folder / name
-        if not path.exists():
-            continue
-        rgb = np.asarray(Image.open(path).convert("RGB"))
-        for frame in (rgb, rgb[:, ::-1]):
-            yield preprocess(np.ascontiguousarray(frame)[None], size, "center").numpy()
-
-
-def _quantize_mobilenet(fp32: Path, out: Path, fmt: str = "u8s8") -> None:
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
-
-    class Reader(CalibrationDataReader):  # type: ignore[misc]
-        def __init__(self) -> None:
-            self._items = iter(list(calibration_images()))
-
-        def get_next(self) -> dict[str, NDArray[np.float32]] | None:
-            item = next(self._items, None)
-            return None if item is None else {"pixels": item}
-
-    import onnx
-    from onnxruntime.quantization import CalibrationMethod
-
-    graph = onnx.load(str(fp32))
-    depthwise = [n.name for n in graph.graph.node if n.op_type == "Conv" and any(a.name == "group" and a.i > 1 for a in n.attribute)]
-    quantize_static(
-        str(fp32),
-        str(out),
-        Reader(),
-        quant_format=QuantFormat.QDQ,
-        per_channel=True,
-        activation_type=QuantType.QUInt8,
-        weight_type=QuantType.QUInt8 if fmt == "u8u8" else QuantType.QInt8,
-        reduce_range=fmt == "u8s7",
-        nodes_to_exclude=depthwise,
-        calibrate_method=CalibrationMethod.Percentile,
-    )
-
-
-# -- MiniLM ------------------------------------------------------------------------------
-
-
-def _export_minilm(out: Path) -> None:
-    import torch
-
-    from frameselect.encoders._minilm import _load
-
-    tokenizer, live = _load()
-    model = copy.deepcopy(live)  # the TorchScript exporter alters the module it traces: never hand it the live one
-    batch = tokenizer(["a photograph of a cat", "two words"], padding=True, return_tensors="pt")
-    names = list(batch.keys())
-
-    class Hidden(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.model = model
-
-        def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
-            return self.model(**dict(zip(names, inputs))).last_hidden_state  # type: ignore[no-any-return]
-
-    axes = {n: {0: "batch", 1: "tokens"} for n in names} | {"hidden": {0: "batch", 1: "tokens"}}
-    with torch.inference_mode():
-        torch.onnx.export(
-            Hidden(), tuple(batch[n] for n in names), str(out), input_names=names, output_names=["hidden"], dynamic_axes=axes, opset_version=17, dynamo=False
-        )
-
-
-def _quantize_minilm(fp32: Path, out: Path, fmt: str = "u8s8") -> None:
-    from frameselect.encoders._onnx_minilm import quantize_minilm_int8
-
-    quantize_minilm_int8(fp32, out, fmt=fmt)
-
-
-_RECIPES: dict[str, tuple[Callable[[Path], None], Callable[[Path, Path, str], None]]] = {
-    "mobilenet_v2": (_export_mobilenet, _quantize_mobilenet),
-    "minilm": (_export_minilm, _quantize_minilm),
-}

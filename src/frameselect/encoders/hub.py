@@ -230,9 +230,13 @@ class HubEncoder(Encoder):
         return self._run(list(texts), self._embed_texts if self.runtime == "torch" else self._onnx_texts)
 
     # -- ONNX Runtime ---------------------------------------------------------
+    def weights_tag(self) -> str | None:
+        """Which weights of ``model_id`` beyond its revision (open_clip's ``pretrained`` tag); ``None`` when the id says it all."""
+        return None
+
     def onnx_stem(self, tower: str) -> str:
         """The cache file name (without recipe and precision) of ``tower``: encoder, model, weights and tower."""
-        key = {"encoder": self.name, "model": self.model_id, "revision": self.resolved_revision(), "pretrained": getattr(self, "pretrained", None)}
+        key = {"encoder": self.name, "model": self.model_id, "revision": self.resolved_revision(), "pretrained": self.weights_tag()}
         safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.model_id)[-40:]
         return f"{self.name}-{safe}-{short_hash(json.dumps(key, sort_keys=True, default=str))}-{tower}"
 
@@ -343,6 +347,9 @@ class OpenClipEncoder(HubEncoder):
             return None
         repo, filename = os.path.split(hub)  # 'org/repo/' or 'org/repo/file.bin', as open_clip reads it
         return repo, filename
+
+    def weights_tag(self) -> str | None:
+        return self.pretrained
 
     def _hub_repo(self) -> str | None:
         if self.model_id.startswith("hf-hub:"):

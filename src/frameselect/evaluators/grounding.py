@@ -41,13 +41,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-import numpy as np
-
 from frameselect.evaluators.answer import answer_letters, check_extraction, extract_letter
 from frameselect.evaluators.base import Evaluator
 from frameselect.parts import Range
 from frameselect.registry import evaluators
 from frameselect.types import Answer, CandidatePool, Features, Sample, Selection, Span
+from frameselect.windows import fraction_to_seconds
 
 __all__ = [
     "selection_window",
@@ -149,19 +148,6 @@ def acc_gqa(correct: float, iop: float, threshold: float = 0.5) -> float:
     if math.isnan(correct) or math.isnan(iop):
         return math.nan
     return 1.0 if correct == 1.0 and iop >= threshold else 0.0
-
-
-def fraction_to_seconds(window: Window, duration: float) -> Window:
-    """A window given as fractions of the video, in seconds: scaled by ``duration``, rounded to 0.1 s.
-
-    As NExT-GQA's ``eval_ground`` with ``gs=True`` (``np.round(np.asarray(span) * duration, 1)``,
-    numpy's round-half-to-even on the scaled value).
-
-    >>> fraction_to_seconds((0.25, 0.5), 37.0)
-    (9.2, 18.5)
-    """
-    start, end = np.round(np.asarray(window, dtype=np.float64) * float(duration), 1)
-    return float(start), float(end)
 
 
 def _window(pool: CandidatePool, selection: Selection) -> Window | None:

@@ -233,7 +233,7 @@ def _correct(record_metrics: Mapping[str, float], metric: str) -> bool | None:
 def _relevance(run: StoredRun, sample: Sample, video_id: str, policy: str, cache: Any, times: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """The query relevance curve from the feature cache, when the run's encoder has a text side."""
     from frameselect.cache import Cache
-    from frameselect.parts import revive
+    from frameselect.registry import revive
 
     enc_cfg = run.info.config.get("encoder") or {}
     if not isinstance(enc_cfg, Mapping) or not enc_cfg.get("name"):

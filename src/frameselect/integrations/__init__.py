@@ -7,4 +7,6 @@
 - :mod:`frameselect.integrations.bridge`: resolving ``model_args`` and running the selection
   as a frameselect run (store, feature cache, resume), without lmms-eval.
 - :mod:`frameselect.integrations.qwen_vl_utils`: ``process_vision_info`` with a selector.
+- :mod:`frameselect.integrations.qwen_processor`: the Qwen processor lmms-eval's Qwen models
+  load with where torchvision is missing.
 """

@@ -26,7 +26,7 @@ from frameselect.answerers.base import Answerer, AnswerRequest
 from frameselect.errors import ConfigError
 from frameselect.fingerprint import fingerprint
 from frameselect.parts import parameter_names, part_config
-from frameselect.plan import check_budget, check_pool, resolve
+from frameselect.plan import check_budget, check_needs, check_pool, resolve
 from frameselect.registry import did_you_mean, get_registry
 from frameselect.types import Answer, Sample, SampleRecord
 
@@ -152,10 +152,12 @@ def parse_model_args(args: Mapping[str, Any], base_params: Collection[str] | Non
             )
     selector = resolve("selectors", sel_name, **sel_params)
     encoder = resolve("encoders", enc_name, **enc_params) if enc_name else None
+    check_needs("selectors", selector, encoder)  # e.g. a query-aware selector with an image-only encoder
     evaluators = own.get("evaluators")
     evs = tuple(str(evaluators).split("+")) if evaluators else DEFAULT_EVALUATORS
     for ev in evs:
-        _factory("evaluators", ev)
+        _factory("evaluators", ev)  # an unknown name with the close ones
+        check_needs("evaluators", resolve("evaluators", ev), encoder)
     return BridgeConfig(
         base=str(base),
         base_args=base_args,

@@ -11,7 +11,10 @@ document ids), so an interrupted evaluation resumes from what was stored.
 Supported ``base`` models: the Qwen family's simple wrappers (``qwen2_vl``, ``qwen2_5_vl``,
 ``qwen3_vl``), whose ``process_vision_info`` is replaced, for the time of one document, by
 :func:`frameselect.integrations.qwen_vl_utils.process_vision_info` holding the selection
-(and whose resampling to ``max_num_frames`` is made a no-op by raising it above ``k``).
+(and whose resampling to ``max_num_frames`` is made a no-op by raising it above ``k``); where
+torchvision is missing, ``qwen2_vl`` and ``qwen2_5_vl`` load with
+:class:`frameselect.integrations.qwen_processor.QwenProcessor`. ``openai``, lmms-eval's
+OpenAI-compatible server model, whose ``encode_video`` gives the selected frames.
 See docs/lmms-eval.md.
 """
 
@@ -33,7 +36,11 @@ from frameselect.types import Query, Sample
 __all__ = ["FrameselectLMM", "SUPPORTED_BASES", "key_response_cache_on_config"]
 
 #: lmms-eval models whose frames the wrapper chooses, by how it reaches them
-SUPPORTED_BASES = {"qwen2_vl": "qwen", "qwen2_5_vl": "qwen", "qwen3_vl": "qwen"}
+SUPPORTED_BASES = {"qwen2_vl": "qwen", "qwen2_5_vl": "qwen", "qwen3_vl": "qwen", "openai": "images"}
+#: ``model_args`` of the base model that are credentials: passed on, never stored nor keyed
+_SECRET_WORDS = ("key", "token", "secret", "password")
+#: bases that run without torchvision (frameselect's own processor stands in for transformers')
+_TORCHVISION_FREE = ("qwen2_vl", "qwen2_5_vl")
 _VIDEO_EXTENSIONS = (".mp4", ".avi", ".mov", ".mkv", ".webm")
 #: the resolved configuration of the frameselect model created in this process (keys the response cache)
 _CURRENT: dict[str, str] = {}
@@ -58,11 +65,15 @@ class FrameselectLMM(lmms):  # type: ignore[misc]
         kwargs = dict(self.config.base_args)
         if device is not None and "device" in (base_parameters(base_cls) or ()):
             kwargs.setdefault("device", device)
-        self.base = base_cls(**kwargs)
+        if SUPPORTED_BASES[base] == "qwen":
+            with _processor_for(base, base_cls):
+                self.base = base_cls(**kwargs)
+        else:
+            self.base = base_cls(**kwargs)
         # lmms-eval's own resampling after process_vision_info keeps every frame given
         if hasattr(self.base, "max_num_frames"):
             self.base.max_num_frames = self.config.k + 1
-        self._base_args = ",".join(f"{k}={v}" for k, v in sorted(self.config.base_args.items()))
+        self._base_args = ",".join(f"{k}={v}" for k, v in sorted(self.config.base_args.items()) if not any(w in k.lower() for w in _SECRET_WORDS))
 
     # what lmms-eval reads of a model
     @property
@@ -118,13 +129,18 @@ class FrameselectLMM(lmms):  # type: ignore[misc]
 
     def _generate(self, by_id: dict[str, Any], request: Any) -> str:
         """The base model's answer to one document, given exactly the frames selected."""
-        instance = by_id[request.sample.id][1]
+        instance = _own_gen_kwargs(by_id[request.sample.id][1])
         with self._frames(request):
             answers = self.base.generate_until([instance])
-        return str(answers[0])
+        answer = answers[0]
+        return str(getattr(answer, "text", answer))
 
     @contextmanager
     def _frames(self, request: Any) -> Iterator[None]:
+        if SUPPORTED_BASES[self.config.base] == "images":
+            with _images(self.base, request):
+                yield
+            return
         module = sys.modules[type(self.base).__module__]
         from frameselect.integrations import qwen_vl_utils
 
@@ -143,6 +159,67 @@ class FrameselectLMM(lmms):  # type: ignore[misc]
                 self.base.processor = processor
 
 
+@contextmanager
+def _images(base: Any, request: Any) -> Iterator[None]:
+    """For one document, the server model's ``encode_video`` gives the selected frames (its own image encoding).
+
+    lmms-eval's OpenAI-compatible model sends a video as images, ``encode_video(path, n)``
+    decoding ``n`` frames at even spacing; here it returns the selected frames, in order,
+    encoded as that model encodes its frames (PNG, base64).
+    """
+    module = sys.modules[type(base).__module__]
+    encode = module.__dict__.get("encode_image_to_base64")
+    if encode is None:
+        raise ConfigError(f"model_args: base={type(base).__name__}: this lmms-eval release has no encode_image_to_base64 in {module.__name__}")
+    from PIL import Image
+
+    def encode_video(video_path: str, _n: int) -> list[str]:
+        if str(video_path) != str(request.sample.video):
+            raise RuntimeError(f"frameselect: asked for the frames of {video_path}, selected those of {request.sample.video}")
+        return [encode(Image.fromarray(f), image_format="PNG", convert_rgb=False, quality=None) for f in request.frames()]
+
+    base.encode_video = encode_video
+    try:
+        yield
+    finally:
+        del base.encode_video
+
+
+@contextmanager
+def _processor_for(base: str, base_cls: type) -> Iterator[None]:
+    """While the base model is created: where torchvision is missing, its ``AutoProcessor`` is frameselect's Qwen processor.
+
+    transformers' Qwen processors cannot be built without torchvision
+    (:mod:`frameselect.integrations.qwen_processor`); with torchvision nothing changes.
+    """
+    from frameselect.answerers._vlm_inputs import torchvision_available
+
+    if torchvision_available():
+        yield
+        return
+    if base not in _TORCHVISION_FREE:
+        raise ConfigError(
+            f"model_args: base={base} needs torchvision (transformers' processor for it is built on it) and torchvision cannot be imported here; "
+            f"install a torchvision that matches your torch, or use base={' or base='.join(sorted(_TORCHVISION_FREE))}"
+        )
+    from frameselect.integrations.qwen_processor import QwenProcessor
+
+    module = sys.modules[base_cls.__module__]
+    with_fps = base == "qwen2_5_vl"
+
+    class AutoProcessor:
+        @staticmethod
+        def from_pretrained(pretrained: str, **kwargs: Any) -> QwenProcessor:
+            return QwenProcessor.from_pretrained(pretrained, with_fps=with_fps, **kwargs)
+
+    saved = module.__dict__.get("AutoProcessor")
+    module.__dict__["AutoProcessor"] = AutoProcessor
+    try:
+        yield
+    finally:
+        module.__dict__["AutoProcessor"] = saved
+
+
 class _WithFps:
     """A processor that passes ``fps=`` with the videos it is given (lmms-eval's call omits it)."""
 
@@ -157,6 +234,18 @@ class _WithFps:
         if kwargs.get("videos") is not None and "fps" not in kwargs:
             kwargs["fps"] = [self._fps] * len(kwargs["videos"])
         return self._processor(*args, **kwargs)
+
+
+def _own_gen_kwargs(instance: Any) -> Any:
+    """The request with a copy of its generation settings: the base model may change them (lmms-eval's Qwen
+    wrappers pop ``until``), and lmms-eval's response cache keys the answer on them after the call."""
+    import copy
+    import dataclasses
+
+    args = list(instance.args)
+    if len(args) > 1 and isinstance(args[1], dict):
+        args[1] = copy.deepcopy(args[1])
+    return dataclasses.replace(instance, arguments=tuple(args))
 
 
 def _video_of(visuals: Any) -> str | None:

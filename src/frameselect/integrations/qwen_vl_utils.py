@@ -222,4 +222,4 @@ def _metadata(request: Any, n: int) -> dict[str, Any]:
     stamps = request.timestamps
     src_fps = (idx[-1] - idx[0]) / (stamps[-1] - stamps[0]) if len(stamps) > 1 and stamps[-1] > stamps[0] and idx[-1] > idx[0] else DEFAULT_FPS
     total = round(pool.duration * src_fps) if pool.duration else int(pool.frame_indices[-1]) + 1
-    return {"fps": float(src_fps), "frames_indices": idx, "total_num_frames": total}
+    return {"fps": float(src_fps), "frames_indices": idx, "total_num_frames": total, "video_backend": "pyav"}

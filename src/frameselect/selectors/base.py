@@ -24,6 +24,7 @@ Writing a new selector takes a few lines::
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -37,7 +38,7 @@ from frameselect.errors import ContractError, SelectionError
 from frameselect.parts import Part
 from frameselect.types import CandidatePool, Features, Query, Selection
 
-__all__ = ["Selector", "check_budget", "check_finite", "fill_to_k", "normalize_minmax"]
+__all__ = ["Scored", "Selector", "read_output", "check_budget", "check_finite", "fill_to_k", "normalize_minmax"]
 
 #: Feature kinds a selector may declare in ``needs``.
 FEATURE_KINDS = frozenset({"embeddings", "text", "relevance", "pixels"})
@@ -144,6 +145,45 @@ def fill_to_k(chosen: Sequence[int], k: int, n: int, priority: NDArray[Any] | No
 
 
 @dataclass(frozen=True)
+class Scored:
+    """What :meth:`Selector._select` returns when it has a score per chosen frame: the indices and their scores.
+
+    A selector without scores returns its indices alone (any sequence of ints, a tuple included).
+    """
+
+    indices: Sequence[int]
+    scores: Sequence[float]
+
+    def __post_init__(self) -> None:
+        if len(self.indices) != len(self.scores):
+            raise ContractError(f"Scored holds {len(self.indices)} indices but {len(self.scores)} scores")
+
+
+def _legacy_pair(out: object) -> bool:
+    """Whether ``out`` is the old ``(indices, scores)`` pair: two sequences, not a tuple of indices."""
+    return isinstance(out, tuple) and len(out) == 2 and all(hasattr(part, "__len__") and not isinstance(part, (str, bytes)) for part in out)
+
+
+def read_output(out: Sequence[int] | Scored, selector: str = "selector") -> tuple[Sequence[int], Sequence[float] | None]:
+    """(indices, scores or None) of what :meth:`Selector._select` returned.
+
+    The old ``(indices, scores)`` pair of two sequences is still read, with a
+    :class:`DeprecationWarning`, for one release.
+    """
+    if isinstance(out, Scored):
+        return out.indices, out.scores
+    if _legacy_pair(out):
+        warnings.warn(
+            f"selector {selector!r} returned an (indices, scores) tuple; return frameselect.selectors.base.Scored(indices, scores) instead",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        pair: tuple[Sequence[int], Sequence[float]] = out  # type: ignore[assignment]
+        return pair
+    return out, None
+
+
+@dataclass(frozen=True)
 class Selector(Part):
     """Base class of all selectors. Fields are hyper-parameters."""
 
@@ -185,7 +225,7 @@ class Selector(Part):
             # reference-exact mode sees the budget as given: the reference decides what k > N means
             out = self._select(pool, query, k if exact else min(k, n), features, generator)
             latency = time.perf_counter() - start
-        indices, scores = out if isinstance(out, tuple) else (out, None)
+        indices, scores = read_output(out, self.name)
         idx = [int(i) for i in indices]
         if exact:
             self._check_range(idx, n)
@@ -249,8 +289,8 @@ class Selector(Part):
         k: int,
         features: Features,
         rng: np.random.Generator,
-    ) -> Sequence[int] | tuple[Sequence[int], Sequence[float]]:
-        """Return the chosen indices.
+    ) -> Sequence[int] | Scored:
+        """Return the chosen indices, or :class:`Scored` (the indices and a score for each).
 
         ``k`` is already ``min(k, N)``, except for a selector whose
         ``reference_exact`` is true: it gets the budget as given and returns

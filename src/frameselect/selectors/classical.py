@@ -34,7 +34,7 @@ from frameselect.errors import SelectionError
 from frameselect.parts import Range
 from frameselect.registry import selectors
 from frameselect.selectors._draws import weighted_index
-from frameselect.selectors.base import Selector, fill_to_k, normalize_minmax
+from frameselect.selectors.base import Scored, Selector, fill_to_k, normalize_minmax
 from frameselect.types import CandidatePool, Features, Query
 
 __all__ = [
@@ -132,10 +132,10 @@ class TopK(Selector):
 
     needs = frozenset({"relevance"})
 
-    def _select(self, pool: CandidatePool, query: Query | None, k: int, features: Features, rng: np.random.Generator) -> tuple[list[int], list[float]]:
+    def _select(self, pool: CandidatePool, query: Query | None, k: int, features: Features, rng: np.random.Generator) -> Scored:
         rel = features.relevance()
         idx = topk_indices(rel, k)
-        return idx, [float(rel[i]) for i in idx]
+        return Scored(idx, [float(rel[i]) for i in idx])
 
 
 # -- MMR ----------------------------------------------------------------------
@@ -194,11 +194,11 @@ class MMR(Selector):
     def __post_init__(self) -> None:
         _check_fraction("mmr lam", self.lam)
 
-    def _select(self, pool: CandidatePool, query: Query | None, k: int, features: Features, rng: np.random.Generator) -> tuple[list[int], list[float]]:
+    def _select(self, pool: CandidatePool, query: Query | None, k: int, features: Features, rng: np.random.Generator) -> Scored:
         rel = features.relevance()
         rel_used = normalize_minmax(rel) if self.normalize else rel
         idx = sorted(mmr_greedy(_embeddings(features), rel_used, k, self.lam))
-        return idx, [float(rel[i]) for i in idx]
+        return Scored(idx, [float(rel[i]) for i in idx])
 
 
 # -- k-means ------------------------------------------------------------------
@@ -509,12 +509,12 @@ class DPP(Selector):
     def __post_init__(self) -> None:
         _check_fraction("dpp theta", self.theta, upper_open=True)
 
-    def _select(self, pool: CandidatePool, query: Query | None, k: int, features: Features, rng: np.random.Generator) -> tuple[list[int], list[float]]:
+    def _select(self, pool: CandidatePool, query: Query | None, k: int, features: Features, rng: np.random.Generator) -> Scored:
         rel = features.relevance()
         alpha = self.theta / (2.0 * (1.0 - self.theta))
         quality = np.exp(alpha * normalize_minmax(rel))
         idx = fill_to_k(dpp_greedy(_embeddings(features), k, quality), k, len(pool), priority=rel)
-        return idx, [float(rel[i]) for i in idx]
+        return Scored(idx, [float(rel[i]) for i in idx])
 
 
 @selectors.register("dpp_diverse")
@@ -633,13 +633,13 @@ class FacilityLocation(Selector):
     def __post_init__(self) -> None:
         _check_fraction("facility_location lam", self.lam)
 
-    def _select(self, pool: CandidatePool, query: Query | None, k: int, features: Features, rng: np.random.Generator) -> tuple[list[int], list[float]]:
+    def _select(self, pool: CandidatePool, query: Query | None, k: int, features: Features, rng: np.random.Generator) -> Scored:
         rel = features.relevance()
         x = _embeddings(features)
         sim = x @ x.T  # BLAS syrk: numpy sees the product of a matrix with its own transpose
         np.maximum(sim, np.float32(0.0), out=sim)  # in place: a second N x N array would cost as much as the clip
         idx = sorted(facility_location_greedy(sim, normalize_minmax(rel), k, self.lam))
-        return idx, [float(rel[i]) for i in idx]
+        return Scored(idx, [float(rel[i]) for i in idx])
 
 
 # -- stratified ---------------------------------------------------------------
@@ -688,10 +688,10 @@ class Stratified(Selector):
 
     needs = frozenset({"relevance"})
 
-    def _select(self, pool: CandidatePool, query: Query | None, k: int, features: Features, rng: np.random.Generator) -> tuple[list[int], list[float]]:
+    def _select(self, pool: CandidatePool, query: Query | None, k: int, features: Features, rng: np.random.Generator) -> Scored:
         rel = features.relevance()
         idx = fill_to_k(stratified_top1(pool.timestamps, rel, k), k, len(pool), priority=rel)
-        return idx, [float(rel[i]) for i in idx]
+        return Scored(idx, [float(rel[i]) for i in idx])
 
 
 # -- temporal NMS -------------------------------------------------------------
@@ -746,7 +746,7 @@ class TemporalNMS(Selector):
         if isinstance(self.window, bool) or not isinstance(self.window, (int, float)) or not math.isfinite(self.window) or self.window < 0:
             raise SelectionError(f"temporal_nms window must be a finite number of seconds >= 0, got {self.window!r}")
 
-    def _select(self, pool: CandidatePool, query: Query | None, k: int, features: Features, rng: np.random.Generator) -> tuple[list[int], list[float]]:
+    def _select(self, pool: CandidatePool, query: Query | None, k: int, features: Features, rng: np.random.Generator) -> Scored:
         rel = features.relevance()
         idx = fill_to_k(temporal_nms(pool.timestamps, rel, k, float(self.window)), k, len(pool), priority=rel)
-        return idx, [float(rel[i]) for i in idx]
+        return Scored(idx, [float(rel[i]) for i in idx])

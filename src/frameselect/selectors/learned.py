@@ -21,17 +21,16 @@ constructing the selector need nothing.
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
+from frameselect._memo import memoized
 from frameselect.errors import SelectionError
 from frameselect.registry import selectors
-from frameselect.selectors.base import Selector
+from frameselect.selectors.base import Scored, Selector
 from frameselect.types import CandidatePool, Features, Query
 
 __all__ = ["BayesGRPO"]
@@ -48,7 +47,7 @@ def _torch() -> Any:
     return torch
 
 
-@functools.lru_cache(maxsize=8)
+@memoized(maxsize=8)
 def _policy(path: str, fingerprint: str, stage: str) -> Any:
     """The policy of a checkpoint (loaded once per process; keyed by its fingerprint)."""
     from frameselect.learned.checkpoint import load_tensors
@@ -83,9 +82,7 @@ class BayesGRPO(Selector):
             raise SelectionError(f"checkpoint {self.checkpoint!r} has fingerprint {meta['fingerprint']}, not the weights={self.weights!r} asked for")
         object.__setattr__(self, "weights", meta["fingerprint"])
 
-    def _select(
-        self, pool: CandidatePool, query: Query | None, k: int, features: Features, rng: np.random.Generator
-    ) -> Sequence[int] | tuple[Sequence[int], Sequence[float]]:
+    def _select(self, pool: CandidatePool, query: Query | None, k: int, features: Features, rng: np.random.Generator) -> Scored:
         torch = _torch()
         from frameselect.learned.checkpoint import resolve_checkpoint
         from frameselect.learned.inputs import frame_inputs
@@ -96,4 +93,4 @@ class BayesGRPO(Selector):
             logits = policy(torch.from_numpy(x)).double().numpy()
         order = np.lexsort((np.arange(len(logits)), -logits))[:k]
         chosen = sorted(int(i) for i in order)
-        return chosen, [float(logits[i]) for i in chosen]
+        return Scored(chosen, [float(logits[i]) for i in chosen])

@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 from frameselect.errors import SelectionError
 from frameselect.parts import Range
 from frameselect.registry import selectors
-from frameselect.selectors.base import Selector
+from frameselect.selectors.base import Scored, Selector
 from frameselect.types import CandidatePool, Features, Query
 
 __all__ = ["QFrame", "gumbel_ranking"]
@@ -70,10 +70,10 @@ class QFrame(Selector):
     needs = frozenset({"relevance"})
     tau: float = 0.8
 
-    def _select(self, pool: CandidatePool, query: Query | None, k: int, features: Features, rng: np.random.Generator) -> tuple[list[int], list[float]]:
+    def _select(self, pool: CandidatePool, query: Query | None, k: int, features: Features, rng: np.random.Generator) -> Scored:
         if not self.tau > 0:
             raise SelectionError(f"qframe needs tau > 0, got {self.tau}")
         similarity = features.relevance()
         order, perturbed = gumbel_ranking(similarity, self.tau, rng.random(len(similarity)))
         chosen = sorted(int(i) for i in order[:k])
-        return chosen, [float(perturbed[i]) for i in chosen]
+        return Scored(chosen, [float(perturbed[i]) for i in chosen])

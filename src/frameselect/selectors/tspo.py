@@ -10,7 +10,6 @@ torch is imported inside the functions only.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from frameselect._memo import memoized
 from frameselect.errors import SelectionError
 from frameselect.parts import Range
 from frameselect.registry import selectors
@@ -80,7 +80,7 @@ def load_agent_weights(path: str | Path) -> dict[str, Any]:
     return out
 
 
-@functools.lru_cache(maxsize=4)
+@memoized(maxsize=4)
 def _agent_from_file(path: str, heads: int) -> Any:
     state = load_agent_weights(path)
     agent = build_agent(int(state["mlp.0.weight"].shape[0]), heads)
@@ -88,7 +88,7 @@ def _agent_from_file(path: str, heads: int) -> Any:
     return agent
 
 
-@functools.lru_cache(maxsize=4)
+@memoized(maxsize=4)
 def _random_agent(dim: int, heads: int, seed: int) -> Any:
     import torch
 

@@ -232,7 +232,8 @@ def _dataset_identity(ds: Any) -> None:
     first, again = ds.id, ds.id
     if not isinstance(first, str) or not first or first != again:
         raise fail("check_dataset", ds, "identity", f"id must be a non-empty string, stable across calls; got {first!r} then {again!r}")
-    from frameselect.parts import is_revivable, part_config, revive
+    from frameselect.parts import is_revivable, part_config
+    from frameselect.registry import revive
 
     config = part_config(ds)
     if is_revivable(config):

@@ -37,7 +37,7 @@ from numpy.typing import NDArray
 
 from frameselect.errors import SelectionError
 from frameselect.parts import parameter_names, registered_name_of
-from frameselect.selectors.base import FEATURE_KINDS, Selector
+from frameselect.selectors.base import FEATURE_KINDS, Selector, read_output
 from frameselect.testing._core import Check, check_config_round_trip, label_of
 from frameselect.types import CandidatePool, Features, Query, Selection
 
@@ -170,7 +170,7 @@ class _Checker:
             raw = self.selector._select(video.pool, _QUERY, min(k, n), video.features, np.random.default_rng(seed))
         except Exception:
             return None
-        indices = raw[0] if isinstance(raw, tuple) else raw
+        indices, _ = read_output(raw, self.selector.name)
         return contract_problem(list(indices), k, n, exact=self.exact)
 
     def check(self, case: str, video: SyntheticVideo, k: int, seed: int = 0) -> Selection:

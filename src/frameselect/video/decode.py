@@ -42,7 +42,6 @@ Pool policies (strings, so they are part of cache keys):
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import itertools
 import math
@@ -60,6 +59,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from frameselect._cpus import usable_cpus
+from frameselect._memo import BoundedMemo, memoized
 from frameselect._queues import put_unless_stopped
 from frameselect.errors import CorruptVideoError, NoFramesError, NotAVideoError, TruncatedVideoError, VideoError, VideoNotFoundError
 from frameselect.types import CandidatePool, FrameSource
@@ -554,7 +554,7 @@ def select_pool(info: VideoInfo, policy: str | PoolPolicy) -> tuple[NDArray[np.i
 
 def time_errors(pool: CandidatePool) -> NDArray[np.float64] | None:
     """Each candidate's time error in seconds (actual - target) as recorded by its source, if any."""
-    errors = getattr(pool.source, "time_errors", None)
+    errors = None if pool.source is None else pool.source.candidate_time_errors()
     return None if errors is None else np.asarray(errors, dtype=np.float64)
 
 
@@ -707,7 +707,7 @@ def h264_slices_per_picture(data: bytes, extradata: bytes | None = None) -> int 
 SLICE_PROBE_PACKETS = 64
 
 
-@functools.lru_cache(maxsize=256)
+@memoized(maxsize=256)
 def _picture_slices(path: str, size: int, mtime_ns: int) -> int | None:
     import av
 
@@ -844,6 +844,10 @@ class VideoFrameSource(FrameSource):
         self.frame_pts = None if frame_pts is None else np.asarray(frame_pts, dtype=np.int64)
         self.counter = counter if counter is not None else DecodeCounter()
         self.memo = memo if memo is not None else FrameMemo()
+
+    def candidate_time_errors(self) -> NDArray[np.float64] | None:
+        """The time errors recorded when the pool was built (:func:`select_pool`), if any."""
+        return self.time_errors
 
     def __len__(self) -> int:
         return int(self.pool_pts.shape[0])
@@ -1226,7 +1230,8 @@ class VideoFrameSource(FrameSource):
         return TruncatedVideoError(self.path, f"the last packet (at {at}) does not decode ({exc}); the file is cut short")
 
 
-_HASH_MEMO: dict[tuple[str, int, int], str] = {}
+#: content hashes by (path, size, mtime): the most recent files a process hashed
+_HASH_MEMO: BoundedMemo[tuple[str, int, int], str] = BoundedMemo(4096)
 
 
 def content_hash(path: str | os.PathLike[str]) -> str:
@@ -1245,5 +1250,5 @@ def content_hash(path: str | os.PathLike[str]) -> str:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     digest = h.hexdigest()
-    _HASH_MEMO[key] = digest
+    _HASH_MEMO.put(key, digest)
     return digest

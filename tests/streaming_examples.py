@@ -1,0 +1,23 @@
+"""Example of the OVO-Bench loader (a small file of its released shape, written here), for the loader conformance suite."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import frameselect.datasets
+from annotation_files import touch, write_json
+from frameselect.testing import register_example
+
+#: one multiple-choice question and one forward-responding record with two check points
+OVO_RECORDS = [
+    {"id": 0, "task": "EPM", "video": "Ego4D/clips/a.mp4", "realtime": 215, "question": "Who?", "answer": "b", "options": ["a", "b", "c", "d"], "gt": 1},
+    {"id": 3, "task": "SSR", "video": "COIN/s.mp4", "test_info": [{"realtime": 27, "step": "cut", "type": 1}, {"realtime": 40, "step": "cut", "type": 0}]},
+]
+
+
+@register_example("datasets", "ovo_bench")
+def _ovo_bench_example(root: Path) -> Any:
+    write_json(root / "data" / "ovo_bench_new.json", OVO_RECORDS)
+    touch(*(root / "data" / "src_videos" / str(r["video"]) for r in OVO_RECORDS))
+    return frameselect.datasets.create("ovo_bench", root=str(root))
