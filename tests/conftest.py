@@ -13,7 +13,7 @@ import pytest
 sys.path.append(str(Path(__file__).parent))
 import crossvideo_examples  # noqa: E402, F401  (registers the cross-video loaders' examples for the loader suite)
 import lmms_eval_task_files  # noqa: E402, F401  (registers the lmms_eval dataset's example for the conformance suite)
-import streaming_examples  # noqa: E402, F401  (registers the OVO-Bench loader's example for the loader suite)
+import streaming_examples  # noqa: E402, F401  (registers the streaming benchmarks' loaders' examples for the loader suite)
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""Example of the OVO-Bench loader (a small file of its released shape, written here), for the loader conformance suite."""
+"""Examples of the streaming benchmarks' loaders (OVO-Bench, StreamingBench; small files of their released shape, written here), for the loader conformance suite."""
 
 from __future__ import annotations
 
@@ -21,3 +21,18 @@ def _ovo_bench_example(root: Path) -> Any:
     write_json(root / "data" / "ovo_bench_new.json", OVO_RECORDS)
     touch(*(root / "data" / "src_videos" / str(r["video"]) for r in OVO_RECORDS))
     return frameselect.datasets.create("ovo_bench", root=str(root))
+
+
+@register_example("datasets", "streamingbench")
+def _streamingbench_example(root: Path) -> Any:
+    entries = [
+        {
+            "time": "[0:00:00 - 0:00:10]",
+            "questions": [{"task_type": "Counting", "question": "How many cups now?", "time_stamp": "00:00:12", "answer": "B", "options": ["A. 1", "B. 2"]}],
+            "video_categories": "kitchen",
+            "video_path": "./videos/sample_1_real.mp4",
+        }
+    ]
+    write_json(root / "src" / "data" / "questions_real.json", entries)
+    touch(root / "src" / "data" / "videos" / "sample_1_real.mp4")
+    return frameselect.datasets.create("streamingbench", root=str(root))

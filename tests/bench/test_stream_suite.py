@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from frameselect.answerers.oracle import covers
@@ -49,3 +51,20 @@ def test_bench_stream_refuses_unknown_selectors_before_building_the_suite(capsys
     assert main(["bench", "--stream", "-s", "no_such_memory*", "--store", str(tmp_path) + "/s.sqlite", "--no-report"]) == 2
     err = capsys.readouterr().err
     assert "no streaming selector of the 'later' setting matches" in err and "Traceback" not in err
+
+
+def test_bench_stream_writes_the_report_beside_its_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("jinja2")
+    pytest.importorskip("matplotlib")
+    from frameselect.cli import main
+
+    store = tmp_path / "s.sqlite"
+    argv = ["bench", "--stream", "--n-videos", "1", "--minutes", "0.5", "-M", "2", "-M", "8", "-s", "sliding_window", "--encoder", "color_histogram"]
+    assert main([*argv, "--store", str(store), "--cache-dir", str(tmp_path / "c")]) == 0
+    out = capsys.readouterr().out
+    assert "| sliding_window | 2 |" in out and "report: " in out
+    html = (tmp_path / "s.html").read_text(encoding="utf-8")
+    assert 'class="figure stream-memory"' in html and html.count('<g id="mem-point-0-') == 2  # one line, a point per memory size
+    assert 'class="card stream-held"' in html
+    assert main([*argv, "--store", str(tmp_path / "t.sqlite"), "--cache-dir", str(tmp_path / "c"), "--no-report"]) == 0
+    assert not (tmp_path / "t.html").exists()

@@ -206,3 +206,109 @@ def test_tau_between_rankings_keeps_ties() -> None:
     tau = tau_matrix([a, b])
     assert tau[0, 0] == pytest.approx(1.0) and tau[1, 1] == pytest.approx(1.0)
     assert tau[0, 1] == pytest.approx(2 / 6**0.5) and tau[1, 0] == pytest.approx(2 / 6**0.5)
+
+
+# -- streaming runs ------------------------------------------------------------------
+
+
+class HostileStream(InMemoryDataset):
+    """``tiny``'s needle questions asked 2 s after their evidence ends, with markup in the question (registered for these tests)."""
+
+    def __init__(self, root: str = "") -> None:
+        samples = []
+        for s in TinyDataset(root=root or None):
+            if s.metadata.get("kind") != "needle":
+                continue
+            query = Query(s.query.text + " " + INJECTED, tuple(s.query.options))
+            samples.append(dataclasses.replace(s, query=query, asked_at=s.evidence[0].end + 2.0))
+        super().__init__(samples, name="report_hostile_stream")
+        self.root = root
+
+    def params(self) -> dict[str, str]:
+        return {"root": self.root}
+
+
+@pytest.fixture(scope="module")
+def stream_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+    from frameselect.streaming.evaluate import evaluate_stream
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(datasets._entries, "report_hostile_stream", HostileStream)
+        HostileStream.registered_name = "report_hostile_stream"
+        tmp = tmp_path_factory.mktemp("stream-report")
+        store, cache = tmp / "stream.sqlite", tmp / "cache"
+        for selector in ("sliding_window", "reservoir"):
+            evaluate_stream(
+                selector,
+                ["mc_accuracy", "evidence_recall"],
+                "report_hostile_stream",
+                2,
+                memories=[2, 6],
+                answerer="oracle",
+                store=store,
+                cache_dir=cache / "features",
+            )
+        yield store, cache
+
+
+def _stored_stream_records(store: Path) -> dict[tuple[str, int], dict[str, object]]:
+    with Store(store) as st:
+        return {
+            (info.config["selector"]["name"], info.config["selector"]["params"]["memory"]): {r.sample_id: r for r in st.records(info.run_id, status="ok")}
+            for info in st.runs()
+        }
+
+
+def test_stream_report_draws_accuracy_against_memory_per_selector(stream_store: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    from frameselect.htmlreport import figures
+
+    store, cache = stream_store
+    drawn: list[dict[str, list[tuple[int, float]]]] = []
+    original = figures.memory_curves
+
+    def spy(curves: dict[str, list[tuple[int, float]]], **kw: object) -> str:
+        drawn.append({k: list(v) for k, v in curves.items()})
+        return original(curves, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(figures, "memory_curves", spy)
+    html = build_report(store, options=_options(cache, thumbnails=False, samples=50))
+    # one line per streaming selector, a point per memory size: the run's mean mc_accuracy over its questions
+    records = _stored_stream_records(store)
+    expected = {
+        name: [(m, sum(r.metrics["mc_accuracy"] for r in records[(name, m)].values()) / len(records[(name, m)])) for m in (2, 6)]  # type: ignore[attr-defined]
+        for name in ("reservoir", "sliding_window")
+    }
+    assert drawn == [expected]
+    # by hand for the window (the oracle is right when a selected frame shows the evidence): with M=6 only tiny_b's
+    # first scene (0-2.5 s, asked at 4.5 s) is still held; with M=2 none
+    assert expected["sliding_window"] == [(2, 0.0), (6, pytest.approx(1 / 3))]
+    assert 'class="figure stream-memory"' in html
+    assert len(re.findall(r'<g id="mem-line-\d+"', html)) == 2 and len(re.findall(r'<g id="mem-point-\d+-\d+"', html)) == 4
+
+
+def test_stream_report_shows_what_each_memory_held_when_asked(stream_store: tuple[Path, Path]) -> None:
+    store, cache = stream_store
+    html = build_report(store, options=_options(cache, thumbnails=False, samples=50))
+    records = _stored_stream_records(store)
+    sample_ids = sorted({sid for by_sample in records.values() for sid in by_sample})
+    cards = re.findall(r'<div class="card stream-held" data-kind="[^"]*" data-held="(\d+)">(.*?)</svg>', html, re.DOTALL)
+    assert len(cards) == len(sample_ids) == 3  # tiny's three needle questions
+    for held, card in cards:
+        sid = re.search(r'<span class="muted">([^ ]+) · asked at', card).group(1)  # type: ignore[union-attr]
+        runs = [by_sample[sid] for by_sample in records.values()]
+        # a short tick per frame held by each run's memory when the question was asked, a tall one per frame selected
+        assert int(held) == sum(len(r.metadata["held_times"]) for r in runs) == len(re.findall(r'<g id="mt\d+-held-\d+-\d+"', card))  # type: ignore[attr-defined]
+        assert len(re.findall(r'<g id="mt\d+-sel-\d+-\d+"', card)) == sum(len(r.timestamps) for r in runs)  # type: ignore[attr-defined]
+        asked = {r.metadata["asked_at"] for r in runs}  # type: ignore[attr-defined]
+        assert len(asked) == 1 and f"asked at {next(iter(asked)):.1f} s" in card
+    # sliding_window with M=2 holds the two latest pool frames (fps=1: whole seconds; tiny_a's pool ends at 11 s) when asked
+    window = {sid: r.metadata["held_times"] for sid, r in records[("sliding_window", 2)].items()}  # type: ignore[attr-defined]
+    assert window == {"tiny_a/square_scene": [5.0, 6.0], "tiny_a/bar_scene": [10.0, 11.0], "tiny_b/first_scene": [3.0, 4.0]}
+    # the question's markup is shown as text
+    assert "<script>window.__pwned" not in html and "&lt;script&gt;window.__pwned = 1;&lt;/script&gt;" in html
+
+
+def test_a_report_without_streaming_runs_has_no_streaming_section(store_path: tuple[Path, Path]) -> None:
+    store, cache = store_path
+    html = build_report(store, options=_options(cache, thumbnails=False))
+    assert "stream-memory" not in html and "stream-held" not in html

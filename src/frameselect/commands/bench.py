@@ -50,6 +50,8 @@ def run_stream(args: argparse.Namespace) -> int:
         print(f"frameselect: error: {exc}", file=sys.stderr)
         return 2
     print(format_stream_report(rows))
+    if not args.no_report:
+        _write_report(args)
     return 0
 
 

@@ -7,7 +7,10 @@ those rankings as a heat map, the significant inversions); per-sample
 timelines (duration, evidence spans, the query relevance curve where the
 feature cache holds it, each selector's chosen frames as ticks, thumbnails of
 the chosen frames) with filters by question kind and outcome; routed runs'
-budgets per question kind; cost against accuracy; and replays side by side.
+budgets per question kind; cost against accuracy; replays side by side; and,
+for streaming runs, the headline metric against memory size (one line per
+streaming selector) and, per question, what each memory held when it was
+asked (the records' ``held_times`` and ``asked_at``).
 
 Everything is inline (styles, the small sorting/filtering script, SVG
 figures drawn by matplotlib, JPEG thumbnails as data URIs): the page makes no
@@ -108,6 +111,21 @@ class TimelineView:
 
 
 @dataclass
+class StreamTimelineView:
+    """One question of the streaming runs: what each memory held when it was asked."""
+
+    sample_id: str
+    question: str
+    asked_at: float
+    kind: str
+    svg: str
+    #: frames held, over every run shown
+    held: int
+    right: list[str]
+    wrong: list[str]
+
+
+@dataclass
 class DatasetView:
     name: str
     table: TableView
@@ -124,6 +142,9 @@ class DatasetView:
     title: str = ""
     #: how many runs the rank charts and timelines show, of how many (the best on the headline metric)
     shown: tuple[int, int] = (0, 0)
+    #: streaming runs: the headline metric against memory size, and per question what each memory held
+    stream_svg: str = ""
+    stream_timelines: list[StreamTimelineView] = field(default_factory=list)
 
 
 # -- tables ---------------------------------------------------------------------
@@ -441,6 +462,91 @@ def _timeline_across(
     )
 
 
+# -- streaming runs --------------------------------------------------------------------
+
+
+def _stream_name(run: StoredRun, several_k: bool) -> str:
+    name = run.info.selector
+    return f"{name}@k={run.info.config.get('k')}" if several_k else name
+
+
+def _memory(run: StoredRun) -> int | None:
+    sel = run.info.config.get("selector") or {}
+    params = sel.get("params") if isinstance(sel, Mapping) else None
+    value = params.get("memory") if isinstance(params, Mapping) else None
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _stream_curves(section: TableSection, runs: Sequence[StoredRun], metric: str) -> str:
+    """The headline metric against memory size, one line per streaming selector (and k, where runs differ in it)."""
+    est = {row.label: row.cells[metric].estimate for row in section.rows if metric in row.cells and row.subset in (None, "all")}
+    several_k = len({run.info.config.get("k") for run in runs}) > 1
+    curves: dict[str, dict[int, float]] = {}
+    for run in runs:
+        memory, value = _memory(run), est.get(run.label, math.nan)
+        if memory is not None and not math.isnan(value):
+            curves.setdefault(_stream_name(run, several_k), {}).setdefault(memory, value)
+    if not curves:
+        return ""
+    return figures.memory_curves({name: sorted(points.items()) for name, points in sorted(curves.items())}, ylabel=metric)
+
+
+def _stream_timelines(store: Store, runs: Sequence[StoredRun], metric: str, by: str | None, limit: int) -> list[StreamTimelineView]:
+    """Per question (round-robin over delay groups, else question kinds): each run's memory at ``asked_at`` and its selection."""
+    samples: dict[str, Sample] = {}
+    for run in runs:
+        samples = _revive_samples(run)
+        if samples:
+            break
+    records = {run.label: {r.sample_id: r for r in run.records} for run in runs}
+    ids_by_group: dict[str, list[str]] = defaultdict(list)
+    for sid in dict.fromkeys(r.sample_id for run in runs for r in run.records):
+        first = next(records[run.label][sid] for run in runs if sid in records[run.label])
+        if "held_times" not in first.metadata or "asked_at" not in first.metadata:
+            continue
+        group = first.metadata.get("delay_group", first.metadata.get(by, "") if by else "")
+        ids_by_group[str(group)].append(sid)
+    views: list[StreamTimelineView] = []
+    for n, sid in enumerate(_pick_samples(ids_by_group, limit)):
+        rows: list[figures.MemoryRow] = []
+        right: list[str] = []
+        wrong: list[str] = []
+        asked_at = 0.0
+        meta: Mapping[str, Any] = {}
+        for run in runs:
+            rec = records[run.label].get(sid)
+            if rec is None or "held_times" not in rec.metadata:
+                continue
+            meta = rec.metadata
+            asked_at = float(meta.get("asked_at", asked_at))
+            selected = rec.timestamps
+            if not selected:
+                stored = store.selection(run.info.run_id, sid)
+                selected = tuple(float(t) for t in stored[1].get("timestamps", ())) if stored is not None else ()
+            ok = _correct(rec.metrics, metric)
+            if ok is not None:
+                (right if ok else wrong).append(run.label)
+            held = tuple(float(t) for t in meta.get("held_times") or ())
+            rows.append(figures.MemoryRow(run.label, held, tuple(float(t) for t in selected), ok))
+        if not rows:
+            continue
+        sample = samples.get(sid)
+        evidence = [(e.start, e.end) for e in sample.evidence] if sample is not None else []
+        views.append(
+            StreamTimelineView(
+                sample_id=sid,
+                question=sample.query.text if sample is not None else "",
+                asked_at=asked_at,
+                kind=str(meta.get("delay_group", meta.get(by, "") if by else "")),
+                svg=figures.memory_timeline(asked_at, rows, evidence, gid=f"mt{n}"),
+                held=sum(len(r.held) for r in rows),
+                right=right,
+                wrong=wrong,
+            )
+        )
+    return views
+
+
 # -- routing, cost, replays ------------------------------------------------------------
 
 
@@ -564,6 +670,11 @@ def _dataset_views(store: Store, opts: ReportOptions, progress: Callable[[str], 
             view.timelines = _timelines(store, best, metric, opts.by, opts)
             view.cost_svgs = _cost_svgs(section, members, metric)
             view.replays = _replays(members, section, metric)
+            streams = [run for run in members if run.info.kind == "stream"]
+            if streams:
+                progress(f"streaming runs of {section.dataset}")
+                view.stream_svg = _stream_curves(section, streams, metric)
+                view.stream_timelines = _stream_timelines(store, streams, metric, opts.by, opts.samples)
         view.routing_svgs = _routing_svgs(members, opts.by)
         views.append(view)
     return views

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["bump_chart", "tau_heatmap", "cost_scatter", "budget_boxes", "timeline", "timeline_across", "TimelineRow", "VideoTimeline"]
+__all__ = ["bump_chart", "tau_heatmap", "cost_scatter", "budget_boxes", "timeline", "timeline_across", "TimelineRow", "VideoTimeline", "memory_curves", "memory_timeline", "MemoryRow"]
 
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
@@ -210,4 +210,69 @@ def timeline_across(videos: Sequence[VideoTimeline], *, gid: str = "tl") -> str:
         ax.tick_params(labelsize=7)
     axes[-1, 0].set_xlabel("time in each video (s)", fontsize=8)
     fig.tight_layout()
+
+
+def memory_curves(curves: Mapping[str, Sequence[tuple[int, float]]], *, ylabel: str, gid: str = "mem") -> str:
+    """A metric against memory size (frames held, log scale), one line per streaming selector.
+
+    Each line is an SVG element with id ``{gid}-line-{i}``, each of its points ``{gid}-point-{i}-{j}``.
+    """
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.0, 3.4))
+    sizes = sorted({m for points in curves.values() for m, _ in points})
+    for i, (name, points) in enumerate(curves.items()):
+        pts = sorted(points)
+        xs = [m for m, _ in pts]
+        ys = [v for _, v in pts]
+        line = ax.plot(xs, ys, color=color(i), linewidth=1.6, label=name)[0]
+        line.set_gid(f"{gid}-line-{i}")
+        for j, (x, y) in enumerate(pts):
+            ax.plot([x], [y], marker="o", color=color(i), markersize=4)[0].set_gid(f"{gid}-point-{i}-{j}")
+    if sizes and sizes[0] > 0:
+        ax.set_xscale("log", base=2)
+    ax.set_xticks(sizes, [str(m) for m in sizes])
+    ax.minorticks_off()
+    ax.set_xlabel("memory (frames held)")
+    ax.set_ylabel(ylabel)
+    ax.legend(loc="best", fontsize=8)
+    return _svg(fig)
+
+
+@dataclass(frozen=True)
+class MemoryRow:
+    """What one streaming run's memory held when a question was asked, and what it selected from it."""
+
+    label: str
+    held: tuple[float, ...]
+    selected: tuple[float, ...] = ()
+    correct: bool | None = None
+
+
+def memory_timeline(asked_at: float, rows: Sequence[MemoryRow], evidence: Sequence[tuple[float, float]] = (), *, gid: str = "mt") -> str:
+    """One question of a stream: a row per run with a tick per frame its memory held at ``asked_at`` (the selected ones taller).
+
+    The question's time is a dashed line; evidence spans are shaded. Each held
+    frame is an SVG element with id ``{gid}-held-{row}-{j}``, each selected one
+    ``{gid}-sel-{row}-{j}``.
+    """
+    plt = _plt()
+    n = len(rows)
+    fig, ax = plt.subplots(figsize=(7.5, max(0.9, 0.3 * n + 0.3) + 0.3))
+    end = max([asked_at] + [t for r in rows for t in r.held]) * 1.03 + 1.0
+    for s, e in evidence:
+        ax.axvspan(s, min(e, end), color="#2ca02c", alpha=0.18, linewidth=0)
+    for r, row in enumerate(rows):
+        y = n - 1 - r
+        mark = "" if row.correct is None else (" ✓" if row.correct else " ✗")
+        for j, t in enumerate(row.held):
+            ax.vlines(t, y - 0.2, y + 0.2, color=color(r), linewidth=1.0, alpha=0.6).set_gid(f"{gid}-held-{r}-{j}")
+        for j, t in enumerate(row.selected):
+            ax.vlines(t, y - 0.4, y + 0.4, color=color(r), linewidth=2.2).set_gid(f"{gid}-sel-{r}-{j}")
+        ax.text(-0.01, y, row.label + mark, transform=ax.get_yaxis_transform(), ha="right", va="center", fontsize=7)
+    ax.axvline(asked_at, color="#333333", linestyle="--", linewidth=1.0)
+    ax.set_yticks([])
+    ax.set_ylim(-0.6, n - 0.4)
+    ax.set_xlim(0, end)
+    ax.set_xlabel("stream time (s); dashed: the question is asked", fontsize=8)
+    ax.tick_params(labelsize=7)
     return _svg(fig)

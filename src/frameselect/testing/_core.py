@@ -24,8 +24,8 @@ from frameselect.parts import (
     part_config,
     part_fingerprint,
     registered_name_of,
-    revive,
 )
+from frameselect.registry import revive
 
 __all__ = ["Check", "PartCase", "check_config_round_trip", "check_param_ranges", "label_of", "register_example", "example_for", "registry_cases", "EXAMPLES"]
 

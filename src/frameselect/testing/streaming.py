@@ -122,7 +122,8 @@ def _determinism(part: Any) -> None:
 
 
 def _reset(part: Any) -> None:
-    from frameselect.parts import part_config, revive
+    from frameselect.parts import part_config
+    from frameselect.registry import revive
 
     _run(part, "reset", 50, 3)
     second = _run(part, "reset", 30, 1)
@@ -141,7 +142,8 @@ def _registered() -> set[str]:
 
 
 def _bad_input(part: Any) -> None:
-    from frameselect.parts import part_config, revive
+    from frameselect.parts import part_config
+    from frameselect.registry import revive
     from frameselect.streaming.base import StreamOrderError, StreamStateError
 
     emb, times, query = synthetic_stream(8)
