@@ -17,7 +17,19 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["bump_chart", "tau_heatmap", "cost_scatter", "budget_boxes", "timeline", "timeline_across", "TimelineRow", "VideoTimeline", "memory_curves", "memory_timeline", "MemoryRow"]
+__all__ = [
+    "bump_chart",
+    "tau_heatmap",
+    "cost_scatter",
+    "budget_boxes",
+    "timeline",
+    "timeline_across",
+    "TimelineRow",
+    "VideoTimeline",
+    "memory_curves",
+    "memory_timeline",
+    "MemoryRow",
+]
 
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
@@ -210,6 +222,7 @@ def timeline_across(videos: Sequence[VideoTimeline], *, gid: str = "tl") -> str:
         ax.tick_params(labelsize=7)
     axes[-1, 0].set_xlabel("time in each video (s)", fontsize=8)
     fig.tight_layout()
+    return _svg(fig)
 
 
 def memory_curves(curves: Mapping[str, Sequence[tuple[int, float]]], *, ylabel: str, gid: str = "mem") -> str:
