@@ -24,10 +24,11 @@ from chat_server import ChatServer  # noqa: E402
 from frameselect.answerers.http import OpenAIHTTPAnswerer  # noqa: E402
 from frameselect.datasets.base import InMemoryDataset  # noqa: E402
 from frameselect.errors import ConfigError  # noqa: E402
-from frameselect.executors import InlineExecutor, ProcessExecutor, WorkerJob, group_by_video, prefetched, prepare_unit, ship  # noqa: E402
+from frameselect.executors import InlineExecutor, ProcessExecutor, prefetched  # noqa: E402
 from frameselect.pipeline import SelectStep  # noqa: E402
 from frameselect.plan import plan_run  # noqa: E402
 from frameselect.replay import replay  # noqa: E402
+from frameselect.run import UnitWork, group_by_video, units_of  # noqa: E402
 from frameselect.selectors import Selector  # noqa: E402
 from frameselect.selectors.basic import uniform_indices  # noqa: E402
 from frameselect.store import Store  # noqa: E402
@@ -85,6 +86,18 @@ def test_units_are_videos_in_order_of_first_appearance() -> None:
     q = Query("q?", ("A", "B"))
     samples = [Sample("a1", "x.mp4", q), Sample("b1", "y.mp4", q), Sample("a2", "x.mp4", q), Sample("c1", "z.mp4", q)]
     assert [[s.id for s in u] for u in group_by_video(samples)] == [["a1", "a2"], ["b1"], ["c1"]]
+
+
+def test_a_sample_over_two_videos_is_one_unit_keyed_by_both_and_fails_with_its_reason(tiny: Any, tmp_path: Path) -> None:
+    from frameselect.types import VideoRef
+
+    a, b = sorted({s.video for s in tiny})[:2]
+    two = Sample.across("two/videos", [VideoRef("video_1", a), VideoRef("video_2", b)], Query("which?", ("A", "B")), "A")
+    one = next(s for s in tiny if s.video == a)
+    assert [(u.videos, [s.id for s in u.samples]) for u in units_of([one, two])] == [((a,), [one.id]), ((a, b), ["two/videos"])]
+    result = frameselect.evaluate("uniform", ["evidence_recall"], InMemoryDataset([one, two], name="two"), k=2, cache_dir=tmp_path / "c")
+    failed = {r.sample_id: r.error for r in result.records if r.status != "ok"}
+    assert list(failed) == ["two/videos"] and "spans 2 videos; answering and scoring take one video a sample" in str(failed["two/videos"])
 
 
 def test_process_executor_two_workers_equal_serial_and_resume(tiny: Any, tmp_path: Path) -> None:
@@ -146,11 +159,10 @@ def test_prefetched_keeps_order_bounds_the_queue_and_raises_the_producers_error(
 
 def test_a_worker_can_return_its_new_cache_entries_for_the_driver(tiny: Any, tmp_path: Path) -> None:
     plan = plan_run("kcenter", ["evidence_recall"], tiny, 3, encoder="color_histogram")
-    parts = ship((plan, SelectStep()))
-    job = WorkerJob(token="t", parts=parts, cache_dir=str(tmp_path / "worker"), return_arrays=True)
-    unit = group_by_video(list(plan.samples))[0]
-    result = prepare_unit(job, unit)
-    assert [p.sample.id for p in result.prepared] == [s.id for s in unit]
+    work = UnitWork(plan, SelectStep(), cache_dir=str(tmp_path / "worker"), return_arrays=True)
+    unit = units_of(list(plan.samples))[0]
+    result = work(unit)
+    assert [p.sample.id for p in result.prepared] == [s.id for s in unit.samples]
     frames = [(b, k, v) for b, k, v in result.arrays if b == "frames"]
     assert len(frames) == 1 and len(result.probes) == 1  # one pool, encoded once for all the video's samples
     on_disk = np.load(tmp_path / "worker" / "frames" / frames[0][1][:2] / f"{frames[0][1]}.npy")
@@ -197,7 +209,8 @@ def test_many_videos_against_two_servers_with_bounded_concurrency_each(tiny: Any
 @pytest.fixture(scope="module")
 def ray_cluster() -> Any:
     ray = pytest.importorskip("ray")
-    from frameselect.executors import _runtime_env, cloudpickle_module
+    from frameselect.executors import cloudpickle_module
+    from frameselect.executors.transports import _runtime_env
 
     cloudpickle = cloudpickle_module()
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # this module's test parts travel by value
@@ -317,14 +330,14 @@ def test_bench_on_an_executor_runs_two_runs_at_once_and_equals_serial(tmp_path: 
 
 
 def test_process_workers_get_their_share_of_the_cores_for_blas_and_onnx_runtime() -> None:
-    """numpy's OpenBLAS is loaded before a worker's initializer runs: it is limited all the same."""
-    threadpoolctl = pytest.importorskip("threadpoolctl")
+    """numpy's OpenBLAS is limited whenever it is loaded (workers import it after their initializer has run)."""
+    pytest.importorskip("threadpoolctl")
     from frameselect.encoders._onnx import intra_op_threads
     from frameselect.executors import usable_cpus
 
     share = max(1, usable_cpus() // 2)
     with ProcessExecutor(2) as ex:
-        info = ex.submit(threadpoolctl.threadpool_info).result()
+        info = ex.submit(eval, "__import__('numpy') and __import__('threadpoolctl').threadpool_info()").result()
         onnx_threads = ex.submit(intra_op_threads).result()
     blas = {(i["internal_api"], i["num_threads"]) for i in info if i["user_api"] == "blas"}
     assert blas and {n for _, n in blas} == {share}
@@ -349,3 +362,137 @@ def test_a_local_ray_cluster_started_here_runs_its_workers_at_normal_priority() 
     assert line, out.stderr[-2000:]
     driver_nice = int(line[0].split()[-1])
     assert line[0] == f"NICE [{driver_nice}] {driver_nice}"  # the workers' priority is the driver's
+
+
+# -- one loop, three transports; workers that cannot start or die ----------------------
+
+
+def test_the_same_plan_through_inline_process_and_ray_gives_identical_records_ids_and_tables(ray_cluster: Any, tiny: Any, tmp_path: Path) -> None:
+    from frameselect.pipeline import run_plan
+
+    plan = plan_run("kcenter", EVALUATORS, tiny, 3, encoder="color_histogram", answerer="oracle")
+    results = {}
+    with ProcessExecutor(2) as process:
+        for name, ex in (("inline", InlineExecutor()), ("process", process), ("ray", "ray")):
+            results[name] = run_plan(plan, store=tmp_path / f"{name}.sqlite", cache_dir=tmp_path / f"c-{name}", executor=ex, workers=2)
+    inline = results["inline"]
+    assert inline.table["n"] == 6 and inline.counters.selector_calls == 6
+    for name in ("process", "ray"):
+        other = results[name]
+        assert other.run_id == inline.run_id == plan.run_id, name
+        assert comparable(other.records) == comparable(inline.records), name
+        assert {k: v for k, v in other.table.items() if "latency" not in k} == {k: v for k, v in inline.table.items() if "latency" not in k}, name
+        assert other.counters.frames_encoded == inline.counters.frames_encoded > 0, name
+
+
+def test_deepcopy_and_pickle_of_a_decode_counter_do_not_depend_on_what_was_imported() -> None:
+    import copy
+    import subprocess
+
+    code = (
+        "import copy, pickle\n"
+        "from frameselect.video.decode import DecodeCounter, FrameMemo\n"
+        "c = DecodeCounter(); c.add(5); m = FrameMemo(limit=3)\n"
+        "before = (copy.deepcopy(c).frames_decoded, pickle.loads(pickle.dumps(c)).frames_decoded, copy.deepcopy(m).limit)\n"
+        "import frameselect.executors, frameselect.run\n"
+        "after = (copy.deepcopy(c).frames_decoded, pickle.loads(pickle.dumps(c)).frames_decoded, copy.deepcopy(m).limit)\n"
+        "print(before == after, before)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(Path(frameselect.__file__).parent.parent)},
+    )
+    assert out.stdout.split() == ["True", "(0,", "0,", "3)"], out.stderr[-2000:]  # a counter travels empty, a memo with its settings
+    from frameselect.video.decode import DecodeCounter
+
+    c = DecodeCounter()
+    c.add(2)
+    assert copy.deepcopy(c).frames_decoded == 0 and c.frames_decoded == 2
+
+
+NO_GUARD_SCRIPT = """
+import sys
+import frameselect
+from frameselect.plan import resolve
+
+ds = resolve("datasets", "tiny", root=sys.argv[1])
+frameselect.evaluate("uniform", ["evidence_recall"], ds, k=2, store=sys.argv[2], cache_dir=sys.argv[3], executor="process", workers=2, progress=False)
+print("finished")
+"""
+
+
+def test_a_script_without_a_main_guard_gets_a_clear_error_before_any_sample(tiny_root: Path, tmp_path: Path) -> None:
+    import subprocess
+
+    script = tmp_path / "unguarded.py"
+    script.write_text(NO_GUARD_SCRIPT)
+    store = tmp_path / "s.sqlite"
+    env = {**os.environ, "PYTHONPATH": str(Path(frameselect.__file__).parent.parent)}
+    out = subprocess.run(
+        [sys.executable, str(script), str(tiny_root), str(store), str(tmp_path / "c")], capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path
+    )
+    assert out.returncode != 0 and "finished" not in out.stdout
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("frameselect.executors.transports.WorkerStartError: executor 'process': its worker processes could not start"), out.stderr[-3000:]
+    assert 'if __name__ == "__main__":' in last and "executor='serial'" in last
+    assert not store.exists() or sqlite3.connect(store).execute("SELECT COUNT(*) FROM records").fetchone()[0] == 0
+
+
+@dataclass(frozen=True)
+class DiesOn(Selector):
+    """Uniform; a worker process selecting on the pool of ``video_id`` kills itself (SIGKILL): every time, or only the first (``once``: a marker file)."""
+
+    video_id: str = ""
+    driver_pid: int = 0
+    once: str = ""
+
+    def _select(self, pool, query, k, features, rng):  # type: ignore[no-untyped-def]
+        if pool.video_id == self.video_id and os.getpid() != self.driver_pid:
+            if not self.once or not Path(self.once).exists():
+                if self.once:
+                    Path(self.once).write_text(str(os.getpid()))
+                os.kill(os.getpid(), 9)
+        return uniform_indices(len(pool), k)
+
+
+def _records_per_sample(store: Path, run_id: str) -> dict[str, int]:
+    with sqlite3.connect(store) as conn:
+        return dict(conn.execute("SELECT sample_id, COUNT(*) FROM records WHERE run_id = ? GROUP BY sample_id", (run_id,)).fetchall())
+
+
+def test_a_worker_killed_once_has_its_unit_retried_and_nothing_is_lost_or_duplicated(tiny: Any, tmp_path: Path) -> None:
+    from frameselect.video.decode import content_hash
+
+    victim = content_hash(next(iter(tiny)).video)
+    marker = tmp_path / "killed.pid"
+    sel = DiesOn(video_id=victim, driver_pid=os.getpid(), once=str(marker))
+    store = tmp_path / "p.sqlite"
+    with ProcessExecutor(2) as ex:
+        par = frameselect.evaluate(sel, ["evidence_recall"], tiny, k=3, store=store, cache_dir=tmp_path / "c", executor=ex)
+    assert marker.exists()  # a worker did die on that video
+    serial = frameselect.evaluate(sel, ["evidence_recall"], tiny, k=3, store=tmp_path / "s.sqlite", cache_dir=tmp_path / "c")
+    assert comparable(par.records) == comparable(serial.records) and all(r.status == "ok" for r in par.records)
+    assert _records_per_sample(store, par.run_id) == {s.id: 1 for s in tiny}
+
+
+def test_a_worker_killed_on_every_try_fails_only_its_units_samples_with_the_cause(tiny: Any, tmp_path: Path) -> None:
+    from frameselect.run import failure_reasons
+    from frameselect.video.decode import content_hash
+
+    victim_video = next(iter(tiny)).video
+    sel = DiesOn(video_id=content_hash(victim_video), driver_pid=os.getpid())
+    store = tmp_path / "p.sqlite"
+    with ProcessExecutor(2) as ex:
+        par = frameselect.evaluate(sel, ["evidence_recall"], tiny, k=3, store=store, cache_dir=tmp_path / "c", executor=ex)
+        again = frameselect.evaluate("uniform", ["evidence_recall"], tiny, k=3, store=store, cache_dir=tmp_path / "c", executor=ex)  # the pool still works
+    victims = {s.id for s in tiny if s.video == victim_video}
+    assert victims and {r.sample_id for r in par.records if r.status != "ok"} == victims
+    assert all(r.status == "ok" for r in par.records if r.sample_id not in victims)  # the other videos' samples finished normally
+    reasons = failure_reasons(par.records)
+    assert len(reasons) == 1 and reasons[0][1] == len(victims)
+    assert reasons[0][0].startswith("worker lost: WorkerLost: worker process ") and reasons[0][0].endswith("ended while running this task (killed by SIGKILL)")
+    assert _records_per_sample(store, par.run_id) == {s.id: 1 for s in tiny}
+    assert again.table["n"] == 6

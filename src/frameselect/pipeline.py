@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from frameselect.answerers.base import Answerer, AnswerRequest
+from frameselect.answerers.base import Answerer
 from frameselect.cache import Cache
 from frameselect.datasets.base import Dataset
 from frameselect.encoders.base import Encoder
@@ -46,6 +46,7 @@ from frameselect.run import (
     breakdown,
     build_pool,
     check_selection,
+    sample_videos,
 )
 from frameselect.selectors.base import Selector
 from frameselect.store import Store
@@ -71,6 +72,9 @@ __all__ = [
     "answer_cache_key",
     "Progress",
     "PIXEL_WIDTH",
+    "FeatureStep",
+    "feature_plan",
+    "encode_pools",
 ]
 
 #: width of the downscaled frames handed to pixel-based selectors
@@ -185,17 +189,57 @@ def select_step(p: Prepared, plan: Plan, ctx: RunContext, routes: RouteSet | Non
         p.metadata = {**p.metadata, "token_budget": frame_plan.budget, "frame_size": list(frame_plan.size)}
     if selector is None:
         raise ConfigError("this plan names no selector; plans of evaluate() come from plan_run()")
-    pool = build_pool(sample, plan.pool, ctx)
-    p.video_id = pool.video_id
-    needs = set(selector.needs).union(*(e.needs for e in plan.evaluators))
-    p.features = featurize(pool, sample, needs, plan.encoder, ctx)
-    selection = selector.select(pool, sample.query, p.k, p.features, seed=sample_seed(plan.seed, sample.id))
-    ctx.counters.selector_calls += 1
-    check_selection(selector, selection, p.k, len(pool), sample)
-    if plan.tokens is not None and frame_plan is None:
-        raise FrameselectError(f"sample {sample.id!r} has no token plan: its video could not be read when the run was planned")
-    selection = priced_selection(selection, plan, pool, ctx, frame_plan, frame_plan.budget if frame_plan is not None else None)
-    p.request = AnswerRequest(sample, pool, selection)
+    for video in sample_videos(sample):
+        pool = build_pool(sample, plan.pool, ctx, video)
+        needs = set(selector.needs).union(*(e.needs for e in plan.evaluators))
+        features = featurize(pool, sample, needs, plan.encoder, ctx)
+        selection = selector.select(pool, sample.query, p.k, features, seed=sample_seed(plan.seed, sample.id))
+        ctx.counters.selector_calls += 1
+        check_selection(selector, selection, p.k, len(pool), sample)
+        if plan.tokens is not None and frame_plan is None:
+            raise FrameselectError(f"sample {sample.id!r} has no token plan: its video could not be read when the run was planned")
+        selection = priced_selection(selection, plan, pool, ctx, frame_plan, frame_plan.budget if frame_plan is not None else None)
+        p.put(video, pool, selection, features)
+
+
+@dataclass(frozen=True)
+class FeatureStep:
+    """The prepare step of runs that only compute features (a benchmark's encoding, a trainer's data): each video's pool and its ``needs``."""
+
+    needs: frozenset[str] = frozenset({"embeddings"})
+
+    def __call__(self, p: Prepared, plan: Plan, ctx: RunContext) -> None:
+        for video in sample_videos(p.sample):
+            pool = build_pool(p.sample, plan.pool, ctx, video)
+            p.put(video, pool, features=featurize(pool, p.sample, self.needs, plan.encoder, ctx))
+
+
+def feature_plan(samples: Sequence[Sample], encoder: Encoder | None, policy: str, label: str = "features") -> Plan:
+    """A plan that only computes features (:class:`FeatureStep`): never stored, so it has no run id."""
+    return Plan(kind="features", run_id="", config={"label": label}, samples=tuple(samples), evaluators=(), pool=policy, encoder=encoder)
+
+
+def encode_pools(
+    samples: Sequence[Sample],
+    encoder: Encoder,
+    policy: str,
+    cache_dir: str | os.PathLike[str] | None,
+    executor: str | Executor | ExecutorSpec = "serial",
+) -> int:
+    """Each distinct video's pool encoded into the feature cache (a run of one sample per video on ``executor``); frames encoded.
+
+    A sample that cannot be encoded raises its error: what follows (the
+    readers, the trainer) needs every pool.
+    """
+    firsts: dict[str, Sample] = {}
+    for s in samples:
+        firsts.setdefault(str(s.video), s)
+    with Run(feature_plan(list(firsts.values()), encoder, policy, "encode pools"), cache_dir=cache_dir, progress=False) as run:
+        prepared = run.collect(FeatureStep(), executor, keep_features=False)
+    for p in prepared:
+        if p.error is not None:
+            raise p.error
+    return run.counters.frames_encoded
 
 
 def sample_seed(seed: int, sample_id: str) -> int:

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from frameselect.answerers.base import Answerer, AnswerRequest
+from frameselect.answerers.base import Answerer
 from frameselect.datasets.base import Dataset, InMemoryDataset
 from frameselect.errors import ConfigError, FrameselectError, MissingSelectionError, PartConfigError, UnknownNameError
 from frameselect.evaluators.base import Evaluator
@@ -39,7 +39,7 @@ from frameselect.fingerprint import fingerprint
 from frameselect.parts import part_config
 from frameselect.plan import Plan, load_samples, part_identity, resolve
 from frameselect.registry import get_registry, revive
-from frameselect.run import Prepared, Run, RunContext, RunResult, build_pool, open_store
+from frameselect.run import Prepared, Run, RunContext, RunResult, build_pool, open_store, sample_videos
 from frameselect.store import RunInfo, Store
 from frameselect.types import Sample, SampleRecord, Selection
 
@@ -129,10 +129,10 @@ def apply_stored_selection(p: Prepared, stored: tuple[Selection, Mapping[str, An
         )
     selection, meta = stored
     p.k, p.policy = int(meta.get("k") or len(selection)), str(meta.get("policy") or p.policy)
-    pool = build_pool(p.sample, p.policy, ctx)
-    p.video_id = pool.video_id
-    _check_fits(p.sample, selection, meta, pool.video_id, pool.timestamps, parent_id)
-    p.request = AnswerRequest(p.sample, pool, selection)
+    for video in sample_videos(p.sample):
+        pool = build_pool(p.sample, p.policy, ctx, video)
+        _check_fits(p.sample, selection, meta, pool.video_id, pool.timestamps, parent_id)
+        p.put(video, pool, selection)
 
 
 @dataclass(frozen=True)

@@ -17,16 +17,20 @@ as that sample's failure and the run goes on.
 
 from __future__ import annotations
 
+import collections
+import concurrent.futures as cf
 import dataclasses
+import functools
 import os
 import re
+import threading
 import traceback
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -34,12 +38,13 @@ from frameselect.answerers.base import Answerer, AnswerRequest, answer_cache_key
 from frameselect.cache import Cache, RunCounters, default_cache_dir
 from frameselect.errors import AnswererError, ContractError, FrameselectError
 from frameselect.evaluators.base import Evaluator
+from frameselect.executors import Executor, ExecutorSpec, executor_scope, make_job, run_job
 from frameselect.fill import fill_share
 from frameselect.plan import Plan
 from frameselect.progress import Progress
 from frameselect.store import Store
 from frameselect.types import Answer, CandidatePool, Features, Sample, SampleRecord, Selection
-from frameselect.video.decode import DecodeCounter, FrameMemo, VideoInfo, candidates, content_hash, probe, time_error_summary
+from frameselect.video.decode import DecodeCounter, FrameMemo, VideoFrameSource, VideoInfo, candidates, content_hash, probe, time_error_summary
 
 __all__ = [
     "Run",
@@ -64,9 +69,21 @@ __all__ = [
     "SampleFailure",
     "prepare_sample",
     "reason_of",
+    "guarded",
+    "Step",
+    "Unit",
+    "UnitWork",
+    "UnitResult",
+    "AnswerWork",
+    "units_of",
+    "group_by_video",
+    "sample_videos",
+    "answers_on_driver",
+    "bind_frames",
 ]
 
 StoreArg = str | os.PathLike[str] | Store | None
+T = TypeVar("T")
 
 
 @dataclass
@@ -82,17 +99,18 @@ class RunContext:
     prefetch: int = 2
 
 
-def build_pool(sample: Sample, policy: str, ctx: RunContext) -> CandidatePool:
-    """The sample's candidate pool; the video's probe comes from the cache when present."""
-    video_hash = content_hash(sample.video)
+def build_pool(sample: Sample, policy: str, ctx: RunContext, video: str | None = None) -> CandidatePool:
+    """The candidate pool of one of the sample's videos (default: its video); the video's probe comes from the cache when present."""
+    path = sample.video if video is None else video
+    video_hash = content_hash(path)
     info = ctx.probes.get(video_hash) or ctx.cache.load_probe(video_hash)
     if info is None:
-        info = probe(sample.video, counter=ctx.decoded)
+        info = probe(path, counter=ctx.decoded)
         ctx.cache.save_probe(video_hash, info)
-    elif info.path != sample.video:
-        info = dataclasses.replace(info, path=sample.video)
+    elif info.path != path:
+        info = dataclasses.replace(info, path=path)
     ctx.probes[video_hash] = info
-    return candidates(sample.video, policy, video_id=video_hash, info=info, counter=ctx.decoded, memo=ctx.memo)
+    return candidates(path, policy, video_id=video_hash, info=info, counter=ctx.decoded, memo=ctx.memo)
 
 
 @dataclass
@@ -119,16 +137,49 @@ class RunResult:
 
 @dataclass
 class Prepared:
-    """One sample on its way: the prepare step fills in the request to answer and score."""
+    """One sample on its way: the prepare step fills in, per video of the sample, its pool, features and selection.
+
+    Pools, features and selections are mappings video → value (one entry for
+    a sample of one video), so a sample spanning several videos takes the
+    same path. ``error`` is why the sample could not be prepared.
+    """
 
     sample: Sample
     k: int
     policy: str
-    video_id: str = ""
-    request: AnswerRequest | None = None
-    features: Features | None = None
+    pools: dict[str, CandidatePool] = field(default_factory=dict)
+    features: dict[str, Features] = field(default_factory=dict)
+    selections: dict[str, Selection] = field(default_factory=dict)
     error: Exception | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)  # added to the record's (route policy, demand)
+
+    def put(self, video: str, pool: CandidatePool, selection: Selection | None = None, features: Features | None = None) -> None:
+        """What the prepare step learnt about one of the sample's videos."""
+        self.pools[video] = pool
+        if selection is not None:
+            self.selections[video] = selection
+        if features is not None:
+            self.features[video] = features
+
+    def one(self) -> tuple[CandidatePool, Selection | None, Features | None] | None:
+        """The pool, selection and features of a one-video sample (None before its pool is built)."""
+        if len(self.pools) > 1:
+            raise FrameselectError(f"sample {self.sample.id!r} spans {len(self.pools)} videos; answering and scoring take one video a sample")
+        if not self.pools:
+            return None
+        video = next(iter(self.pools))
+        return self.pools[video], self.selections.get(video), self.features.get(video)
+
+    @property
+    def video_id(self) -> str:
+        """The content hash of the sample's video (``+``-joined for several), as stored with its selection."""
+        return "+".join(pool.video_id for pool in self.pools.values())
+
+    @property
+    def request(self) -> AnswerRequest | None:
+        """What an answerer is asked for this sample (None while it has no selection)."""
+        one = None if self.error is not None else self.one()
+        return None if one is None or one[1] is None else AnswerRequest(self.sample, one[0], one[1])
 
 
 # -- contracts -------------------------------------------------------------------------
@@ -205,15 +256,26 @@ def _failure(p: Prepared, exc: BaseException) -> SampleRecord:
     return SampleRecord(sample_id=p.sample.id, metrics={}, status="failed", error=reason_of(exc), k=p.k, policy=p.policy, metadata=metadata)
 
 
-def prepare_sample(prepare: Callable[[Prepared], None], sample: Sample, plan: Plan) -> Prepared:
-    """One sample through a prepare step; an exception other than :class:`ContractError` becomes its ``error``."""
-    p = Prepared(sample, k=plan.k, policy=plan.pool)
+def guarded(fn: Callable[[], T]) -> tuple[T | None, Exception | None]:
+    """The run's one failure rule: a :class:`ContractError` stops the run; any other exception is returned.
+
+    The caller records what is returned as the failure of the sample (or of
+    the unit's samples) it concerns, and the run goes on.
+    """
     try:
-        prepare(p)
+        return fn(), None
     except ContractError:
         raise
     except Exception as exc:  # a fault of this sample's data or of the outside world
-        p.request, p.error = None, exc
+        return None, exc
+
+
+def prepare_sample(step: Step, sample: Sample, plan: Plan, ctx: RunContext) -> Prepared:
+    """One sample through a prepare step; a failure (see :func:`guarded`) becomes its ``error``."""
+    p = Prepared(sample, k=plan.k, policy=plan.pool)
+    _, p.error = guarded(lambda: step(p, plan, ctx))
+    if p.error is not None:
+        p.selections.clear()
     return p
 
 
@@ -351,8 +413,154 @@ def open_store(store: StoreArg) -> Iterator[Store]:
         st.close()
 
 
+# -- units of work ------------------------------------------------------------------------
+
+
+def sample_videos(sample: Sample) -> tuple[str, ...]:
+    """The paths of the videos a sample needs, in order (:attr:`~frameselect.types.Sample.video_refs`)."""
+    return tuple(str(v.path) for v in sample.video_refs)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A unit of work: the videos some samples need, with those samples (in plan order).
+
+    A unit's pools are built and encoded once for all its samples, wherever it runs.
+    """
+
+    videos: tuple[str, ...]
+    samples: tuple[Sample, ...]
+
+
+def units_of(samples: Sequence[Sample]) -> list[Unit]:
+    """Samples grouped by the videos they need, units in order of first appearance, samples in plan order."""
+    groups: dict[tuple[str, ...], list[Sample]] = {}
+    for s in samples:
+        groups.setdefault(sample_videos(s), []).append(s)
+    return [Unit(videos, tuple(group)) for videos, group in groups.items()]
+
+
+def group_by_video(samples: Sequence[Sample]) -> list[list[Sample]]:
+    """The samples of each unit (:func:`units_of`)."""
+    return [list(u.samples) for u in units_of(samples)]
+
+
+class Step(Protocol):
+    """A prepare step: fills one sample's :class:`Prepared` (``p.put(video, pool, selection, features)``) or raises why not.
+
+    A step is a value an executor can ship to its workers (a frozen dataclass).
+    """
+
+    def __call__(self, p: Prepared, plan: Plan, ctx: RunContext) -> None: ...
+
+
+@dataclass
+class UnitResult:
+    """A unit's samples prepared, and what it cost."""
+
+    prepared: list[Prepared]
+    counters: RunCounters
+    arrays: list[tuple[str, str, np.ndarray]] = field(default_factory=list)
+    probes: list[tuple[str, VideoInfo]] = field(default_factory=list)
+    pid: int = 0
+
+
+class RecordingCache(Cache):
+    """A cache that also remembers what it wrote, so a worker can hand its new entries to the driver."""
+
+    def __init__(self, root: Path | None) -> None:
+        super().__init__(root)
+        self.written: list[tuple[str, str, np.ndarray]] = []
+        self.probes_written: list[tuple[str, VideoInfo]] = []
+
+    def save_array(self, bucket: str, key: str, value: np.ndarray) -> None:
+        super().save_array(bucket, key, value)
+        if bucket != "probe":
+            self.written.append((bucket, key, np.asarray(value)))
+
+    def save_probe(self, video_hash: str, info: VideoInfo) -> None:
+        super().save_probe(video_hash, info)
+        self.probes_written.append((video_hash, info))
+
+
+@dataclass(frozen=True)
+class UnitWork:
+    """What a transport runs for a unit: the plan's prepare step over each of its samples.
+
+    Shipped to workers, it prepares in a context of its own (its cache at
+    ``cache_dir``; new entries returned too with ``return_arrays``) and drops
+    features nobody scores (``keep_features``); in this process (``local``)
+    it uses the run's own context.
+    """
+
+    plan: Plan
+    step: Step
+    cache_dir: str | None = None
+    return_arrays: bool = False
+    keep_features: bool = True
+
+    def __call__(self, unit: Unit) -> UnitResult:
+        root = Path(self.cache_dir) if self.cache_dir is not None else None
+        cache = RecordingCache(root) if self.return_arrays else Cache(root)
+        ctx = RunContext(cache=cache)
+        result = self.local(unit, ctx)
+        for p in result.prepared:
+            if p.error is not None:  # its reason (with where it was raised) is written here, where the traceback is
+                p.error = SampleFailure(reason_of(p.error))
+            if not self.keep_features:
+                p.features.clear()
+        ctx.counters.frames_decoded = ctx.decoded.frames_decoded
+        if isinstance(cache, RecordingCache):
+            result.arrays, result.probes = cache.written, cache.probes_written
+        return result
+
+    def local(self, unit: Unit, ctx: RunContext) -> UnitResult:
+        prepared = [prepare_sample(self.step, sample, self.plan, ctx) for sample in unit.samples]
+        return UnitResult(prepared=prepared, counters=ctx.counters, pid=os.getpid())
+
+
+@dataclass(frozen=True)
+class AnswerWork:
+    """What a transport runs to answer a unit's uncached requests (a backend that is not called from the driver)."""
+
+    answerer: Answerer
+    #: the requests' frame sources count into a counter of this call's (a worker's), returned; False: as they are (this process)
+    rebind: bool = True
+
+    def __call__(self, requests: Sequence[AnswerRequest]) -> tuple[list[Answer], int]:
+        counter, memo = DecodeCounter(), FrameMemo()
+        for r in requests:
+            if self.rebind:
+                bind_frames(r, counter, memo)
+        chunk = answer_batch_size(self.answerer)
+        answers: list[Answer] = []
+        for start in range(0, len(requests), chunk):
+            answers.extend(call_backend(self.answerer, requests[start : start + chunk]))
+        return answers, counter.frames_decoded
+
+
+def bind_frames(request: AnswerRequest, counter: DecodeCounter, memo: FrameMemo) -> None:
+    """The request's frame source counts into ``counter`` and remembers in ``memo`` (this side's)."""
+    source = request.pool.source
+    if isinstance(source, VideoFrameSource):
+        source.counter = counter
+        source.memo = memo
+
+
+def answers_on_driver(answerer: Answerer) -> bool:
+    """A backend that takes concurrent requests (an HTTP server) is called from the driver; any other answers where units run."""
+    return answer_batch_size(answerer) > 1
+
+
+#: attempts a unit gets when the worker running it dies (the first, and one retry)
+UNIT_ATTEMPTS = 2
+
+
+# -- the run ------------------------------------------------------------------------------
+
+
 class Run:
-    """One planned run against a store: resume, answer, score, record, finish.
+    """One planned run against a store: the life of every sample, resume, finish.
 
     Use as a context manager; ``store`` given as a path is closed on exit.
     """
@@ -383,26 +591,32 @@ class Run:
     def counters(self) -> RunCounters:
         return self.ctx.counters
 
-    def execute(self, prepare: Callable[[Prepared], None]) -> RunResult:
-        """Prepare, answer, score and record every sample not yet stored ``ok``; then finish.
+    def execute_with(self, step: Step, executor: str | Executor | ExecutorSpec = "serial", *, workers: int | None = None) -> RunResult:
+        """Every sample not yet stored ``ok``: prepared by ``step`` on ``executor``, answered, scored, recorded; then finish.
 
-        ``prepare(p)`` sets ``p.request`` (pool and selection) and whatever else
-        it learns (``k``, ``policy``, ``video_id``, ``features``, ``metadata``);
-        an exception it raises fails that sample only, unless it is a
-        :class:`ContractError`.
+        Units of work (:func:`units_of`) are prepared where the executor runs
+        them (``"serial"``: here, one after another); this process alone
+        answers through the answer cache, scores and writes the store.
         """
-        plan = self.plan
-        todo = self.start()
-        chunk_size = answer_batch_size(plan.answerer) if plan.needs_answers else 1
-        bar = Progress(len(todo), plan.label, self.progress)
-        for start in range(0, len(todo), chunk_size):
-            prepared = [self._prepare(prepare, sample) for sample in todo[start : start + chunk_size]]
-            answers = self._answer(prepared)
-            for p in prepared:
-                self.record(p, answers.get(id(p)))
-                bar.update()
-        bar.close()
+        with executor_scope(executor, workers) as ex:
+            todo = self.start()
+            _SampleLoop(self, step, ex, record=True).drive(units_of(todo))
         return self.finish()
+
+    def collect(
+        self, step: Step, executor: str | Executor | ExecutorSpec = "serial", *, workers: int | None = None, keep_features: bool = True
+    ) -> list[Prepared]:
+        """Every sample of the plan through ``step`` on ``executor``, returned prepared (plan order); the store is not touched.
+
+        For runs that only prepare: a benchmark's encoding of its pools
+        (``keep_features=False``: workers return none), a trainer's data collection.
+        """
+        with executor_scope(executor, workers) as ex:
+            loop = _SampleLoop(self, step, ex, record=False, keep_features=keep_features)
+            loop.drive(units_of(self.plan.samples))
+        self.counters.frames_decoded = self.ctx.decoded.frames_decoded
+        order = {s.id: i for i, s in enumerate(self.plan.samples)}
+        return sorted(loop.collected, key=lambda p: order[p.sample.id])
 
     def start(self) -> list[Sample]:
         """Open the run's row; the samples not yet stored ``ok`` (resume), in plan order."""
@@ -412,30 +626,6 @@ class Run:
         todo = [s for s in plan.samples if s.id not in done]
         self.counters.samples_skipped = len(plan.samples) - len(todo)
         return todo
-
-    def execute_with(self, step: Any, executor: Any = "serial", *, workers: int | None = None) -> RunResult:
-        """Execute with a prepare ``step`` (``step(p, plan, ctx)``) on an executor (:mod:`frameselect.executors`).
-
-        ``"serial"`` runs here, one sample after another; any other executor
-        computes whole videos on its workers while this process alone writes the store.
-        """
-        from frameselect.executors import execute_units, executor_scope
-
-        with executor_scope(executor, workers) as ex:
-            if ex is None:
-                return self.execute(lambda p: step(p, self.plan, self.ctx))
-            return execute_units(self, step, ex)
-
-    def _prepare(self, prepare: Callable[[Prepared], None], sample: Sample) -> Prepared:
-        return prepare_sample(prepare, sample, self.plan)
-
-    def _answer(self, prepared: Sequence[Prepared]) -> dict[int, Answer]:
-        """One ``answer()`` call for the chunk's ready samples (through the answer cache)."""
-        ready = [p for p in prepared if p.request is not None]
-        if not self.plan.needs_answers or not ready or self.plan.answerer is None:
-            return {}
-        requests = [p.request for p in ready if p.request is not None]
-        return dict(zip((id(p) for p in ready), answer_batch(self.plan.answerer, requests, self.store, self.counters), strict=True))
 
     def record(self, p: Prepared, answer: Answer | None) -> None:
         """Score one prepared sample and store its record and selection in one transaction."""
@@ -449,30 +639,28 @@ class Run:
             self.on_record(record)
 
     def _score(self, p: Prepared, answer: Answer | None) -> tuple[SampleRecord, Selection | None]:
-        if p.request is None:
+        one = None if p.error is not None else p.one()
+        if one is None or one[1] is None:
             return _failure(p, p.error or FrameselectError(f"the prepare step gave sample {p.sample.id!r} no selection")), None
         if answer is not None and answer.error is not None:
             return _failure(p, AnswererError(answer.error)), None
-        req = p.request
-        try:
-            metrics = score_sample(self.plan.evaluators, p.sample, req.pool, req.selection, answer, p.features)
-        except ContractError:
-            raise
-        except Exception as exc:
-            return _failure(p, exc), None
+        pool, selection, features = one[0], one[1], one[2]
+        metrics, error = guarded(lambda: score_sample(self.plan.evaluators, p.sample, pool, selection, answer, features))
+        if metrics is None:
+            return _failure(p, error or FrameselectError("no metrics")), None
         record = SampleRecord(
             sample_id=p.sample.id,
             metrics=metrics,
             answer=None if answer is None else answer.text,
             answer_windows=None if answer is None else answer.windows,
-            selection=req.selection.indices,
-            timestamps=tuple(req.timestamps),
+            selection=selection.indices,
+            timestamps=tuple(selection.timestamps(pool)),
             k=p.k,
             policy=p.policy,
             metadata={**p.sample.metadata, **p.metadata},
-            filled=req.selection.filled,
+            filled=selection.filled,
         )
-        return record, req.selection
+        return record, selection
 
     def finish(self) -> RunResult:
         """Store this invocation's counters; build the result from every stored record of the run's samples."""
@@ -490,3 +678,210 @@ class Run:
             store_path=None if self.store.path.name == ":memory:" else str(self.store.path),
             breakdown={self.by: breakdown(records, plan.evaluators, self.by)} if self.by else {},
         )
+
+
+@dataclass
+class _InFlight:
+    """One unit on its way through the loop."""
+
+    unit: Unit
+    attempts: int = 0
+    prepared: list[Prepared] = field(default_factory=list)
+    answers: dict[int, Answer] = field(default_factory=dict)
+    missing: list[tuple[Prepared, str]] = field(default_factory=list)  # uncached requests and their cache keys
+    answer_attempts: int = 0
+
+
+class _SampleLoop:
+    """The life of every sample of a run: prepare (on the executor), answer (through the cache), score, record.
+
+    Units go to the executor, at most its ``window`` at once. A prepared unit's
+    requests are looked up in the store's answer cache; uncached ones are
+    answered from a thread of this process (a concurrent backend: one batch
+    of its ``concurrency`` at a time, whatever the number of workers) or as a
+    task on the executor (any other backend). A unit whose task fails (its
+    worker died) is sent once more, then its samples are recorded failed with
+    the cause. ``record=False`` collects the prepared samples instead.
+    """
+
+    def __init__(self, run: Run, step: Step, executor: Executor, *, record: bool, keep_features: bool = True) -> None:
+        self.run, self.executor, self.plan, self.recording = run, executor, run.plan, record
+        plan = self.plan
+        self.answerer = plan.answerer if plan.needs_answers and record else None
+        self.on_driver = self.answerer is not None and answers_on_driver(self.answerer)
+        self.collected: list[Prepared] = []
+        self.pending: dict[cf.Future[Any], Callable[[cf.Future[Any]], None]] = {}
+        self.waiting: collections.deque[tuple[_InFlight, Prepared, str]] = collections.deque()  # for the driver's answer thread
+        self.answering = False
+        if executor.local:
+            # (function, leading arguments): a job travels as a task's own argument, so Ray resolves it from its object store
+            self.prepare_call: tuple[Any, ...] = (functools.partial(UnitWork(plan, step).local, ctx=run.ctx),)
+            self.answer_call: tuple[Any, ...] = (AnswerWork(self.answerer, rebind=False),) if self.answerer is not None else ()
+        else:
+            # workers get their samples with each unit: the plan travels without the dataset (and without an answerer they do not call)
+            shipped = dataclasses.replace(plan, samples=(), answerer=None)
+            cache_root = run.ctx.cache.root
+            work = UnitWork(
+                shipped,
+                step,
+                cache_dir=None if cache_root is None else str(cache_root),
+                return_arrays=cache_root is None or executor.feature_cache == "driver",
+                keep_features=keep_features if not record else any(e.needs for e in plan.evaluators),
+            )
+            self.prepare_call = (run_job, executor.put(make_job(work)))
+            self.answer_call = ()
+            if self.answerer is not None and not self.on_driver:
+                self.answer_call = (run_job, executor.put(make_job(AnswerWork(self.answerer))))
+
+    def drive(self, units: Sequence[Unit]) -> None:
+        todo = collections.deque(_InFlight(u) for u in units)
+        self.bar = Progress(sum(len(u.samples) for u in units), self.plan.label, self.run.progress if self.recording else False)
+        self.preparing = 0
+        try:
+            while todo or self.pending or self.waiting:
+                self._start_driver_answers()  # before preparing more, so the requests go out while the next units are prepared
+                while todo and self.preparing < self.executor.window:
+                    self._prepare(todo.popleft())
+                    self._start_driver_answers()
+                if not self.pending:
+                    continue
+                done, _ = cf.wait(list(self.pending), return_when=cf.FIRST_COMPLETED)
+                for future in done:
+                    self.pending.pop(future)(future)
+        finally:
+            for future in self.pending:
+                future.cancel()
+            self.bar.close()
+
+    def _prepare(self, item: _InFlight) -> None:
+        item.attempts += 1
+        self.preparing += 1
+        self.pending[self.executor.submit(*self.prepare_call, item.unit)] = functools.partial(self._prepared, item)
+
+    def _prepared(self, item: _InFlight, future: cf.Future[UnitResult]) -> None:
+        self.preparing -= 1
+        result, error = guarded(future.result)
+        if result is None:
+            if item.attempts < UNIT_ATTEMPTS:
+                self._prepare(item)  # the worker died (or the task could not run): once more
+                return
+            failure = SampleFailure(f"worker lost: {reason_of(error or FrameselectError('no result'))}")
+            item.prepared = [Prepared(s, k=self.plan.k, policy=self.plan.pool, error=failure) for s in item.unit.samples]
+            self._finish(item)
+            return
+        if not self.executor.local:
+            self._absorb(result)
+        item.prepared = result.prepared
+        for p in item.prepared:
+            if p.error is None:  # a sample this loop cannot answer or score (yet) fails here, with its reason
+                _, p.error = guarded(functools.partial(Prepared.one, p))
+        if self.answerer is None:
+            self._finish(item)
+            return
+        ready = [p for p in item.prepared if p.request is not None]
+        keys = [answer_cache_key(self.answerer, r) for r in (p.request for p in ready) if r is not None]
+        for p, key, answer in zip(ready, keys, cached_answers(self.run.store, keys), strict=True):
+            if answer is None:
+                item.missing.append((p, key))
+            else:
+                item.answers[id(p)] = answer
+        if not item.missing:
+            self._finish(item)
+        elif self.on_driver:
+            self.waiting.extend((item, p, key) for p, key in item.missing)
+        else:
+            self._answer_on_executor(item)
+
+    def _absorb(self, result: UnitResult) -> None:
+        """A worker's counters, new cache entries and frame sources become the run's."""
+        ctx = self.run.ctx
+        decoded = result.counters.frames_decoded
+        result.counters.frames_decoded = 0
+        self.run.counters.add(result.counters)
+        ctx.decoded.add(decoded)
+        for bucket, key, value in result.arrays:
+            ctx.cache.save_array(bucket, key, value)
+        for video_hash, info in result.probes:
+            ctx.cache.save_probe(video_hash, info)
+        for p in result.prepared:  # frames this process decodes (an HTTP backend's) count in this run
+            request = p.request
+            if request is not None:
+                bind_frames(request, ctx.decoded, ctx.memo)
+
+    def _answer_on_executor(self, item: _InFlight) -> None:
+        assert self.answer_call
+        item.answer_attempts += 1
+        requests = [p.request for p, _ in item.missing]
+        # here: on a daemon thread, so an interrupt leaves at once instead of waiting for a stalled backend
+        submit = _in_daemon_thread if self.executor.local else self.executor.submit
+        self.pending[submit(*self.answer_call, requests)] = functools.partial(self._answered_on_executor, item)
+
+    def _answered_on_executor(self, item: _InFlight, future: cf.Future[tuple[list[Answer], int]]) -> None:
+        assert self.answerer is not None
+        result, error = guarded(future.result)
+        if result is None:
+            if item.answer_attempts < UNIT_ATTEMPTS:
+                self._answer_on_executor(item)
+                return
+            result = [Answer(text="", model=self.answerer.id, error=f"worker lost: {reason_of(error or FrameselectError('no result'))}")] * len(item.missing), 0
+        fresh, decoded = result
+        self.run.ctx.decoded.add(decoded)
+        self._answered([(item, p, key) for p, key in item.missing], fresh)
+
+    def _start_driver_answers(self) -> None:
+        """One batch of ``concurrency`` uncached requests to a concurrent backend, from the driver's thread."""
+        if not self.on_driver or self.answering or not self.waiting:
+            return
+        assert self.answerer is not None
+        batch = [self.waiting.popleft() for _ in range(min(len(self.waiting), answer_batch_size(self.answerer)))]
+        requests = [r for r in (p.request for _, p, _ in batch) if r is not None]
+        self.answering = True
+        self.pending[_in_daemon_thread(call_backend, self.answerer, requests)] = functools.partial(self._driver_answered, batch)
+
+    def _driver_answered(self, batch: list[tuple[_InFlight, Prepared, str]], future: cf.Future[list[Answer]]) -> None:
+        self.answering = False
+        self._answered(batch, future.result())
+
+    def _answered(self, items: Sequence[tuple[_InFlight, Prepared, str]], fresh: Sequence[Answer]) -> None:
+        """Fresh answers into the cache and their units; units with every answer are finished."""
+        assert self.answerer is not None
+        if len(fresh) != len(items):
+            raise ContractError(f"answerer {self.answerer.id} returned {len(fresh)} answers for {len(items)} requests")
+        self.run.counters.answerer_calls += len(fresh)
+        remember_answers(self.run.store, self.answerer, [key for _, _, key in items], fresh)
+        touched: dict[int, _InFlight] = {}
+        for (item, p, _), answer in zip(items, fresh, strict=True):
+            item.answers[id(p)] = answer
+            touched[id(item)] = item
+        for item in touched.values():
+            if all(id(p) in item.answers for p in item.prepared if p.request is not None):
+                self._finish(item)
+
+    def _finish(self, item: _InFlight) -> None:
+        for p in item.prepared:
+            if self.recording:
+                self.run.record(p, item.answers.get(id(p)))
+            else:
+                self.collected.append(p)
+            self.bar.update()
+
+
+def _in_daemon_thread(fn: Callable[..., T], *args: Any) -> cf.Future[T]:
+    """``fn(*args)`` on a new daemon thread, as a future.
+
+    The driver's requests to an HTTP backend run here: they touch no store
+    (answers are cached by the driver's own thread), so an interrupted run
+    leaves at once instead of waiting for a stalled server's reply.
+    """
+    future: cf.Future[T] = cf.Future()
+
+    def work() -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(fn(*args))
+        except BaseException as exc:  # handed to the driver with the future
+            future.set_exception(exc)
+
+    threading.Thread(target=work, name="frameselect-answers", daemon=True).start()
+    return future

@@ -67,7 +67,7 @@ from typing import Any
 import numpy as np
 
 from frameselect.errors import FrameselectError
-from frameselect.types import CandidatePool, Sample, SampleRecord, Selection
+from frameselect.types import CandidatePool, Sample, Selection
 
 __all__ = ["FORMATS", "Published", "SelectionImportError", "read_published", "match_samples", "map_to_pool", "import_selections", "export_selections"]
 
@@ -338,9 +338,8 @@ def import_selections(
     from frameselect.fingerprint import fingerprint
     from frameselect.parts import part_config
     from frameselect.pipeline import _Context, build_pool, resolve
-    from frameselect.plan import check_pool
-    from frameselect.run import RunResult, aggregate
-    from frameselect.store import Store
+    from frameselect.plan import Plan, check_pool
+    from frameselect.run import Run
 
     p = Path(path)
     if not p.is_file():
@@ -352,8 +351,8 @@ def import_selections(
     published = read_published(fmt, p, k=k, unit=unit)
     samples = list(ds)
     pairs = match_samples(published, samples)
-    cache = Cache(Path(cache_dir) if cache_dir is not None else default_cache_dir() / "features")
-    ctx = _Context(cache=cache, counters=RunCounters())
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir() / "features"
+    ctx = _Context(cache=Cache(cache), counters=RunCounters())
     selector = name or f"{fmt}-published"
     prepared: list[tuple[Sample, CandidatePool, Selection, int]] = []
     for pub, sample in pairs:
@@ -378,33 +377,24 @@ def import_selections(
     run_id = fingerprint(config)
     config["label"] = selector
     config["dataset_spec"] = part_config(ds)
-    own = not isinstance(store, Store)
-    st = store if isinstance(store, Store) else Store(Path(store))
-    try:
-        st.open_run(run_id, config, kind="import", label=selector)
-        for sample, pool_, sel, n in prepared:
-            metrics: dict[str, float] = {}
-            for ev in evs:
-                metrics.update({key: float(v) for key, v in ev.score(sample, pool_, sel, None, None).items()})
-            record = SampleRecord(
-                sample_id=sample.id,
-                metrics=metrics,
-                selection=sel.indices,
-                timestamps=tuple(float(pool_.timestamps[i]) for i in sel.indices),
-                k=n,
-                policy=policy,
-                metadata=dict(sample.metadata),
-                filled=sel.filled,
-            )
-            st.write_sample(run_id, record, sel, video_id=pool_.video_id, policy=policy)
-        ctx.counters.samples_done = len(prepared)
-        st.set_counters(run_id, ctx.counters.as_dict())
-        records = st.records(run_id)
-        store_path = None if st.path.name == ":memory:" else str(st.path)
-        return RunResult(run_id=run_id, config=config, records=records, table=aggregate(records, evs), counters=ctx.counters, store_path=store_path)
-    finally:
-        if own:
-            st.close()
+    plan = Plan(kind="import", run_id=run_id, config=config, samples=tuple(s for s, *_ in prepared), evaluators=tuple(evs), pool=policy, k=int(config["k"]))
+    given = {sample.id: (sel, n) for sample, _, sel, n in prepared}
+    with Run(plan, store=store, cache_dir=cache, by=None, progress=False) as run:
+        return run.execute_with(GivenSelectionStep(given))
+
+
+@dataclass(frozen=True)
+class GivenSelectionStep:
+    """The prepare step of an import: each sample's selection as mapped from the published file, on its pool."""
+
+    given: Mapping[str, tuple[Selection, int]]
+
+    def __call__(self, p: Any, plan: Any, ctx: Any) -> None:
+        from frameselect.run import build_pool, sample_videos
+
+        selection, p.k = self.given[p.sample.id]
+        for video in sample_videos(p.sample):
+            p.put(video, build_pool(p.sample, plan.pool, ctx, video), selection)
 
 
 def export_selections(run_id: str, *, store: Any, dataset: Any = None, cache_dir: str | os.PathLike[str] | None = None) -> dict[str, Any]:

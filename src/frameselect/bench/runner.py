@@ -161,23 +161,6 @@ def _selectors(patterns: Sequence[str], encoder: Any, notes: list[str]) -> list[
     return out
 
 
-def _prewarm(samples: Sequence[Any], encoder: Any, pool: str, features_dir: Path) -> int:
-    """Encode every video's pool once (before any selector), so readers find cached class probabilities."""
-    from frameselect.cache import Cache
-    from frameselect.pipeline import featurize
-    from frameselect.run import RunContext, build_pool
-
-    ctx = RunContext(cache=Cache(features_dir))
-    seen: set[str] = set()
-    for sample in samples:
-        if sample.video in seen:
-            continue
-        seen.add(sample.video)
-        p = build_pool(sample, pool, ctx)
-        featurize(p, sample, {"embeddings"}, encoder, ctx)
-    return ctx.counters.frames_encoded
-
-
 T = TypeVar("T")
 
 #: selector × budget groups (a selecting run and its replays) in flight at once on an executor: the next
@@ -218,8 +201,7 @@ def run_bench(
 def _run_bench(config: BenchConfig, executor: Any, *, log: Callable[[str], None] | None, progress: bool | None) -> BenchResult:
     from frameselect.datasets.haystack import HaystackDataset
     from frameselect.errors import ConfigError
-    from frameselect.executors import encode_videos
-    from frameselect.pipeline import evaluate
+    from frameselect.pipeline import encode_pools, evaluate
     from frameselect.plan import resolve
     from frameselect.replay import replay
 
@@ -243,7 +225,7 @@ def _run_bench(config: BenchConfig, executor: Any, *, log: Callable[[str], None]
 
     if encoder is not None:
         start = time.perf_counter()
-        n = _prewarm(samples, encoder, config.pool, features_dir) if executor is None else encode_videos(samples, encoder, config.pool, features_dir, executor)
+        n = encode_pools(samples, encoder, config.pool, features_dir, executor)  # before any selector, so readers find cached class probabilities
         timings["encode"] = time.perf_counter() - start
         say(f"encoder {encoder.id}: {n} pool frames encoded ({timings['encode']:.1f} s; cached in {features_dir})")
 
@@ -257,7 +239,7 @@ def _run_bench(config: BenchConfig, executor: Any, *, log: Callable[[str], None]
     # one job per selector and budget: the selection runs once, under the first answering backend; the
     # others answer the stored selections (a replay), since a selection does not depend on who answers
     jobs = [(name, sel, k) for name, sel in chosen for k in config.budgets]
-    in_flight = RUNS_IN_FLIGHT if executor is not None else 1
+    in_flight = 1 if executor.local else RUNS_IN_FLIGHT
     if in_flight > 1:  # the store's file, tables and WAL mode exist before two runs open it at once
         from frameselect.store import Store
 
@@ -278,7 +260,7 @@ def _run_bench(config: BenchConfig, executor: Any, *, log: Callable[[str], None]
                 by="kind",
                 progress=progress,
                 label=f"{name}@k={k}·{ans_name}",
-                executor=executor or "serial",
+                executor=executor,
             )
             if selected_in is None:
                 encodes = set(sel.needs) & {"embeddings", "text", "relevance"}

@@ -149,11 +149,7 @@ def train(
             raise FrameselectError("stage 'grpo' needs an answerer: pass --answerer (e.g. label_ocr_reader)")
         check_option_logprobs(run.answerer)
     t0 = time.perf_counter()
-    if executor is not None:
-        from frameselect.executors import encode_videos
-
-        encode_videos(run.train_samples, run.encoder, run.pool, run.features_dir, executor)
-    questions = load_questions(run.train_samples, run.encoder, run.pool, run.features_dir)
+    questions = load_questions(run.train_samples, run.encoder, run.pool, run.features_dir, executor=executor or "serial")
     t1 = time.perf_counter()
     st = Store(store) if store is not None else Store(":memory:")
     try:

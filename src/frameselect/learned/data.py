@@ -12,11 +12,11 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from frameselect.cache import Cache, RunCounters
 from frameselect.encoders.base import Encoder
 from frameselect.errors import FrameselectError
 from frameselect.learned.inputs import frame_inputs
@@ -67,19 +67,24 @@ def evidence_labels(sample: Sample, times: NDArray[np.float64]) -> NDArray[np.fl
     return labels
 
 
-def load_questions(samples: Sequence[Sample], encoder: Encoder, policy: str, cache_dir: str | Path) -> list[Question]:
-    """Pools, relevance and embeddings of every sample with options and an answer (others are skipped)."""
-    from frameselect.pipeline import _Context, build_pool, featurize
+def load_questions(samples: Sequence[Sample], encoder: Encoder, policy: str, cache_dir: str | Path, *, executor: Any = "serial") -> list[Question]:
+    """Pools, relevance and embeddings of every sample with options and an answer (others are skipped).
 
-    ctx = _Context(cache=Cache(Path(cache_dir)), counters=RunCounters())
+    A run that only computes features (:func:`frameselect.pipeline.feature_plan`) on ``executor``;
+    a sample that cannot be read raises, naming it.
+    """
+    from frameselect.pipeline import FeatureStep, feature_plan
+    from frameselect.run import Run, reason_of
+
+    usable = [s for s in samples if s.query.options and s.answer is not None]
+    with Run(feature_plan(usable, encoder, policy, "training data"), cache_dir=cache_dir, progress=False) as run:
+        prepared = run.collect(FeatureStep(frozenset({"embeddings", "relevance"})), executor)
     out = []
-    for s in samples:
-        if not s.query.options or s.answer is None:
-            continue
-        try:
-            pool = build_pool(s, policy, ctx)
-            feats = featurize(pool, s, {"embeddings", "relevance"}, encoder, ctx)
-        except FrameselectError as exc:
-            raise FrameselectError(f"sample {s.id!r}: {exc}") from exc
-        out.append(Question(s, pool, feats.relevance(), feats.embeddings, evidence_labels(s, pool.timestamps)))
+    for p in prepared:
+        one = p.one() if p.error is None else None
+        feats = None if one is None else one[2]
+        if one is None or feats is None:
+            raise FrameselectError(f"sample {p.sample.id!r}: {reason_of(p.error) if p.error is not None else 'no features'}") from p.error
+        pool = one[0]
+        out.append(Question(p.sample, pool, feats.relevance(), feats.embeddings, evidence_labels(p.sample, pool.timestamps)))
     return out

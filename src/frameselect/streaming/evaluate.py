@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from frameselect.answerers.base import Answerer, AnswerRequest
+from frameselect.answerers.base import Answerer
 from frameselect.datasets.base import Dataset
 from frameselect.encoders.base import Encoder, l2_normalize
 from frameselect.errors import ConfigError, ContractError
@@ -162,12 +162,10 @@ def stream_step(p: Prepared, plan: Plan, ctx: RunContext, selector: StreamingSel
     if plan.encoder is None:
         raise ConfigError("a streaming run needs an encoder: plans of evaluate_stream() come from plan_stream()")
     pool = build_pool(sample, plan.pool, ctx)
-    p.video_id = pool.video_id
     needs = {"embeddings"}.union(*(e.needs for e in plan.evaluators))
     if plan.encoder.has_text:
         needs.add("text")
     features = featurize(pool, sample, needs, plan.encoder, ctx)
-    p.features = features
     if features.embeddings is None:
         raise ConfigError(f"encoder {plan.encoder.id!r} gave no frame embeddings")
     times = np.asarray(pool.timestamps, dtype=np.float64)
@@ -205,7 +203,7 @@ def stream_step(p: Prepared, plan: Plan, ctx: RunContext, selector: StreamingSel
         "delay_s": delay,
         "delay_group": delay_group(delay),
     }
-    p.request = AnswerRequest(sample, pool, selection)
+    p.put(sample.video, pool, selection, features)
 
 
 def _peak_kib(selector: StreamingSelector, embeddings: NDArray[np.float64], times: NDArray[np.float64], query: Any, seed: int) -> float:

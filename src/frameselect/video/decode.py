@@ -94,6 +94,10 @@ class DecodeCounter:
         with self._lock:  # an answerer's threads may decode at once
             self.frames_decoded += n
 
+    def __reduce__(self) -> tuple[type[DecodeCounter], tuple[()]]:
+        """Pickled (sent to or from a worker), a counter arrives empty: the receiving side counts its own frames."""
+        return DecodeCounter, ()
+
 
 #: the largest value a policy takes (fps=R frames a second, uniform=N frames): far past any video, and pools stay exact in float64
 POLICY_VALUE_MAX = 1e9
@@ -759,6 +763,10 @@ class FrameMemo:
         self._frames: OrderedDict[_MemoKey, dict[int, NDArray[np.uint8]]] = OrderedDict()
         self._lock = threading.Lock()
         self._key_locks: dict[_MemoKey, threading.Lock] = {}
+
+    def __reduce__(self) -> tuple[type[FrameMemo], tuple[int, int]]:
+        """Pickled (sent to or from a worker), a memo arrives empty, with its settings: frames and locks stay here."""
+        return FrameMemo, (self.limit, self.max_bytes)
 
     def get(self, key: _MemoKey, decode: Callable[[], dict[int, NDArray[np.uint8]]]) -> dict[int, NDArray[np.uint8]]:
         """The frames under ``key``, decoded by ``decode()`` on a miss."""
