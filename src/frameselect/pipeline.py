@@ -110,6 +110,7 @@ def evaluate(
     tokens: int | None = None,
     token_policy: str = "fixed_res",
     token_model: Any = None,
+    budget_policy: Any = None,
 ) -> RunResult:
     """Run ``selector`` on ``dataset`` at budget ``k`` (or ``tokens``), score it, store it.
 
@@ -123,6 +124,8 @@ def evaluate(
     is in the run's fingerprint. ``ray_address``: the Ray cluster to join (default ``$RAY_ADDRESS``, else a local one).
     ``tokens=N``: ``N`` visual tokens per sample (the mean, routed) instead of ``k`` frames, spent under ``token_policy``
     and priced by ``token_model`` or the answerer's cost model (:mod:`frameselect.token_budget`).
+    A question over several videos (``Sample.videos``) shares ``k`` among them by ``budget_policy`` (default ``equal``),
+    or ``selector`` names a joint selector (docs/crossvideo.md).
     """
     plan = plan_run(
         selector,
@@ -141,6 +144,7 @@ def evaluate(
         tokens=tokens,
         token_policy=token_policy,
         token_model=token_model,
+        budget_policy=budget_policy,
     )
     ex = executor_spec(executor, workers, ray_address)
     return run_plan(plan, store=store, cache_dir=cache_dir, progress=progress, on_record=on_record, by=by, executor=ex)
@@ -189,6 +193,11 @@ def select_step(p: Prepared, plan: Plan, ctx: RunContext, routes: RouteSet | Non
         p.metadata = {**p.metadata, "token_budget": frame_plan.budget, "frame_size": list(frame_plan.size)}
     if selector is None:
         raise ConfigError("this plan names no selector; plans of evaluate() come from plan_run()")
+    if sample.is_multi_video or not isinstance(selector, Selector):  # several videos, or a joint selector: docs/crossvideo.md
+        from frameselect.crossvideo.run import select_step_across
+
+        select_step_across(p, plan, ctx, selector)
+        return
     for video in sample_videos(sample):
         pool = build_pool(sample, plan.pool, ctx, video)
         needs = set(selector.needs).union(*(e.needs for e in plan.evaluators))

@@ -158,3 +158,53 @@ def test_the_report_shows_one_timeline_row_per_video_of_a_question(suite: tuple[
     per = {(v, row): sum(1 for t in first if t[1] == v and t[2] == row) for v in "01" for row in "01"}
     assert per == {("0", "0"): 3, ("1", "0"): 3, ("0", "1"): 3, ("1", "1"): 2}
     assert "mc_accuracy" in html
+
+
+def test_frameselect_evaluate_runs_questions_over_several_videos(suite: tuple[Path, list], tmp_path: Path) -> None:
+    import frameselect
+
+    root, samples = suite
+    db = tmp_path / "e.db"
+    kw = {
+        "dataset": datasets.create("haystack_cross", n_videos=2, minutes=0.5, root=root),
+        "evaluators": ("mc_accuracy", "evidence_recall"),
+        "answerer": "oracle",
+        "store": db,
+        "cache_dir": tmp_path / "cache",
+    }
+    result = frameselect.evaluate(selector="uniform", k=6, budget_policy="equal", **kw)
+    assert [r.status for r in result.records] == ["ok"] * len(samples)
+    across = evaluate_across(
+        "haystack_cross",
+        "uniform",
+        6,
+        budget_policy="equal",
+        answerer="oracle",
+        dataset_params={"n_videos": 2, "minutes": 0.5, "root": root},
+        cache_dir=tmp_path / "c2",
+        store=tmp_path / "a.db",
+    )
+    # the main loop and the cross-video driver agree on every sample
+    assert [r.metrics["mc_accuracy"] for r in result.records] == [r.metrics["mc_accuracy"] for r in across.records]
+    assert [r.metrics["evidence_recall"] for r in result.records] == pytest.approx([r.metrics["evidence_recall"] for r in across.records], nan_ok=True)
+    with Store(db) as st:
+        rows = st.video_selections(result.run_id, samples[0].id)
+        assert [r.video for r in rows] == ["video_1", "video_2"] and [r.selection.indices for r in rows] == [(0, 14, 29), (0, 14, 29)]
+        assert st.run(result.run_id).config["budget_policy"]["name"] == "equal"
+    joint = frameselect.evaluate(selector="holmes", k=6, encoder=_MeanColour(), **{**kw, "store": tmp_path / "h.db"})
+    assert all(r.status == "ok" and "slot_fill_rate" in r.metrics and "holmes" in r.metadata for r in joint.records)
+    assert all(r.metrics.get("frames") == 6.0 for r in joint.records)
+
+
+def test_evaluate_refuses_wrong_cross_video_configuration_before_the_first_sample(suite: tuple[Path, list]) -> None:
+    import frameselect
+
+    ds = InMemoryDataset(suite[1][:1])
+    with pytest.raises(ConfigError, match="give no budget_policy"):
+        frameselect.evaluate(selector="topk_union", dataset=ds, k=4, encoder=_MeanColour(), budget_policy="equal")
+    with pytest.raises(ConfigError, match="holmes.*answerer"):
+        frameselect.evaluate(selector="holmes", dataset=ds, k=4, encoder=_MeanColour())
+    with pytest.raises(ConfigError, match="routers"):
+        frameselect.evaluate(selector="uniform", dataset=ds, k=4, router="constant")
+    with pytest.raises(ConfigError, match="unknown budget policy"):
+        frameselect.evaluate(selector="uniform", dataset=ds, k=4, budget_policy="fair")

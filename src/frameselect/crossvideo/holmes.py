@@ -329,13 +329,18 @@ class Holmes(JointSelector):
         }
         return alive, record
 
-    def read_out(self, sample: Sample, answer: Answer) -> tuple[Answer, dict[str, Any]]:
-        """The gated answer (step 6) given the backend's answer over the slots' frames; and what the record stores."""
+    def read_out(self, sample: Sample, answer: Answer, audited: tuple[list[int], dict[str, Any]] | None = None) -> tuple[Answer, dict[str, Any]]:
+        """The gated answer (step 6) given the backend's answer over the slots' frames; and what the record stores.
+
+        ``audited``: the :meth:`audit` taken right after this sample's selection (a run that
+        selects several samples before answering keeps it); default: audit the last selection.
+        """
         from dataclasses import replace
 
         from frameselect.evaluators.answer import extract_letter
 
-        alive, record = self.audit(sample)
+        alive, record = audited if audited is not None else self.audit(sample)
+        record = dict(record)
         n = len(sample.query.options)
         letters = option_letters(n)
         said = extract_letter(answer.text, "".join(letters)) if n and answer.error is None else ""
