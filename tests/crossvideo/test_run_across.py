@@ -208,3 +208,15 @@ def test_evaluate_refuses_wrong_cross_video_configuration_before_the_first_sampl
         frameselect.evaluate(selector="uniform", dataset=ds, k=4, router="constant")
     with pytest.raises(ConfigError, match="unknown budget policy"):
         frameselect.evaluate(selector="uniform", dataset=ds, k=4, budget_policy="fair")
+
+
+def test_process_workers_give_the_serial_loops_records(suite: tuple[Path, list], tmp_path: Path) -> None:
+    import frameselect
+
+    root, _ = suite
+    ds = datasets.create("haystack_cross", n_videos=2, minutes=0.5, root=root)
+    kw = {"selector": "uniform", "k": 6, "budget_policy": "equal", "dataset": ds, "evaluators": ("mc_accuracy", "evidence_recall"), "answerer": "oracle"}
+    serial = frameselect.evaluate(cache_dir=tmp_path / "a", **kw)
+    workers = frameselect.evaluate(cache_dir=tmp_path / "b", executor="process", workers=2, **kw)
+    assert [r.status for r in workers.records] == ["ok"] * len(serial.records)
+    assert [(r.sample_id, r.metrics["mc_accuracy"]) for r in workers.records] == [(r.sample_id, r.metrics["mc_accuracy"]) for r in serial.records]
