@@ -114,18 +114,14 @@ def evaluate(
 ) -> RunResult:
     """Run ``selector`` on ``dataset`` at budget ``k`` (or ``tokens``), score it, store it.
 
-    A wrong configuration raises :class:`~frameselect.errors.ConfigError` before any sample is touched. Returns the
-    per-sample records (including those stored by earlier, interrupted invocations of the same run) and the aggregated
-    table. A sample that fails (corrupt video, backend timeout, an exception inside a part) is recorded as failed with
-    its reason and the run goes on; a part that breaks its contract raises :class:`~frameselect.errors.ContractError`.
+    A wrong configuration raises :class:`~frameselect.errors.ConfigError` before any sample is touched. Returns the per-sample records (including those stored
+    by earlier, interrupted invocations of the same run) and the aggregated table. A sample that fails (corrupt video, backend timeout, an exception inside a
+    part) is recorded as failed with its reason and the run goes on; a part that breaks its contract raises :class:`~frameselect.errors.ContractError`.
 
-    ``executor`` (``"serial"``, ``"process"``, ``"ray"`` or an :class:`~frameselect.executors.Executor`) and ``workers``
-    say where videos are computed (:mod:`frameselect.executors`); results are the same whichever runs them, and neither
-    is in the run's fingerprint. ``ray_address``: the Ray cluster to join (default ``$RAY_ADDRESS``, else a local one).
-    ``tokens=N``: ``N`` visual tokens per sample (the mean, routed) instead of ``k`` frames, spent under ``token_policy``
-    and priced by ``token_model`` or the answerer's cost model (:mod:`frameselect.token_budget`).
-    A question over several videos (``Sample.videos``) shares ``k`` among them by ``budget_policy`` (default ``equal``),
-    or ``selector`` names a joint selector (docs/crossvideo.md).
+    ``executor`` (``"serial"``, ``"process"``, ``"ray"`` or an :class:`~frameselect.executors.Executor`) and ``workers`` say where videos are computed
+    (:mod:`frameselect.executors`); results are the same whichever runs them, and neither is in the run's fingerprint. ``ray_address``: the Ray cluster to join
+    (default ``$RAY_ADDRESS``, else a local one). ``tokens=N``: ``N`` visual tokens per sample (the mean, routed) instead of ``k`` frames, spent under
+    ``token_policy`` and priced by ``token_model`` or the answerer's cost model (:mod:`frameselect.token_budget`). ``budget_policy``: shares k over videos.
     """
     plan = plan_run(
         selector,
