@@ -72,7 +72,7 @@ def make_video(name: str, out: Path, slices: int = 1) -> Path:
     what x264 and the ffmpeg CLI write by default (frame threads); an encoder
     run with slice threads (PyAV's default setting) writes one slice per
     thread. The decoder's threading depends on it (see
-    ``frameselect.video.decode.dense_thread_type``).
+    ``frameselect.video.slices.dense_thread_type``).
 
     The default content is a sliding noise texture with a moving box: every
     frame differs, and a keyframe of noise is far larger (slower to decode)

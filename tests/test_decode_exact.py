@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from frameselect.video import DecodeCounter, candidates, probe
-from frameselect.video.decode import VideoFrameSource
+from frameselect.video.source import VideoFrameSource
 from frameselect.video.synth import write_frames
 
 
@@ -151,23 +151,23 @@ def test_every_decoder_threading_gives_the_same_frames(files: dict[str, Path], n
     ],
 )
 def test_slice_threads_only_where_every_core_gets_a_slice(codec: str, slices: int | None, cpus: int, expected: str) -> None:
-    from frameselect.video import decode
+    from frameselect.video.slices import dense_thread_type
 
-    assert decode.dense_thread_type(codec, slices, cpus) == expected
+    assert dense_thread_type(codec, slices, cpus) == expected
 
 
 def test_the_core_count_defaults_to_the_usable_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
-    from frameselect.video import decode
+    from frameselect.video import slices
 
-    monkeypatch.setattr(decode, "usable_cpus", lambda: 2)
-    assert decode.dense_thread_type("h264", 2) == "SLICE"
-    monkeypatch.setattr(decode, "usable_cpus", lambda: 8)
-    assert decode.dense_thread_type("h264", 2) == "AUTO"
+    monkeypatch.setattr(slices, "usable_cpus", lambda: 2)
+    assert slices.dense_thread_type("h264", 2) == "SLICE"
+    monkeypatch.setattr(slices, "usable_cpus", lambda: 8)
+    assert slices.dense_thread_type("h264", 2) == "AUTO"
 
 
 def test_slices_are_counted_in_length_prefixed_and_start_code_packets() -> None:
     """Hand-made access units: the fewest slices of any picture; other NAL units are not slices."""
-    from frameselect.video.decode import h264_slices_per_picture as count
+    from frameselect.video.slices import h264_slices_per_picture as count
 
     avcc4 = bytes([1, 0x64, 0, 0x1F, 0xFF, 0xE0, 0])  # an avcC record (no SPS or PPS kept): 4-byte lengths
     avcc2 = bytes([1, 0x64, 0, 0x1F, 0xFD, 0xE0, 0])  # 2-byte lengths
@@ -206,7 +206,7 @@ def _remux(path: Path, out: Path) -> Path:
 
 
 def test_slices_per_picture_of_real_files(sliced: dict[int, Path], tmp_path: Path) -> None:
-    from frameselect.video.decode import picture_slices
+    from frameselect.video.slices import picture_slices
 
     assert {n: picture_slices(p) for n, p in sliced.items()} == {1: 1, 2: 2, 4: 4}
     assert picture_slices(_remux(sliced[4], tmp_path / "four.ts")) == 4  # start codes
@@ -218,7 +218,7 @@ def test_slices_per_picture_of_real_files(sliced: dict[int, Path], tmp_path: Pat
 def test_dense_requests_take_the_threading_for_their_codec_and_slices(sliced: dict[int, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     """One decoder for a request asks for its file's codec and slice count and applies the answer (a
     setting PyAV refuses shows it is applied); a forced setting wins; every answer gives the exact frames."""
-    from frameselect.video import decode
+    from frameselect.video import source
 
     asked: list[tuple[str, int | None]] = []
     monkeypatch.setattr(VideoFrameSource, "parallel_decoders", 1)
@@ -230,7 +230,7 @@ def test_dense_requests_take_the_threading_for_their_codec_and_slices(sliced: di
     for n, path in sliced.items():
         pool = candidates(path, "all")
         every = list(range(len(pool)))
-        monkeypatch.setattr(decode, "dense_thread_type", refused)
+        monkeypatch.setattr(source, "dense_thread_type", refused)
         with pytest.raises(KeyError, match="NOT-A-SETTING"):
             dict(_source(pool, skip=True).iter(every))
         assert asked[-1] == ("h264", n)
@@ -487,12 +487,12 @@ def test_parallel_decoders_wait_for_a_slow_consumer_and_stop_when_it_leaves(file
     import threading
     import time
 
-    from frameselect.video import decode
+    from frameselect.video import source
 
     pool = candidates(files["open_gop"], "all")
     reference = _by_index(files["open_gop"])
     monkeypatch.setattr(VideoFrameSource, "parallel_decoders", 2)
-    monkeypatch.setattr(decode, "DECODED_AHEAD_BYTES", 1)  # the queues' floor: 2 frames each
+    monkeypatch.setattr(source, "DECODED_AHEAD_BYTES", 1)  # the queues' floor: 2 frames each
     got = []
     for i, rgb in _source(pool, skip=True).iter(range(len(pool))):
         if i % 10 == 0:
@@ -509,7 +509,7 @@ def test_parallel_decoders_wait_for_a_slow_consumer_and_stop_when_it_leaves(file
 def test_parallel_decoders_take_the_codecs_threading_on_the_cores_each_gets(sliced: dict[int, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     """Two decoders on 2 CPUs run one thread each; on 8 CPUs, 4 threads each, of the kind the codec and
     its slices call for with 4 cores (so 4 slices a picture: slice threads)."""
-    from frameselect.video import decode
+    from frameselect.video import source
 
     chosen: list[tuple[str, int]] = []
     real_decoder = VideoFrameSource._decoder
@@ -522,7 +522,7 @@ def test_parallel_decoders_take_the_codecs_threading_on_the_cores_each_gets(slic
     monkeypatch.setattr(VideoFrameSource, "parallel_decoders", 2)
     pool = candidates(sliced[4], "all")
     for cpus, expected in ((2, ("NONE", 1)), (8, ("SLICE", 4))):
-        monkeypatch.setattr(decode, "usable_cpus", lambda cpus=cpus: cpus)
+        monkeypatch.setattr(source, "usable_cpus", lambda cpus=cpus: cpus)
         chosen.clear()
         assert [i for i, _ in _source(pool, skip=True).iter(range(len(pool)))] == list(range(len(pool)))
         assert chosen == [expected, expected]

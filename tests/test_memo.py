@@ -11,7 +11,8 @@ import pytest
 import frameselect
 from frameselect._memo import BoundedMemo, memoized
 from frameselect.types import CandidatePool, InMemoryFrames
-from frameselect.video import decode
+from frameselect.video import hashing
+from frameselect.video import pool as pools
 
 
 def test_a_bounded_memo_keeps_the_most_recently_used_entries() -> None:
@@ -38,22 +39,22 @@ def test_clear_caches_empties_memoized_loaders_and_the_file_hashes(tmp_path: Pat
     assert load(3) == load(3) == 6 and calls == [3]
     path = tmp_path / "v.bin"
     path.write_bytes(b"frames")
-    digest = decode.content_hash(path)
-    assert len(decode._HASH_MEMO) >= 1 and decode._HASH_MEMO.maxsize == 4096
+    digest = hashing.content_hash(path)
+    assert len(hashing._HASH_MEMO) >= 1 and hashing._HASH_MEMO.maxsize == 4096
     frameselect.clear_caches()
-    assert load.cache_info().currsize == 0 and len(decode._HASH_MEMO) == 0
+    assert load.cache_info().currsize == 0 and len(hashing._HASH_MEMO) == 0
     assert load(3) == 6 and calls == [3, 3]
-    assert decode.content_hash(path) == digest
+    assert hashing.content_hash(path) == digest
 
 
 def test_time_errors_are_read_through_the_declared_method() -> None:
     pool = dataclasses.replace(CandidatePool.from_timestamps([0.0, 0.5], video_id="v"), source=InMemoryFrames())
-    assert InMemoryFrames().candidate_time_errors() is None and decode.time_errors(pool) is None
+    assert InMemoryFrames().candidate_time_errors() is None and pools.time_errors(pool) is None
 
     class Timed(InMemoryFrames):
         def candidate_time_errors(self) -> np.ndarray:
             return np.array([0.01, -0.02])
 
     timed = dataclasses.replace(CandidatePool.from_timestamps([0.0, 0.5], video_id="v"), source=Timed())
-    assert decode.time_errors(timed) == pytest.approx([0.01, -0.02])
-    assert decode.time_error_summary(timed) == pytest.approx({"pool_time_error_mean": 0.015, "pool_time_error_max": 0.02})
+    assert pools.time_errors(timed) == pytest.approx([0.01, -0.02])
+    assert pools.time_error_summary(timed) == pytest.approx({"pool_time_error_mean": 0.015, "pool_time_error_max": 0.02})

@@ -171,7 +171,7 @@ def frameselect_store(path: Path):  # type: ignore[no-untyped-def]
 
 def test_routing_report_pairs_routed_with_constant_runs(tiny, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
     from frameselect.cli import main
-    from frameselect.routing.report import compare_routing, routing_study
+    from frameselect.routing.study import compare_routing, routing_study
     from frameselect.store import Store
 
     store_path = tmp_path / "r.sqlite"

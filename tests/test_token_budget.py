@@ -14,12 +14,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from frameselect.analysis import at_tokens, build_tables, load_runs, render_tables
 from frameselect.answerers.base import AnswerRequest
 from frameselect.errors import ConfigError
 from frameselect.pipeline import answer_cache_key, evaluate
 from frameselect.plan import plan_run
 from frameselect.store import Store
-from frameselect.tables import at_tokens, build_tables, load_runs, render_tables
 from frameselect.token_budget import FramePlan, TokenBudgetError, check_token_budget, min_frame_tokens, plan_frames, split_mean_budget
 from frameselect.tokens import token_model
 from frameselect.types import CandidatePool, InMemoryFrames, Query, Sample, Selection

@@ -31,9 +31,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from frameselect.counters import RunCounters  # also importable from here, as before it had its own module
 from frameselect.errors import ConfigError
 from frameselect.fingerprint import hash_bytes
-from frameselect.video.decode import VideoInfo
+from frameselect.video.probing import VideoInfo
 
 __all__ = ["Cache", "CacheWarning", "RunCounters", "default_cache_dir"]
 
@@ -47,29 +48,6 @@ def default_cache_dir() -> Path:
     if env:
         return Path(env)
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "frameselect"
-
-
-@dataclass
-class RunCounters:
-    """What one invocation of a run cost."""
-
-    frames_decoded: int = 0
-    frames_encoded: int = 0
-    cache_hits: int = 0
-    cache_misses: int = 0
-    encoder_calls: int = 0
-    selector_calls: int = 0
-    answerer_calls: int = 0
-    samples_done: int = 0
-    samples_skipped: int = 0
-    samples_failed: int = 0
-
-    def as_dict(self) -> dict[str, int]:
-        return dict(self.__dict__)
-
-    def add(self, other: RunCounters) -> None:
-        for k, v in other.__dict__.items():
-            setattr(self, k, getattr(self, k) + v)
 
 
 #: probe entries written before rotation, keyframes and declared duration were recorded are re-probed

@@ -160,7 +160,7 @@ def run_plan(
     """Execute a plan of :func:`~frameselect.plan.plan_run`: route (if routed), then select each sample."""
     with Run(plan, store=store, cache_dir=cache_dir, progress=progress, on_record=on_record, by=by) as run:
         routes = route(plan, plan.router, run.ctx) if plan.router is not None else None
-        frames = token_plans(plan, run.ctx, routes) if plan.tokens is not None else None  # a budget below one frame refuses the run here
+        frames = token_plans(plan, run.ctx, routes, build_pool) if plan.tokens is not None else None  # a budget below one frame refuses the run here
         return run.execute_with(SelectStep(routes, frames), executor, workers=workers)
 
 

@@ -130,7 +130,7 @@ class RunResult:
         return [r for r in self.records if r.status != "ok"]
 
     def to_markdown(self) -> str:
-        from frameselect.report import markdown_table
+        from frameselect.render import markdown_table
 
         return markdown_table([(str(self.config.get("label") or self.run_id[:12]), self.table)])
 

@@ -40,12 +40,12 @@ Nothing here imports torch.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from frameselect.errors import ConfigError, FrameselectError
 from frameselect.tokens import TokenCostError, TokenModel
-from frameselect.types import CandidatePool, Selection
+from frameselect.types import CandidatePool, Sample, Selection
 
 if TYPE_CHECKING:
     from frameselect.plan import Plan
@@ -334,16 +334,15 @@ def sample_budgets(plan: Plan, routes: RouteSet | None) -> dict[str, int]:
     return dict(zip(ids, split_mean_budget(plan.tokens, [routes.routes[i].k for i in ids]), strict=True))
 
 
-def token_plans(plan: Plan, ctx: RunContext, routes: RouteSet | None = None) -> dict[str, FramePlan]:
+def token_plans(plan: Plan, ctx: RunContext, routes: RouteSet | None, build_pool: Callable[[Sample, str, RunContext], CandidatePool]) -> dict[str, FramePlan]:
     """Every sample's :class:`FramePlan`, before the first sample is selected.
 
-    A sample whose budget cannot buy one frame of its video under the policy
-    refuses the run (:class:`~frameselect.errors.ConfigError` naming it), before
-    anything is stored. A sample whose video cannot be read gets no plan: it
-    fails, and is recorded, when it is run.
+    ``build_pool`` is the run's (:func:`frameselect.run.build_pool`: the pool and
+    the video's cached probe). A sample whose budget cannot buy one frame of its
+    video under the policy refuses the run (:class:`~frameselect.errors.ConfigError`
+    naming it), before anything is stored. A sample whose video cannot be read
+    gets no plan: it fails, and is recorded, when it is run.
     """
-    from frameselect.run import build_pool
-
     assert plan.tokens is not None and plan.token_model is not None
     budgets = sample_budgets(plan, routes)
     plans: dict[str, FramePlan] = {}

@@ -203,7 +203,7 @@ class FrameSource(Protocol):
     """Decoded RGB frames (H, W, 3 uint8) of a pool, by pool index: what a run asks of a video.
 
     ``size=(w, h)`` asks for frames scaled to that size (pixel-based
-    selectors read small frames). :class:`~frameselect.video.decode.VideoFrameSource`
+    selectors read small frames). :class:`~frameselect.video.source.VideoFrameSource`
     decodes lazily from a file; :class:`InMemoryFrames` serves frames held in memory.
 
     :meth:`candidate_time_errors` is each candidate's time error in seconds (actual -

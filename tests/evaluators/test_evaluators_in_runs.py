@@ -66,8 +66,8 @@ def test_every_evaluator_writes_only_the_keys_it_declares() -> None:
 
 
 def test_a_table_names_the_convention_that_ran(tmp_path: Path) -> None:
+    from frameselect.analysis import build_tables, load_runs, render_tables
     from frameselect.store import Store
-    from frameselect.tables import build_tables, load_runs, render_tables
 
     evs = [evaluators.create("kfs_kfr"), evaluators.create("kfs_kfr", reference_exact=True), evaluators.create("iou", signed=True)]
     frameselect.evaluate(selector="uniform", evaluators=evs, dataset="tiny", k=3, store=tmp_path / "s.sqlite", cache_dir=tmp_path / "c")

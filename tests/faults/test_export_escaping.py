@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from frameselect.cli import main
-from frameselect.report import Column, Table, render
+from frameselect.render import Column, Table, render
 from frameselect.stats import Interval
 from frameselect.store import Store
 from frameselect.types import SampleRecord, Selection

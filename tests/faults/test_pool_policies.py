@@ -12,8 +12,8 @@ import pytest
 
 from frameselect.errors import ConfigError
 from frameselect.plan import check_pool, plan_run
-from frameselect.video import decode
-from frameselect.video.decode import PoolPolicy, parse_policy, select_pool_indices
+from frameselect.video import policy as policies
+from frameselect.video.policy import PoolPolicy, parse_policy, select_pool_indices
 
 
 @pytest.mark.parametrize(
@@ -48,8 +48,8 @@ def test_a_tiny_rate_runs_one_frame_per_video(tmp_path: Path) -> None:
 
 def _materialised(times: np.ndarray, duration: float, policy: PoolPolicy) -> tuple[np.ndarray, np.ndarray]:
     """Every target looked up one by one (what a pool is by definition)."""
-    targets = decode._targets(times, duration, policy)
-    return decode._errors_per_candidate(times, targets, decode._on_screen(times, targets))
+    targets = policies._targets(times, duration, policy)
+    return policies._errors_per_candidate(times, targets, policies._on_screen(times, targets))
 
 
 @pytest.mark.parametrize("policy", ["uniform=37", "uniform=500", "uniform=4001", "fps=3.7", "fps=30", "fps=29.97", "fps=997"])
@@ -60,7 +60,7 @@ def test_bounded_pool_equals_the_target_by_target_pool(policy: str, seed: int) -
     times = np.concatenate([[0.2], 0.2 + np.cumsum(gaps)])
     duration = float(times[-1] - times[0]) + 0.1
     pol = parse_policy(policy)
-    chosen, errors = decode._exact_pool(times, duration, pol)
+    chosen, errors = policies._exact_pool(times, duration, pol)
     want_chosen, want_errors = _materialised(times, duration, pol)
     np.testing.assert_array_equal(chosen, want_chosen)
     np.testing.assert_array_equal(errors, want_errors)

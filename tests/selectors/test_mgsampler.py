@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from frameselect.registry import selectors
-from frameselect.selectors.motion import consecutive_ssim, motion_guided_indices, rgb_to_gray, ssim
+from frameselect.selectors.mgsampler import consecutive_ssim, motion_guided_indices, rgb_to_gray, ssim
 from frameselect.types import CandidatePool, Features, Query
 
 Q = Query("q")
@@ -59,7 +59,7 @@ def test_ssim_of_two_flat_images_is_the_luminance_term(window: str) -> None:
 
 
 def test_window_sums_are_exact() -> None:
-    from frameselect.selectors.motion import _box_valid
+    from frameselect.selectors.mgsampler import _box_valid
 
     g = np.random.default_rng(3).integers(0, 256, size=(4, 30, 41)).astype(np.int64)
     for values in (g, g * g, g[:-1] * g[1:]):

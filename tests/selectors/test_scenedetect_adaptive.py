@@ -7,7 +7,7 @@ import pytest
 
 from frameselect.registry import selectors
 from frameselect.selectors.scenedetect_adaptive import adaptive_cuts, adaptive_ratios
-from frameselect.selectors.shot import content_scores
+from frameselect.selectors.scenedetect_content import content_scores
 from frameselect.testing import check_selector
 from frameselect.types import CandidatePool, Features, Query
 

@@ -6,17 +6,9 @@ import numpy as np
 import pytest
 
 from frameselect.registry import selectors
-from frameselect.selectors.shot import (
-    content_scores,
-    flash_filter_merge,
-    katna_smooth,
-    keep_top_k,
-    local_maxima,
-    luv_frame_differences,
-    rgb_to_hsv,
-    rgb_to_luv,
-    scene_middles,
-)
+from frameselect.selectors._frame_differences import keep_top_k
+from frameselect.selectors.katna import katna_smooth, local_maxima, luv_frame_differences, rgb_to_luv
+from frameselect.selectors.scenedetect_content import content_scores, flash_filter_merge, rgb_to_hsv, scene_middles
 from frameselect.types import CandidatePool, Features, Query
 
 Q = Query("q")

@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from frameselect.answerers.base import Answerer, AnswerRequest, answer_cache_key
-from frameselect.cache import RunCounters
+from frameselect.counters import RunCounters
 from frameselect.errors import AnswererError
 from frameselect.fingerprint import fingerprint
 from frameselect.store import Store

@@ -399,8 +399,8 @@ def fill_summary(result: BenchResult) -> list[str]:
 
 def format_report(result: BenchResult) -> str:
     """The printed tables: per budget, selectors × answerers, and accuracy by question kind; then the selectors the fill rule stood in for."""
-    from frameselect.report import Column, Table, Value, render
-    from frameselect.tables import FILL_COLUMN, fill_note, format_fill_share
+    from frameselect.analysis import FILL_COLUMN, fill_note, format_fill_share
+    from frameselect.render import Column, Table, Value, render
 
     metric = result.answer_metric
     answerers = list(result.config.answerers)

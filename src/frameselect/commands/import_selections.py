@@ -11,7 +11,7 @@ FORMATS = ("plain", "tspo", "aks", "bolt", "videoitg")
 
 
 def run(args: argparse.Namespace) -> int:
-    from frameselect.report import markdown_table
+    from frameselect.render import markdown_table
     from frameselect.selections import import_selections
 
     dataset = args.dataset

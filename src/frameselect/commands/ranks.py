@@ -10,8 +10,8 @@ from frameselect.commands.table import add_format_arg, add_stats_args
 
 
 def run(args: argparse.Namespace) -> int:
+    from frameselect.analysis import describe_resampling, load_runs, rank_report, render_ranks
     from frameselect.store import Store
-    from frameselect.tables import describe_resampling, load_runs, rank_report, render_ranks
 
     if not os.path.exists(args.store):
         print(f"frameselect: error: no store at {args.store}")

@@ -10,8 +10,8 @@ from frameselect.errors import ConfigError
 
 
 def run(args: argparse.Namespace) -> int:
+    from frameselect.render import markdown_table
     from frameselect.replay import replay
-    from frameselect.report import markdown_table
 
     if not os.path.exists(args.store):
         raise ConfigError(f"no store at {args.store} (--store, or $FRAMESELECT_STORE)")

@@ -9,7 +9,7 @@ from frameselect.commands.table import add_format_arg
 
 
 def run(args: argparse.Namespace) -> int:
-    from frameselect.routing.report import compare_routing, render_routing, routing_study
+    from frameselect.routing.study import compare_routing, render_routing, routing_study
     from frameselect.store import Store
 
     with Store(args.store) as store:

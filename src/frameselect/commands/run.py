@@ -75,7 +75,7 @@ def _plans(args: argparse.Namespace) -> list[Any]:
 def run(args: argparse.Namespace) -> int:
     from frameselect.executors import executor_scope, executor_spec
     from frameselect.pipeline import run_plan
-    from frameselect.report import markdown_table
+    from frameselect.render import markdown_table
 
     spec = executor_spec(args.executor, args.workers, args.ray_address)
     plans = _plans(args)  # every run validated before the first starts

@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any
 from frameselect.commands._common import add_store_arg
 
 if TYPE_CHECKING:
-    from frameselect.report import Table
+    from frameselect.render import Table
     from frameselect.store import RunInfo, Store
     from frameselect.types import SampleRecord
 
 
 def run(args: argparse.Namespace) -> int:
-    from frameselect.report import escape_terminal, render
+    from frameselect.render import escape_terminal, render
     from frameselect.store import Store
 
     if not os.path.exists(args.store):
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _runs_table(store: Store, infos: list[RunInfo]) -> Table:
-    from frameselect.report import Column, Table
+    from frameselect.render import Column, Table
 
     table = Table([Column("run"), Column("label"), Column("kind"), Column("ok", "int"), Column("failed", "int"), Column("created")])
     for info in infos:
@@ -61,10 +61,10 @@ def _runs_table(store: Store, infos: list[RunInfo]) -> Table:
 def _results_table(label: str, records: list[SampleRecord], evaluators: Sequence[Any] = ()) -> Table:
     """Every metric over the ok records (as the run's own evaluators, revived from its configuration,
     aggregate them; else the mean), with the counts of ok and failed samples."""
+    from frameselect.analysis import FILL_COLUMN, fill_note, format_fill_share, revive_evaluator
     from frameselect.evaluators.base import mean_of
     from frameselect.fill import fill_share
-    from frameselect.report import Column, Table
-    from frameselect.tables import FILL_COLUMN, fill_note, format_fill_share, revive_evaluator
+    from frameselect.render import Column, Table
 
     ok = [r for r in records if r.status == "ok"]
     values = {k: mean_of(ok, k) for k in sorted({k for r in ok for k in r.metrics})}
@@ -81,7 +81,7 @@ def _results_table(label: str, records: list[SampleRecord], evaluators: Sequence
 
 
 def _samples_table(records: list[SampleRecord]) -> Table:
-    from frameselect.report import Column, Table
+    from frameselect.render import Column, Table
 
     table = Table([Column("sample"), Column("status"), Column("selection"), Column("filled", "int"), Column("error")])
     for r in records:

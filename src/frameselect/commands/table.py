@@ -7,12 +7,12 @@ import os
 
 from frameselect.commands._common import add_store_arg
 
-#: :data:`frameselect.report.FORMATS`, spelled out so that building the parser imports nothing heavy (a test keeps them equal)
+#: :data:`frameselect.render.FORMATS`, spelled out so that building the parser imports nothing heavy (a test keeps them equal)
 FORMATS = ("markdown", "csv", "latex", "text")
 
 
 def add_format_arg(parser: argparse.ArgumentParser) -> None:
-    """``--format``: the output formats of :func:`frameselect.report.render`."""
+    """``--format``: the output formats of :func:`frameselect.render.render`."""
     parser.add_argument(
         "--format", "-f", choices=FORMATS, default="markdown", help="output format (default: %(default)s; text: aligned columns for a terminal)"
     )
@@ -28,8 +28,8 @@ def add_stats_args(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from frameselect.analysis import at_tokens, build_tables, describe_resampling, load_runs, render_tables
     from frameselect.store import Store
-    from frameselect.tables import at_tokens, build_tables, describe_resampling, load_runs, render_tables
 
     if not os.path.exists(args.store):
         print(f"frameselect: error: no store at {args.store}")

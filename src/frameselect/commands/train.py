@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         )
     print(f"training time (this invocation): {time.perf_counter() - start:.1f} s")
     if args.figure:
-        from frameselect.learned.report import plot_curves
+        from frameselect.learned.study import plot_curves
 
         print(f"training curves: {plot_curves(result.checkpoint, args.figure)}")
     if args.report:
@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace, run_setup: TrainSetup, checkpoint: Path) -> None:
     from frameselect.commands._common import parse_params
     from frameselect.learned.api import make_answerer
-    from frameselect.learned.report import held_out_report
+    from frameselect.learned.study import held_out_report
     from frameselect.pipeline import resolve
 
     samples = list(run_setup.test_samples)

@@ -5,7 +5,7 @@
 * :mod:`frameselect.learned.train`: the two training stages, resumable.
 * :mod:`frameselect.learned.api`: ``setup`` and ``train`` from a dataset name (``frameselect train``).
 * :mod:`frameselect.learned.checkpoint`: safetensors checkpoints with configuration and fingerprint.
-* :mod:`frameselect.learned.report`: held-out evaluation against the baselines, training curves.
+* :mod:`frameselect.learned.study`: held-out evaluation against the baselines, training curves.
 
 The registered selector is ``bayes_grpo`` (:mod:`frameselect.selectors.learned`).
 Importing this package imports neither torch nor safetensors.

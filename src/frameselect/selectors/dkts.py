@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 from frameselect.parts import Range
 from frameselect.registry import selectors
 from frameselect.selectors.base import Selector
-from frameselect.selectors.motion import CHUNK, rgb_to_gray
+from frameselect.selectors.mgsampler import CHUNK, rgb_to_gray
 from frameselect.types import CandidatePool, Features, Query
 from frameselect.video.pixels import read_frames
 

@@ -3,7 +3,7 @@
 Castellano, PySceneDetect (BSD-3); reference
 ``scenedetect/detectors/adaptive_detector.py`` (Breakthrough/PySceneDetect,
 release 0.7.2). The per-frame content score is ContentDetector's, computed
-by :func:`frameselect.selectors.shot.content_scores`; scenes, their middle
+by :func:`frameselect.selectors.scenedetect_content.content_scores`; scenes, their middle
 frames and the fit to ``k`` are those of ``scenedetect_content``.
 """
 
@@ -17,8 +17,9 @@ from numpy.typing import NDArray
 
 from frameselect.parts import Range
 from frameselect.registry import selectors
+from frameselect.selectors._frame_differences import keep_top_k
 from frameselect.selectors.base import Selector
-from frameselect.selectors.shot import content_scores, keep_top_k, scene_middles
+from frameselect.selectors.scenedetect_content import content_scores, scene_middles
 from frameselect.types import CandidatePool, Features, Query
 
 __all__ = ["AdaptiveDetector", "adaptive_ratios", "adaptive_cuts"]
@@ -105,7 +106,7 @@ class AdaptiveDetector(Selector):
 
     Each frame's content score is ContentDetector's weighted mean absolute
     difference of OpenCV-HSV channels to the previous frame (0 for the first
-    frame), from :func:`frameselect.selectors.shot.content_scores`. Its
+    frame), from :func:`frameselect.selectors.scenedetect_content.content_scores`. Its
     adaptive ratio is the score over the mean score of the
     ``window_width`` frames on each side (:func:`adaptive_ratios`). A frame
     is a cut when the ratio is ``>= adaptive_threshold``, the score is

@@ -1,0 +1,502 @@
+"""Result tables and rank analysis over stored runs.
+
+:func:`load_runs` reads runs from a :class:`~frameselect.store.Store`, with
+each record's resampling cluster (its video, by default).
+:func:`build_tables` makes, per dataset, a selectors × metrics table whose
+cells are bootstrap intervals (:mod:`frameselect.stats`), optionally broken
+down by a metadata field; :func:`render_tables` writes it as Markdown, CSV or
+LaTeX. :func:`rank_report` ranks the selectors per dataset, per metric and
+per question kind, with Kendall τ_b between rankings and the significant
+inversions; :func:`render_ranks` writes that.
+
+The columns are every evaluator's aggregate keys (``Evaluator.metrics``) of
+the runs' configurations, plus the selection and answering latencies the
+pipeline records. A metric whose evaluator overrides ``aggregate`` (MLVU
+M-Avg, Video-MME-v2 groups, UKSS) is recomputed by that evaluator on each
+resample; the others are means of the per-sample values.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from frameselect.errors import FrameselectError, PartConfigError, UnknownNameError
+from frameselect.evaluators.base import Evaluator, mean_of
+from frameselect.fill import FILL_DOMINANT_SHARE, fill_dominates, fill_share
+from frameselect.registry import revive
+from frameselect.render import FORMATS, Column, Table, render
+from frameselect.stats import (
+    DEFAULT_BOOT,
+    DEFAULT_LEVEL,
+    Interval,
+    RankGroup,
+    Ranking,
+    RankReport,
+    bootstrap,
+    bootstrap_mean,
+    format_p,
+    rank_analysis,
+)
+from frameselect.store import RunInfo, Store
+from frameselect.types import SampleRecord
+
+__all__ = [
+    "MetricSpec",
+    "StoredRun",
+    "TableRow",
+    "TableSection",
+    "revive_evaluator",
+    "load_runs",
+    "metric_specs",
+    "select_metrics",
+    "build_tables",
+    "section_table",
+    "render_tables",
+    "rank_groups",
+    "rank_report",
+    "rank_tables",
+    "render_ranks",
+    "mean_tokens",
+    "run_tokens",
+    "at_tokens",
+    "FORMATS",
+]
+
+#: per-sample keys the pipeline writes itself, shown when present (all lower-is-better)
+PIPELINE_METRICS = ("selection_latency_s", "answer_latency_s", "pool_time_error_mean", "pool_time_error_max")
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One table column: how to aggregate it and which direction is better."""
+
+    name: str
+    higher_is_better: bool = True
+    #: the evaluator whose ``aggregate`` computes the value; None for a plain mean
+    evaluator: Evaluator | None = None
+
+    @property
+    def is_mean(self) -> bool:
+        return self.evaluator is None
+
+    def per_sample(self, records: Sequence[SampleRecord]) -> list[float]:
+        return [float(r.metrics.get(self.name, math.nan)) for r in records]
+
+    def stat(self, records: Sequence[SampleRecord]) -> float:
+        """The aggregate over ``records`` (ok records only)."""
+        if self.evaluator is None:
+            return mean_of(records, self.name)
+        return float(self.evaluator.aggregate(records).get(self.name, math.nan))
+
+    def interval(
+        self, records: Sequence[SampleRecord], clusters: Sequence[Hashable], *, n_boot: int = DEFAULT_BOOT, level: float = DEFAULT_LEVEL, seed: int = 0
+    ) -> Interval:
+        if self.is_mean:
+            return bootstrap_mean(self.per_sample(records), clusters, n_boot=n_boot, level=level, seed=seed)
+        return bootstrap(records, self.stat, clusters, n_boot=n_boot, level=level, seed=seed)
+
+
+@dataclass
+class StoredRun:
+    """A stored run's ok records, each with its resampling cluster."""
+
+    info: RunInfo
+    label: str
+    records: list[SampleRecord]
+    clusters: list[Hashable]
+    evaluators: list[Evaluator] = field(default_factory=list)
+
+    @property
+    def dataset(self) -> str:
+        return str(self.info.config.get("dataset", "?"))
+
+
+def revive_evaluator(config: Any) -> Evaluator | None:
+    """The evaluator a run configuration names, with its parameters (None if not registered here).
+
+    A stored configuration whose parameters this version no longer accepts
+    gives the evaluator with its defaults.
+    """
+    if not isinstance(config, Mapping):
+        config = {"name": str(config)}
+    try:
+        evaluator: Evaluator = revive(config, kind="evaluators")
+    except UnknownNameError:
+        return None
+    except (PartConfigError, ValueError):
+        evaluator = revive({"name": config.get("name")}, kind="evaluators")
+    return evaluator
+
+
+def _cluster_key(store: Store, run_id: str, record: SampleRecord, cluster: str) -> Hashable:
+    md = record.metadata
+    if cluster == "none":
+        return ("sample", record.sample_id)
+    if cluster != "video":
+        return str(md[cluster]) if cluster in md else ("sample", record.sample_id)
+    for key in ("video_id", "video"):
+        if key in md:
+            return str(md[key])
+    stored = store.selection(run_id, record.sample_id)
+    if stored is not None and stored[1].get("video_id"):
+        return str(stored[1]["video_id"])
+    return ("sample", record.sample_id)
+
+
+def load_runs(store: Store, run_ids: Sequence[str] | None = None, *, cluster: str = "video") -> list[StoredRun]:
+    """Runs (all, or those named by id or unique prefix) with their ok records and clusters.
+
+    ``cluster``: ``"video"`` (the sample's video: ``metadata["video_id"]`` or
+    ``["video"]``, else the stored selection's video), ``"none"`` (each sample
+    alone) or the name of a metadata field.
+    """
+    if run_ids:
+        infos = []
+        for rid in run_ids:
+            infos.append(store.run(rid))
+    else:
+        infos = store.runs()
+    runs: list[StoredRun] = []
+    for info in infos:
+        records = store.records(info.run_id, status="ok")
+        clusters = [_cluster_key(store, info.run_id, r, cluster) for r in records]
+        evs = [ev for ev in (revive_evaluator(c) for c in info.config.get("evaluators", [])) if ev is not None]
+        runs.append(StoredRun(info, info.label or info.run_id[:12], records, clusters, evs))
+    _unique_labels(runs)
+    return runs
+
+
+def _unique_labels(runs: list[StoredRun]) -> None:
+    seen: dict[tuple[str, str], int] = {}
+    for run in runs:
+        seen[(run.dataset, run.label)] = seen.get((run.dataset, run.label), 0) + 1
+    for run in runs:
+        if seen[(run.dataset, run.label)] > 1:
+            run.label = f"{run.label} [{run.info.run_id[:8]}]"
+
+
+def metric_specs(runs: Sequence[StoredRun]) -> dict[str, MetricSpec]:
+    """The table's columns, in order of first appearance (see the module docstring)."""
+    specs: dict[str, MetricSpec] = {}
+    for run in runs:
+        for ev in run.evaluators:
+            overridden = type(ev).aggregate is not Evaluator.aggregate
+            for name in ev.metrics:
+                specs.setdefault(name, MetricSpec(name, bool(ev.higher_is_better), ev if overridden else None))
+    for name in PIPELINE_METRICS:
+        if name not in specs and any(name in r.metrics for run in runs for r in run.records):
+            specs[name] = MetricSpec(name, higher_is_better=False)
+    return specs
+
+
+def _names(names: Sequence[str] | None) -> list[str]:
+    return [n.strip() for item in names or () for n in item.split(",") if n.strip()]
+
+
+def select_metrics(specs: Mapping[str, MetricSpec], names: Sequence[str] | None, *, strict: bool = True) -> list[MetricSpec]:
+    """The specs named (comma-separated names allowed, in the order given), or all of them.
+
+    An unknown name is an error when ``strict``, else skipped.
+    """
+    wanted = _names(names)
+    if not wanted:
+        return list(specs.values())
+    unknown = [n for n in wanted if n not in specs]
+    if unknown and strict:
+        raise FrameselectError(f"unknown metric(s) {', '.join(unknown)}; the stored runs have: {', '.join(specs) or '(none)'}")
+    return [specs[n] for n in wanted if n in specs]
+
+
+@dataclass
+class TableRow:
+    label: str
+    subset: str | None
+    n: int
+    cells: dict[str, Interval]
+    #: share of the row's selected frames supplied by the selector's fill rule (None: not recorded)
+    fill_share: float | None = None
+    #: mean visual tokens per sample the row's frames cost the answering model (None: no cost model recorded)
+    tokens: float | None = None
+
+    @property
+    def fill_dominates(self) -> bool:
+        """Most of the row's frames came from the fill rule, not from the selector's own method."""
+        return fill_dominates(self.fill_share)
+
+
+@dataclass
+class TableSection:
+    dataset: str
+    metrics: list[MetricSpec]
+    rows: list[TableRow]
+    by: str | None = None
+
+
+def _subsets(records: Sequence[SampleRecord], by: str) -> list[str]:
+    return sorted({str(r.metadata[by]) for r in records if by in r.metadata})
+
+
+def _row(run: StoredRun, metrics: Sequence[MetricSpec], subset: str | None, by: str | None, *, n_boot: int, level: float, seed: int) -> TableRow:
+    pairs = list(zip(run.records, run.clusters, strict=True))
+    if subset is not None and by is not None:
+        pairs = [(r, c) for r, c in pairs if str(r.metadata.get(by)) == subset and by in r.metadata]
+    records = [r for r, _ in pairs]
+    clusters = [c for _, c in pairs]
+    cells = {m.name: m.interval(records, clusters, n_boot=n_boot, level=level, seed=seed) for m in metrics}
+    return TableRow(run.label, subset, len(records), cells, fill_share(records), mean_tokens(records))
+
+
+def mean_tokens(records: Sequence[SampleRecord]) -> float | None:
+    """The mean ``tokens`` (visual tokens sent) over the records that recorded it; None where none did.
+
+    >>> mean_tokens([SampleRecord("a", {"tokens": 90.0}), SampleRecord("b", {"tokens": 72.0}), SampleRecord("c", {})])
+    81.0
+    """
+    values = [float(r.metrics["tokens"]) for r in records if "tokens" in r.metrics]
+    return sum(values) / len(values) if values else None
+
+
+def run_tokens(run: StoredRun) -> float | None:
+    """A stored run's mean visual tokens per sample (None where it recorded none)."""
+    return mean_tokens(run.records)
+
+
+def _identity(run: StoredRun) -> str:
+    """What a run compares as, whatever its budget: dataset, selector (or router and bank), encoder, answerer, pool and evaluators."""
+    from frameselect.fingerprint import fingerprint
+
+    config = run.info.config
+    keys = ("dataset", "selector", "router", "bank", "encoder", "answerer", "pool", "evaluators", "seed", "limit")
+    return fingerprint({key: config.get(key) for key in keys})
+
+
+def at_tokens(runs: Sequence[StoredRun], budget: float) -> tuple[list[StoredRun], list[str]]:
+    """Runs compared at equal cost: per configuration (all but the budget), the run spending the most tokens per sample within ``budget``.
+
+    Returns the runs kept (in their order) and the labels of those left out
+    (no tokens recorded, or over the budget with no run of their
+    configuration within it).
+    """
+    best: dict[str, StoredRun] = {}
+    for run in runs:
+        spent = run_tokens(run)
+        if spent is None or spent > budget:
+            continue
+        key = _identity(run)
+        held = best.get(key)
+        if held is None or spent > (run_tokens(held) or 0.0):
+            best[key] = run
+    kept = {id(r) for r in best.values()}
+    return [r for r in runs if id(r) in kept], [r.label for r in runs if id(r) not in kept]
+
+
+def build_tables(
+    runs: Sequence[StoredRun],
+    metrics: Sequence[str] | None = None,
+    by: str | None = None,
+    *,
+    n_boot: int = DEFAULT_BOOT,
+    level: float = DEFAULT_LEVEL,
+    seed: int = 0,
+) -> list[TableSection]:
+    """One section per dataset: a row per run (and per value of ``by``), a cell per metric."""
+    select_metrics(metric_specs(runs), metrics)  # an unknown name is an error
+    sections: list[TableSection] = []
+    for dataset in dict.fromkeys(run.dataset for run in runs):
+        members = [run for run in runs if run.dataset == dataset]
+        specs = select_metrics(metric_specs(members), metrics, strict=False)
+        rows: list[TableRow] = []
+        for run in members:
+            rows.append(_row(run, specs, "all" if by else None, None, n_boot=n_boot, level=level, seed=seed))
+            if by:
+                for subset in _subsets(run.records, by):
+                    rows.append(_row(run, specs, subset, by, n_boot=n_boot, level=level, seed=seed))
+        sections.append(TableSection(dataset, specs, rows, by))
+    return sections
+
+
+def describe_resampling(n_boot: int, level: float, seed: int, cluster: str) -> str:
+    unit = {"video": "videos", "none": "samples"}.get(cluster, f"'{cluster}' clusters")
+    return f"{level:.0%} percentile bootstrap intervals ({n_boot} resamples of {unit}, seed {seed})"
+
+
+#: the column of the mean visual tokens per sample (:mod:`frameselect.tokens`)
+TOKENS_COLUMN = "tokens"
+
+
+def _format_tokens(value: float) -> str:
+    return f"{value:.0f}" if value >= 100 else f"{value:.1f}"
+
+
+#: the column of the share of frames the fill rule supplied; its text marks a run where the fill dominates
+FILL_COLUMN = "fill_share"
+FILL_MARK = "!"
+
+
+def format_fill_share(share: float) -> str:
+    """A fill share for the text formats, marked with ``!`` where the fill rule supplied most frames.
+
+    >>> format_fill_share(0.25), format_fill_share(1.0)
+    ('0.25', '1.00 !')
+    """
+    return f"{share:.2f}" + (f" {FILL_MARK}" if fill_dominates(share) else "")
+
+
+def fill_note() -> str:
+    """The line that explains the fill column under a table."""
+    return (
+        f"{FILL_COLUMN}: share of the selected frames supplied by the selector's fill rule, not its own method "
+        f"({FILL_MARK}: more than {FILL_DOMINANT_SHARE:.0%}, the row mostly measures the fill rule)"
+    )
+
+
+def section_table(section: TableSection, *, note: str = "") -> Table:
+    """One section as a :class:`~frameselect.render.Table`: label, breakdown value, n, fill share, one interval per metric.
+
+    The fill share column (:func:`format_fill_share`) appears when some row's runs recorded it.
+    """
+    with_fill = any(row.fill_share is not None for row in section.rows)
+    with_tokens = any(row.tokens is not None for row in section.rows)
+    columns = [Column("selector")] + ([Column(section.by)] if section.by else []) + [Column("n", "int")]
+    columns += [Column(TOKENS_COLUMN, "number", fmt=_format_tokens)] if with_tokens else []
+    columns += [Column(FILL_COLUMN, "number", fmt=format_fill_share)] if with_fill else []
+    columns += [Column(m.name, "interval", higher_is_better=m.higher_is_better) for m in section.metrics]
+    if with_fill:
+        note = f"{note}; {fill_note()}" if note else fill_note()
+    table = Table(columns, title=section.dataset, title_key="dataset", note=note)
+    for row in section.rows:
+        fill = [row.fill_share] if with_fill else []
+        spent = [row.tokens] if with_tokens else []
+        table.add(row.label, *([row.subset or ""] if section.by else []), row.n, *spent, *fill, *(row.cells[m.name] for m in section.metrics))
+    return table
+
+
+def render_tables(sections: Sequence[TableSection], fmt: str = "markdown", *, note: str = "") -> str:
+    """The sections as Markdown (``"0.667 [0.50, 0.83]"`` cells), CSV (estimate, low, high columns), LaTeX or terminal text."""
+    return render([section_table(s, note="" if fmt == "csv" else note) for s in sections], fmt)
+
+
+# -- rank analysis --------------------------------------------------------------
+
+
+def rank_groups(runs: Sequence[StoredRun], metrics: Sequence[str] | None = None, by: str | None = "kind") -> tuple[list[RankGroup], list[tuple[str, int, int]]]:
+    """Ranking groups (dataset × metric × question subset) and the comparisons between them.
+
+    Compared: the same metric across datasets (all questions); the same
+    dataset and metric across values of ``by``; the same dataset across
+    metrics (all questions).
+    """
+    select_metrics(metric_specs(runs), metrics)  # an unknown name is an error
+    groups: list[RankGroup] = []
+    index: dict[tuple[str, str, str], int] = {}
+    for dataset in dict.fromkeys(run.dataset for run in runs):
+        members = [run for run in runs if run.dataset == dataset]
+        specs = select_metrics(metric_specs(members), metrics, strict=False)
+        clusters: dict[str, Hashable] = {}
+        for run in members:
+            for r, c in zip(run.records, run.clusters, strict=True):
+                clusters.setdefault(r.sample_id, c)
+        subsets = ["all"] + ([f"{by}={v}" for v in _subsets([r for run in members for r in run.records], by)] if by else [])
+        for spec in specs:
+            for subset in subsets:
+                data: dict[str, dict[str, Any]] = {}
+                for run in members:
+                    chosen = [r for r in run.records if subset == "all" or (by is not None and by in r.metadata and f"{by}={r.metadata[by]}" == subset)]
+                    if spec.is_mean:
+                        data[run.label] = {r.sample_id: float(r.metrics.get(spec.name, math.nan)) for r in chosen}
+                    else:
+                        data[run.label] = {r.sample_id: r for r in chosen}
+                key = (dataset, spec.name, subset)
+                index[key] = len(groups)
+                groups.append(RankGroup(key, data, clusters, None if spec.is_mean else spec.stat, spec.higher_is_better))
+    comparisons: list[tuple[str, int, int]] = []
+    keys = list(index)
+    for a_pos, a in enumerate(keys):
+        for b in keys[a_pos + 1 :]:
+            if a[1] == b[1] and a[2] == b[2] == "all" and a[0] != b[0]:
+                comparisons.append(("dataset", index[a], index[b]))
+            elif a[0] == b[0] and a[1] == b[1] and "all" not in (a[2], b[2]):
+                comparisons.append((by or "subset", index[a], index[b]))
+            elif a[0] == b[0] and a[2] == b[2] == "all" and a[1] != b[1]:
+                comparisons.append(("metric", index[a], index[b]))
+    return groups, comparisons
+
+
+def rank_report(
+    runs: Sequence[StoredRun],
+    metrics: Sequence[str] | None = None,
+    by: str | None = "kind",
+    *,
+    alpha: float = 0.05,
+    n_boot: int = DEFAULT_BOOT,
+    level: float = DEFAULT_LEVEL,
+    seed: int = 0,
+) -> RankReport:
+    groups, comparisons = rank_groups(runs, metrics, by)
+    return rank_analysis(groups, comparisons, alpha=alpha, n_boot=n_boot, level=level, seed=seed)
+
+
+def _value(x: float) -> str:
+    if math.isnan(x):
+        return "–"
+    return f"{x:.3f}" if x == 0 or 0.01 <= abs(x) < 1e4 else f"{x:.3g}"
+
+
+def group_label(key: Sequence[str]) -> str:
+    return " · ".join(key)
+
+
+def _ranking_text(ranking: Ranking) -> str:
+    """``a (0.9) > b (0.5) = c (0.5)``: entries best first, ``=`` between tied values."""
+    if not ranking.order:
+        return "–"
+    parts = [f"{ranking.order[0]} ({_value(ranking.values[ranking.order[0]])})"]
+    for prev, entry in zip(ranking.order, ranking.order[1:], strict=False):
+        parts.append(("= " if ranking.values[entry] == ranking.values[prev] else "> ") + f"{entry} ({_value(ranking.values[entry])})")
+    return " ".join(parts)
+
+
+def _tau(x: float) -> str:
+    return "–" if math.isnan(x) else f"{x:.3f}"
+
+
+def rank_tables(report: RankReport, *, note: str = "") -> list[Table]:
+    """Rankings, Kendall τ_b between them and the significant inversions, as three tables."""
+    rankings = Table([Column("dataset"), Column("metric"), Column("questions"), Column("ranking")], title="Rankings (best first)", note=note)
+    for ranking in report.rankings:
+        rankings.add(*ranking.key, _ranking_text(ranking))
+    taus = Table(
+        [Column("axis"), Column("A"), Column("B"), Column("τ_b", "number", fmt=_tau), Column("selectors", "int")],
+        title="Kendall τ_b between rankings",
+        empty="no rankings to compare",
+    )
+    for t in report.taus:
+        taus.add(t.axis, group_label(t.key_a), group_label(t.key_b), t.tau, t.entries)
+    inversions = Table(
+        [
+            Column("axis"),
+            Column("A"),
+            Column("B"),
+            Column("better in A"),
+            Column("worse in A"),
+            Column("Δ in A", "interval", signed=True),
+            Column("p in A", "number", fmt=format_p),
+            Column("Δ in B", "interval", signed=True),
+            Column("p in B", "number", fmt=format_p),
+        ],
+        title=f"Inversions significant in both groups (α = {report.alpha:g}, paired sign-flip test)",
+        empty="none",
+    )
+    for inv in report.inversions:
+        da = Interval(inv.in_a.mean_diff, inv.in_a.low, inv.in_a.high)
+        db = Interval(inv.in_b.mean_diff, inv.in_b.low, inv.in_b.high)
+        inversions.add(inv.axis, group_label(inv.key_a), group_label(inv.key_b), inv.better, inv.worse, da, inv.in_a.p_value, db, inv.in_b.p_value)
+    return [rankings, taus, inversions]
+
+
+def render_ranks(report: RankReport, *, note: str = "", fmt: str = "markdown") -> str:
+    """:func:`rank_tables` in ``fmt``."""
+    return render(rank_tables(report, note=note), fmt)
