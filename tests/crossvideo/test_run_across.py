@@ -220,3 +220,21 @@ def test_process_workers_give_the_serial_loops_records(suite: tuple[Path, list],
     workers = frameselect.evaluate(cache_dir=tmp_path / "b", executor="process", workers=2, **kw)
     assert [r.status for r in workers.records] == ["ok"] * len(serial.records)
     assert [(r.sample_id, r.metrics["mc_accuracy"]) for r in workers.records] == [(r.sample_id, r.metrics["mc_accuracy"]) for r in serial.records]
+
+
+def test_the_run_command_takes_a_budget_policy_and_joint_selectors(suite: tuple[Path, list], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from frameselect.cli import main
+
+    root, samples = suite
+    common = ["run", "-d", "haystack_cross", "-D", "n_videos=2", "-D", "minutes=0.5", "-D", f"root={root}", "-k", "6", "--store", str(tmp_path / "c.db")]
+    common += ["--cache-dir", str(tmp_path / "cache")]
+    assert main([*common, "-s", "uniform", "--budget-policy", "duration", "--evaluator", "evidence_recall"]) == 0
+    with Store(tmp_path / "c.db") as st:
+        (run,) = st.runs()
+        assert run.config["budget_policy"]["name"] == "duration" and st.count(run.run_id) == {"ok": len(samples)}
+    capsys.readouterr()
+    assert main([*common, "-s", "topk_union", "-e", "imagenet_label", "--budget-policy", "equal"]) == 2
+    err = capsys.readouterr().err
+    assert "give no budget_policy" in err and "Traceback" not in err
+    assert main([*common, "-s", "topk_union"]) == 2  # the default encoder has no text side
+    assert "selector 'topk_union' needs query relevance" in capsys.readouterr().err
