@@ -310,3 +310,30 @@ def test_evaluate_records_failures_and_a_rerun_retries_only_them(tiny, tmp_path:
         assert [r.answer for r in third.records] == [r.answer for r in second.records]
     with Store(store) as st:
         assert "sk-" not in str([info.config for info in st.runs()])
+
+
+def test_several_videos_go_as_one_labelled_group_each_to_a_real_server() -> None:
+    from frameselect.types import VideoRef
+
+    pools, selections = {}, {}
+    for v, n in enumerate((2, 1)):
+        frames = [np.full((6, 8, 3), 50 * (v + 1) + 10 * i, dtype=np.uint8) for i in range(3)]
+        pools[f"video_{v + 1}"] = CandidatePool(
+            video_id=f"h{v}", timestamps=np.arange(3) * 2.0, frame_indices=np.arange(3), policy="fps=1", source=InMemoryFrames(frames)
+        )
+        selections[f"video_{v + 1}"] = Selection(tuple(range(n)))
+    sample = Sample.across(
+        "m", [VideoRef("video_1", "/a.mp4"), VideoRef("video_2", "/b.mp4")], Query("Which video shows the cat?", ("Video 1", "Video 2")), "B"
+    )
+    request = AnswerRequest.across(sample, pools, selections)
+    with ChatServer(lambda n, body, prompt: {"text": "B"}) as server:
+        ans = OpenAIHTTPAnswerer(base_url=server.base_url, model="m", image_format="png", **FAST)
+        (answer,) = ans.answer([request])
+        body = server.bodies[0]
+    assert answer.text == "B" and answer.error is None
+    content = body["messages"][-1]["content"]
+    kinds = [p["text"] if p["type"] == "text" else "<image>" for p in content]
+    assert kinds[:8] == ["Video 1:", "Frame at 0.0s:", "<image>", "Frame at 2.0s:", "<image>", "Video 2:", "Frame at 0.0s:", "<image>"]
+    assert kinds[8].startswith("Question: Which video shows the cat?\nOptions:\nA. Video 1\nB. Video 2")
+    urls = image_urls(body)
+    assert [int(_decode_data_url(u)[0, 0, 0]) for u in urls] == [50, 60, 100]  # video 1's two frames, then video 2's

@@ -110,19 +110,18 @@ def evaluate(
     tokens: int | None = None,
     token_policy: str = "fixed_res",
     token_model: Any = None,
+    budget_policy: Any = None,
 ) -> RunResult:
     """Run ``selector`` on ``dataset`` at budget ``k`` (or ``tokens``), score it, store it.
 
-    A wrong configuration raises :class:`~frameselect.errors.ConfigError` before any sample is touched. Returns the
-    per-sample records (including those stored by earlier, interrupted invocations of the same run) and the aggregated
-    table. A sample that fails (corrupt video, backend timeout, an exception inside a part) is recorded as failed with
-    its reason and the run goes on; a part that breaks its contract raises :class:`~frameselect.errors.ContractError`.
+    A wrong configuration raises :class:`~frameselect.errors.ConfigError` before any sample is touched. Returns the per-sample records (including those stored
+    by earlier, interrupted invocations of the same run) and the aggregated table. A sample that fails (corrupt video, backend timeout, an exception inside a
+    part) is recorded as failed with its reason and the run goes on; a part that breaks its contract raises :class:`~frameselect.errors.ContractError`.
 
-    ``executor`` (``"serial"``, ``"process"``, ``"ray"`` or an :class:`~frameselect.executors.Executor`) and ``workers``
-    say where videos are computed (:mod:`frameselect.executors`); results are the same whichever runs them, and neither
-    is in the run's fingerprint. ``ray_address``: the Ray cluster to join (default ``$RAY_ADDRESS``, else a local one).
-    ``tokens=N``: ``N`` visual tokens per sample (the mean, routed) instead of ``k`` frames, spent under ``token_policy``
-    and priced by ``token_model`` or the answerer's cost model (:mod:`frameselect.token_budget`).
+    ``executor`` (``"serial"``, ``"process"``, ``"ray"`` or an :class:`~frameselect.executors.Executor`) and ``workers`` say where videos are computed
+    (:mod:`frameselect.executors`); results are the same whichever runs them, and neither is in the run's fingerprint. ``ray_address``: the Ray cluster to join
+    (default ``$RAY_ADDRESS``, else a local one). ``tokens=N``: ``N`` visual tokens per sample (the mean, routed) instead of ``k`` frames, spent under
+    ``token_policy`` and priced by ``token_model`` or the answerer's cost model (:mod:`frameselect.token_budget`). ``budget_policy``: shares k over videos.
     """
     plan = plan_run(
         selector,
@@ -141,6 +140,7 @@ def evaluate(
         tokens=tokens,
         token_policy=token_policy,
         token_model=token_model,
+        budget_policy=budget_policy,
     )
     ex = executor_spec(executor, workers, ray_address)
     return run_plan(plan, store=store, cache_dir=cache_dir, progress=progress, on_record=on_record, by=by, executor=ex)
@@ -189,6 +189,11 @@ def select_step(p: Prepared, plan: Plan, ctx: RunContext, routes: RouteSet | Non
         p.metadata = {**p.metadata, "token_budget": frame_plan.budget, "frame_size": list(frame_plan.size)}
     if selector is None:
         raise ConfigError("this plan names no selector; plans of evaluate() come from plan_run()")
+    if sample.is_multi_video or not isinstance(selector, Selector):  # several videos, or a joint selector: docs/crossvideo.md
+        from frameselect.crossvideo.run import select_step_across
+
+        select_step_across(p, plan, ctx, selector)
+        return
     for video in sample_videos(sample):
         pool = build_pool(sample, plan.pool, ctx, video)
         needs = set(selector.needs).union(*(e.needs for e in plan.evaluators))

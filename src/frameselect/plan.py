@@ -79,6 +79,8 @@ class Plan:
     token_policy: str = "fixed_res"
     #: the answering model's cost model: plans a token budget, and prices every run's frames
     token_model: TokenModel | None = None
+    #: how a question over several videos shares ``k`` among them (:mod:`frameselect.crossvideo`); None: equal
+    budget_policy: Any = None
 
     @property
     def label(self) -> str:
@@ -278,8 +280,14 @@ def plan_run(
     tokens: int | None = None,
     token_policy: str = "fixed_res",
     token_model: Any = None,
+    budget_policy: Any = None,
 ) -> Plan:
     """Resolve and validate everything :func:`frameselect.pipeline.evaluate` will run.
+
+    ``selector`` may also name a joint selector (``topk_union``, ``binding``,
+    ``holmes``: :mod:`frameselect.crossvideo`), and ``budget_policy`` how a
+    question over several videos shares ``k`` among its videos (default
+    ``equal``; a joint selector shares it itself).
 
     ``tokens`` runs at a budget of visual tokens per sample (the mean, with a
     router) instead of ``k`` frames, spent under ``token_policy``
@@ -288,7 +296,10 @@ def plan_run(
     A budget below one frame is refused here.
     """
     k, limit, policy = check_budget(k), check_limit(limit), check_pool(pool)
-    sel: Selector = resolve("selectors", selector, **dict(selector_params or {}))
+    from frameselect.crossvideo.run import check_across, resolve_policy, resolve_selector
+
+    sel: Selector = resolve_selector(selector, dict(selector_params or {}))
+    across_policy = resolve_policy(budget_policy)
     evs: list[Evaluator] = [resolve("evaluators", e) for e in evaluators]
     enc: Encoder | None = resolve("encoders", encoder) if encoder is not None else None
     ans: Answerer | None = resolve("answerers", answerer) if answerer is not None else None
@@ -310,6 +321,7 @@ def plan_run(
         tokens = check_token_budget(tokens, cost_model, token_policy, k)
     ds = _dataset(dataset, dataset_params)
     samples = load_samples(ds, limit)
+    check_across(sel, across_policy, enc, ans, rt, tokens, samples)
     config: dict[str, Any] = {
         "selector": part_config(sel),
         "evaluators": [part_config(e) for e in evs],
@@ -321,6 +333,8 @@ def plan_run(
         "seed": seed,
         "limit": limit,
     }
+    if across_policy is not None:  # only when given: runs without one keep their ids
+        config["budget_policy"] = part_config(across_policy)
     if rt is not None:
         config["router"] = part_config(rt)
         config["bank"] = [part_config(b) for b in bank_parts]
@@ -352,6 +366,7 @@ def plan_run(
         tokens=tokens,
         token_policy=token_policy,
         token_model=cost_model,
+        budget_policy=across_policy,
     )
 
 

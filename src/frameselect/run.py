@@ -152,6 +152,9 @@ class Prepared:
     selections: dict[str, Selection] = field(default_factory=dict)
     error: Exception | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)  # added to the record's (route policy, demand)
+    #: a question over several videos: its MultiSelection and what the answerer sees
+    #: (:class:`frameselect.crossvideo.run.AcrossPrepared`); pools, features and selections are then keyed by ``VideoRef.id``
+    across: Any = None
 
     def put(self, video: str, pool: CandidatePool, selection: Selection | None = None, features: Features | None = None) -> None:
         """What the prepare step learnt about one of the sample's videos."""
@@ -178,6 +181,8 @@ class Prepared:
     @property
     def request(self) -> AnswerRequest | None:
         """What an answerer is asked for this sample (None while it has no selection)."""
+        if self.across is not None and self.error is None:
+            return AnswerRequest.across(self.sample, self.pools, self.across.view.by_video)
         one = None if self.error is not None else self.one()
         return None if one is None or one[1] is None else AnswerRequest(self.sample, one[0], one[1])
 
@@ -629,8 +634,15 @@ class Run:
 
     def record(self, p: Prepared, answer: Answer | None) -> None:
         """Score one prepared sample and store its record and selection in one transaction."""
-        record, selection = self._score(p, answer)
-        self.store.write_sample(self.plan.run_id, record, selection, video_id=p.video_id, policy=record.policy)
+        if p.across is not None and p.error is None and not (answer is not None and answer.error is not None):
+            from frameselect.crossvideo.run import score_across
+
+            scored, error = guarded(lambda: score_across(p, self.plan, answer))
+            record, rows = scored if scored is not None else (_failure(p, error or FrameselectError("no metrics")), [])
+            self.store.write_sample(self.plan.run_id, record, None, policy=record.policy, videos=rows)
+        else:
+            record, selection = self._score(p, answer)
+            self.store.write_sample(self.plan.run_id, record, selection, video_id=p.video_id, policy=record.policy)
         if record.status == "ok":
             self.counters.samples_done += 1
         else:
@@ -773,7 +785,7 @@ class _SampleLoop:
             self._absorb(result)
         item.prepared = result.prepared
         for p in item.prepared:
-            if p.error is None:  # a sample this loop cannot answer or score (yet) fails here, with its reason
+            if p.error is None and p.across is None:  # a sample this loop cannot answer or score (yet) fails here, with its reason
                 _, p.error = guarded(functools.partial(Prepared.one, p))
         if self.answerer is None:
             self._finish(item)

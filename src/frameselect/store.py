@@ -19,7 +19,7 @@ import math
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +29,7 @@ from frameselect._version import __version__
 from frameselect.errors import ConfigError, StoreError, UnknownRunError
 from frameselect.types import SampleRecord, Selection
 
-__all__ = ["Store", "RunInfo"]
+__all__ = ["Store", "RunInfo", "VideoSelectionRow"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -78,6 +78,21 @@ CREATE TABLE IF NOT EXISTS answers (
     answer      TEXT NOT NULL,
     created     REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS video_selections (
+    run_id      TEXT NOT NULL REFERENCES runs(run_id),
+    sample_id   TEXT NOT NULL,
+    video       TEXT NOT NULL,
+    position    INTEGER NOT NULL,
+    video_id    TEXT NOT NULL,
+    policy      TEXT NOT NULL,
+    selector    TEXT NOT NULL,
+    k           INTEGER NOT NULL,
+    indices     TEXT NOT NULL,
+    timestamps  TEXT NOT NULL,
+    latency_s   REAL NOT NULL,
+    filled      INTEGER,
+    PRIMARY KEY (run_id, sample_id, video)
+);
 """
 
 
@@ -104,6 +119,16 @@ def _guarded(method: Callable[Concatenate[Store, _P], _R]) -> Callable[Concatena
             raise self._failure(exc) from None
 
     return guarded
+
+
+@dataclass(frozen=True)
+class VideoSelectionRow:
+    """One video's selection within a question over several videos, as stored."""
+
+    video: str  #: the video's id within the sample (``VideoRef.id``)
+    video_id: str  #: the video's content hash
+    selection: Selection
+    timestamps: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -292,10 +317,45 @@ class Store:
         return {r[0] for r in rows}
 
     @_guarded
-    def write_sample(self, run_id: str, record: SampleRecord, selection: Selection | None = None, *, video_id: str = "", policy: str = "") -> None:
-        """Store one sample's selection and record atomically (replacing a failed try)."""
+    def write_sample(
+        self,
+        run_id: str,
+        record: SampleRecord,
+        selection: Selection | None = None,
+        *,
+        video_id: str = "",
+        policy: str = "",
+        videos: Sequence[VideoSelectionRow] = (),
+    ) -> None:
+        """Store one sample's selection and record atomically (replacing a failed try).
+
+        A question over several videos gives ``videos``: one :class:`VideoSelectionRow`
+        per video (its id within the sample, its content hash, its selection and times),
+        stored in ``video_selections`` in the same transaction.
+        """
         now = time.time()
         with self.transaction() as conn:
+            if videos:
+                conn.execute("DELETE FROM video_selections WHERE run_id = ? AND sample_id = ?", (run_id, record.sample_id))
+            for position, row in enumerate(videos):
+                conn.execute(
+                    "INSERT INTO video_selections (run_id, sample_id, video, position, video_id, policy, selector, k, indices, timestamps, latency_s, filled) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        run_id,
+                        record.sample_id,
+                        row.video,
+                        position,
+                        row.video_id,
+                        policy or record.policy,
+                        row.selection.selector,
+                        len(row.selection.indices),
+                        _json(list(row.selection.indices)),
+                        _json([float(t) for t in row.timestamps]),
+                        row.selection.latency_s,
+                        row.selection.filled,
+                    ),
+                )
             if selection is not None:
                 conn.execute(
                     "INSERT OR REPLACE INTO selections (run_id, sample_id, video_id, policy, selector, k, indices, timestamps, scores, latency_s, filled, sizes) "
@@ -402,8 +462,20 @@ class Store:
             conn.execute("INSERT OR REPLACE INTO answers (key, model, answer, created) VALUES (?, ?, ?, ?)", (key, model, _json(dict(answer)), time.time()))
 
     @_guarded
+    def video_selections(self, run_id: str, sample_id: str) -> list[VideoSelectionRow]:
+        """The per-video selections of a question over several videos, in the sample's order (empty for a one-video sample)."""
+        rows = self._conn.execute(
+            "SELECT video, video_id, selector, indices, timestamps, latency_s, filled FROM video_selections WHERE run_id = ? AND sample_id = ? ORDER BY position",
+            (run_id, sample_id),
+        ).fetchall()
+        return [
+            VideoSelectionRow(str(v), str(h), Selection(tuple(json.loads(idx)), selector=str(sel), latency_s=float(lat), filled=fill), tuple(json.loads(ts)))
+            for v, h, sel, idx, ts, lat, fill in rows
+        ]
+
+    @_guarded
     def delete_run(self, run_id: str) -> None:
         with self.transaction() as conn:
-            for table in ("selections", "records"):
+            for table in ("selections", "records", "video_selections"):
                 conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
             conn.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))

@@ -596,3 +596,116 @@ def test_qwen2_vl_asks_a_grounding_question_for_its_window_and_reads_it(qwen2_vl
     unknown = AnswerRequest(grounded.sample, dataclasses.replace(plain.pool, duration=None), plain.selection)
     failed, ok = qwen2_vl.answer([unknown, plain])
     assert failed.error is not None and "duration is unknown" in failed.error and ok.error is None
+
+
+# -- several videos in one question --------------------------------------------------------
+
+
+def _request_across(counts: tuple[int, ...], options: tuple[str, ...] = ("Video 1", "Video 2")) -> AnswerRequest:
+    from frameselect.types import VideoRef
+
+    pools, selections, refs = {}, {}, []
+    for v, n in enumerate(counts):
+        rng = np.random.default_rng(100 + v)
+        frames = [rng.integers(0, 256, size=(48, 64, 3), dtype=np.uint8) for _ in range(10)]
+        vid = f"video_{v + 1}"
+        pools[vid] = CandidatePool(
+            video_id=f"hash{v}",
+            timestamps=np.arange(10) * (v + 1.0),
+            frame_indices=np.arange(10),
+            policy="fps=1.0",
+            duration=10.0 * (v + 1),
+            source=InMemoryFrames(frames),
+        )
+        selections[vid] = Selection(indices=tuple(range(1, 1 + 2 * n, 2)))
+        refs.append(VideoRef(vid, f"v{v}.mp4"))
+    sample = Sample.across("multi", refs, Query("Which video shows the car first?", options), answer="A")
+    return AnswerRequest.across(sample, pools, selections)
+
+
+def test_answer_request_across_keeps_the_one_video_request() -> None:
+    request = _request_across((3, 2))
+    assert request.is_multi_video and [v.id for v in request.inputs] == ["video_1", "video_2"]
+    assert request.pool is request.inputs[0].pool and request.selection.indices == (1, 3, 5)
+    assert request.inputs[1].timestamps == [2.0, 6.0]  # indices 1, 3 of a pool at 0, 2, 4, ... s
+    one = _request(3)
+    assert not one.is_multi_video and one.videos == () and [v.id for v in one.inputs] == ["video_1"]
+    assert one.inputs[0].timestamps == one.timestamps
+    ident = request.frame_identity()["videos"]
+    assert ident == [["video_1", "hash0", "fps=1.0", [1, 3, 5], [1.0, 3.0, 5.0]], ["video_2", "hash1", "fps=1.0", [1, 3], [2.0, 6.0]]]
+
+
+def test_qwen2_vl_gets_one_labelled_video_entry_per_video(qwen2_vl: Qwen2VL, qwen_processors: dict[str, Any]) -> None:
+    request = _request_across((3, 2))
+    text, inputs = qwen2_vl.prepare(request)
+    video = "<|vision_start|><|video_pad|><|vision_end|>"
+    prompt = (
+        "Video 1 lasts for 10.00 seconds, and 3 frames are sampled from it. These frames are located at 1.00s,3.00s,5.00s.\n"
+        "Video 2 lasts for 20.00 seconds, and 2 frames are sampled from it. These frames are located at 2.00s,6.00s.\n"
+        "Please answer the following questions related to these videos.\n"
+        "Which video shows the car first?\nA. Video 1\nB. Video 2\n"
+        "Answer with the option's letter from the given choices directly."
+    )
+    assert text == f"<|im_start|>user\nVideo 1:{video}Video 2:{video}{prompt}<|im_end|>\n<|im_start|>assistant\n"
+    # three frames pad to two temporal patches, two frames make one; 4x4 patches each
+    assert inputs["video_grid_thw"].tolist() == [[2, 4, 4], [1, 4, 4]]
+    assert inputs["pixel_values_videos"].shape == (3 * 16, 3 * 2 * 14 * 14)
+    # each video's pixels are what the one-video input gives for its frames alone, in order
+    stand_in = qwen_processors["qwen2_vl"]
+    first = stand_in("<|video_pad|>", request.inputs[0].frames())["pixel_values_videos"]
+    second = stand_in("<|video_pad|>", request.inputs[1].frames())["pixel_values_videos"]
+    torch.testing.assert_close(inputs["pixel_values_videos"], torch.cat([first, second]), rtol=0, atol=0)
+    tokenizer = stand_in.tokenizer
+    decoded = tokenizer.decode(inputs["input_ids"][0])
+    pads = "<|video_pad|>"
+    assert decoded.startswith(f"<|im_start|>user\nVideo 1:<|vision_start|>{pads * 8}<|vision_end|>Video 2:<|vision_start|>{pads * 4}<|vision_end|>")
+    (answer,) = qwen2_vl.answer([request])
+    assert answer.error is None, answer.error
+    with torch.no_grad():
+        reference = qwen2_vl._model.generate(**inputs, max_new_tokens=6, do_sample=False)
+    assert answer.text == tokenizer.decode(reference[0, inputs["input_ids"].shape[1] :], skip_special_tokens=True).strip()
+
+
+def test_qwen2_5_vl_takes_each_videos_frame_rate(qwen_processors: dict[str, Any]) -> None:
+    processor = qwen_processors["qwen2_5_vl"]
+    vlm = Qwen2_5VL(model=_qwen_model("qwen2_5_vl", processor.tokenizer), processor=processor, max_new_tokens=3, time_instruction=False)
+    request = _request_across((2, 2))  # video 1: frames 2 s apart (0.5 fps); video 2: 4 s apart (0.25 fps)
+    text, inputs = vlm.prepare(request)
+    assert "lasts for" not in text and text.count("<|video_pad|>") == 2
+    np.testing.assert_allclose(inputs["second_per_grid_ts"].numpy(), [2 / 0.5, 2 / 0.25])
+    (answer,) = vlm.answer([request])
+    assert answer.error is None, answer.error
+
+
+def test_a_video_without_frames_fails_that_request_only(qwen2_vl: Qwen2VL) -> None:
+    request = _request_across((2, 2))
+    empty = AnswerRequest.across(request.sample, {v.id: v.pool for v in request.inputs}, {"video_1": request.selection, "video_2": Selection(indices=())})
+    failed, ok = qwen2_vl.answer([empty, request])
+    assert failed.error is not None and "no frames selected in Video 2" in failed.error and ok.error is None
+
+
+def test_internvl_names_each_video_before_its_frames() -> None:
+    from frameselect.answerers.transformers_vlm import InternVL
+
+    named = {"start_image_token": "<img>", "end_image_token": "</img>", "context_image_token": "<IMG_CONTEXT>", "video_token": "<video>"}
+    tok = _plain_tokenizer(extra_special_tokens=named)
+    image_processor = transformers.GotOcr2ImageProcessorPil(size={"height": 28, "width": 28})
+    processor = InternVLInputs(tok, image_processor, image_seq_length=1, chat_template=PLAIN_TEMPLATE)
+    vlm = InternVL(model=object(), processor=processor, time_instruction=False)
+    vlm._ensure_loaded = lambda: None  # type: ignore[method-assign]  # inputs only: no model is run
+    vlm._processor = processor
+    request = _request_across((2, 1))
+    text, inputs = vlm.prepare(request)
+    assert text.startswith("<|im_start|>user\nVideo 1:\nFrame1: <IMG_CONTEXT>\nFrame2: <IMG_CONTEXT>\nVideo 2:\nFrame1: <IMG_CONTEXT>\nWhich video")
+    expected = image_processor(images=request.inputs[0].frames() + request.inputs[1].frames(), crop_to_patches=False, return_tensors="pt")["pixel_values"]
+    torch.testing.assert_close(inputs["pixel_values"], expected, rtol=0, atol=0)
+
+
+def test_llava_onevision_stand_in_takes_several_videos_of_equal_length() -> None:
+    processor = LlavaOnevisionInputs(_plain_tokenizer(), num_image_tokens=4, config=LlavaVideoConfig(height=28, width=28), chat_template=PLAIN_TEMPLATE)
+    frames = [np.full((48, 64, 3), v * 60, dtype=np.uint8) for v in range(4)]
+    batch = processor.several("<video>a<video>b", [frames[:2], frames[2:]])
+    assert batch["pixel_values_videos"].shape == (2, 2, 3, 28, 28)
+    assert int((batch["input_ids"] == processor.video_token_id).sum()) == 2 * (2 + 1)  # 2 pooled frames and a newline each
+    with pytest.raises(ValueError, match="equal frame counts"):
+        processor.several("<video>a<video>b", [frames[:3], frames[3:]])

@@ -423,20 +423,39 @@ class QwenVLInputs(_TextSide):
         cap_pixels_per_frame: bool = True,
         max_pixels: int | None = None,
     ) -> Any:
+        self._expand_one(text, self.video_token, self.video_token, "the video")  # exactly one placeholder
+        return self.several(text, [frames], None if fps is None else [fps], cap_pixels_per_frame, max_pixels)
+
+    def several(
+        self,
+        text: str,
+        videos: Sequence[Sequence[NDArray[np.uint8]]],
+        fps: Sequence[float] | None = None,
+        cap_pixels_per_frame: bool = True,
+        max_pixels: int | None = None,
+    ) -> Any:
+        """Inputs for a prompt holding one ``<|video_pad|>`` per video, in order (as the processor does for ``videos=[...]``)."""
         import torch
 
-        pixels, grid = self.config.video(frames, cap_pixels_per_frame=cap_pixels_per_frame, max_pixels=max_pixels)
-        expanded = self._expand_one(text, self.video_token, self.video_token * self.num_video_tokens(grid), "the video")
+        pieces = text.split(self.video_token)
+        if len(pieces) - 1 != len(videos):
+            raise ValueError(f"the prompt holds {len(pieces) - 1} {self.video_token} placeholders for {len(videos)} videos")
+        if fps is not None and len(fps) != len(videos):
+            raise ValueError(f"{len(fps)} frame rates for {len(videos)} videos")
+        made = [self.config.video(frames, cap_pixels_per_frame=cap_pixels_per_frame, max_pixels=max_pixels) for frames in videos]
+        expanded = pieces[0]
+        for (_, grid), rest in zip(made, pieces[1:]):
+            expanded += self.video_token * self.num_video_tokens(grid) + rest
         data = self._encode(expanded)
         ids = data["input_ids"]
         types = torch.zeros_like(ids)
         types[ids == self.image_token_id] = 1
         types[ids == self.video_token_id] = 2
         data["mm_token_type_ids"] = types
-        data["pixel_values_videos"] = torch.from_numpy(pixels)
-        data["video_grid_thw"] = torch.tensor([list(grid)], dtype=torch.long)
+        data["pixel_values_videos"] = torch.from_numpy(np.concatenate([pixels for pixels, _ in made], axis=0))
+        data["video_grid_thw"] = torch.tensor([list(grid) for _, grid in made], dtype=torch.long)
         if fps is not None:
-            data["second_per_grid_ts"] = torch.tensor([self.config.temporal_patch_size / fps])
+            data["second_per_grid_ts"] = torch.tensor([self.config.temporal_patch_size / f for f in fps])
         return self._batch(data)
 
 
@@ -486,14 +505,26 @@ class LlavaOnevisionInputs(_TextSide):
         return num_frames * pooled * pooled + 1
 
     def __call__(self, text: str, frames: Sequence[NDArray[np.uint8]]) -> Any:
+        self._expand_one(text, self.video_token, self.video_token, "the video")  # exactly one placeholder
+        return self.several(text, [frames])
+
+    def several(self, text: str, videos: Sequence[Sequence[NDArray[np.uint8]]]) -> Any:
+        """Inputs for a prompt holding one ``<video>`` per video, in order; the videos must have equal frame counts (one tensor)."""
         import torch
 
-        if not len(frames):
+        if any(not len(frames) for frames in videos):
             raise ValueError("a video needs at least one frame")
-        video = np.stack([normalized_frame(f, self.config.height, self.config.width, self.config) for f in frames])
-        expanded = self._expand_one(text, self.video_token, self.video_token * self.num_video_tokens(len(frames)), "the video")
+        if len({len(frames) for frames in videos}) > 1:
+            raise ValueError(f"LLaVA-OneVision takes videos of equal frame counts in one prompt, got {[len(f) for f in videos]}")
+        pieces = text.split(self.video_token)
+        if len(pieces) - 1 != len(videos):
+            raise ValueError(f"the prompt holds {len(pieces) - 1} {self.video_token} placeholders for {len(videos)} videos")
+        expanded = pieces[0]
+        for frames, rest in zip(videos, pieces[1:]):
+            expanded += self.video_token * self.num_video_tokens(len(frames)) + rest
+        stacked = np.stack([np.stack([normalized_frame(f, self.config.height, self.config.width, self.config) for f in frames]) for frames in videos])
         data = self._encode(expanded)
-        data["pixel_values_videos"] = torch.from_numpy(video[None])
+        data["pixel_values_videos"] = torch.from_numpy(stacked)
         return self._batch(data)
 
 

@@ -8,7 +8,7 @@ records that one sample as failed and goes on.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
@@ -17,20 +17,27 @@ from numpy.typing import NDArray
 
 from frameselect.fingerprint import fingerprint
 from frameselect.parts import Part, part_id
-from frameselect.types import Answer, CandidatePool, Sample, Selection, option_letters
+from frameselect.types import SINGLE_VIDEO_ID, Answer, CandidatePool, Sample, Selection, option_letters
 from frameselect.windows import requested_units, window_duration
 
 if TYPE_CHECKING:
     from frameselect.tokens import TokenModel
 
-__all__ = ["Answerer", "AnswerRequest", "answer_cache_key", "option_letters", "sized_frames"]
+__all__ = ["Answerer", "AnswerRequest", "VideoInput", "answer_cache_key", "option_letters", "sized_frames", "video_label"]
+
+
+def _selected_frames(pool: CandidatePool, selection: Selection) -> list[NDArray[np.uint8]]:
+    sizes = selection.sizes
+    if sizes is None:
+        return pool.frames(selection.indices)
+    return sized_frames(pool, selection.indices, sizes)
 
 
 @dataclass
-class AnswerRequest:
-    """One sample, the selected frames (decoded on first use) and their timestamps."""
+class VideoInput:
+    """One video of a request: its id within the sample, its pool and the frames selected in it."""
 
-    sample: Sample
+    id: str
     pool: CandidatePool
     selection: Selection
     _frames: list[NDArray[np.uint8]] | None = field(default=None, repr=False)
@@ -40,14 +47,76 @@ class AnswerRequest:
         return self.selection.timestamps(self.pool)
 
     def frames(self) -> list[NDArray[np.uint8]]:
+        """The frames selected in this video (none for an empty selection)."""
+        if self._frames is None:
+            self._frames = _selected_frames(self.pool, self.selection) if self.selection.indices else []
+        return self._frames
+
+
+@dataclass
+class AnswerRequest:
+    """One sample, the selected frames (decoded on first use) and their timestamps.
+
+    A question over several videos also carries ``videos``: one
+    :class:`VideoInput` per video of the sample, in the sample's order
+    (build it with :meth:`across`); ``pool`` and ``selection`` are then the
+    first video's, so a backend that reads one video still gets a valid
+    request. A one-video request leaves ``videos`` empty; :attr:`inputs`
+    gives the videos of either kind.
+    """
+
+    sample: Sample
+    pool: CandidatePool
+    selection: Selection
+    _frames: list[NDArray[np.uint8]] | None = field(default=None, repr=False)
+    #: the videos of a question over several videos, in the sample's order; empty for one video
+    videos: tuple[VideoInput, ...] = ()
+
+    def __post_init__(self) -> None:
+        self.videos = tuple(self.videos)
+
+    @classmethod
+    def across(cls, sample: Sample, pools: Mapping[str, CandidatePool], selections: Mapping[str, Selection]) -> AnswerRequest:
+        """A request over every video of ``sample`` (``sample.video_refs`` order); pools and selections keyed by video id."""
+        refs = sample.video_refs
+        missing = [r.id for r in refs if r.id not in pools or r.id not in selections]
+        if missing:
+            raise ValueError(f"sample {sample.id!r}: no pool or selection for video(s) {missing}")
+        videos = tuple(VideoInput(r.id, pools[r.id], selections[r.id]) for r in refs)
+        first = videos[0]
+        return cls(sample, first.pool, first.selection, videos=videos if len(videos) > 1 else ())
+
+    @property
+    def is_multi_video(self) -> bool:
+        return len(self.videos) > 1
+
+    @property
+    def inputs(self) -> tuple[VideoInput, ...]:
+        """The request's videos in order: ``videos``, or the one video (sharing this request's decoded frames)."""
+        if self.videos:
+            return self.videos
+        one = VideoInput(SINGLE_VIDEO_ID, self.pool, self.selection)
+        one._frames = self.frames() if self._frames is not None else None
+        return (one,)
+
+    @property
+    def timestamps(self) -> list[float]:
+        return self.selection.timestamps(self.pool)
+
+    def frames(self) -> list[NDArray[np.uint8]]:
         """The selected frames, each at its size in ``selection.sizes`` when given (scaled by the frame source)."""
         if self._frames is None:
-            sizes = self.selection.sizes
-            if sizes is None:
-                self._frames = self.pool.frames(self.selection.indices)
-            else:
-                self._frames = sized_frames(self.pool, self.selection.indices, sizes)
+            self._frames = _selected_frames(self.pool, self.selection)
         return self._frames
+
+    def frame_identity(self) -> dict[str, object]:
+        """What determines the frames shown, per video (video hash, pool policy, indices, times): part of an answer cache key."""
+        return {"videos": [[v.id, v.pool.video_id, v.pool.policy, list(v.selection.indices), [round(t, 6) for t in v.timestamps]] for v in self.inputs]}
+
+
+def video_label(position: int) -> str:
+    """How a prompt names the video at ``position`` (0-based) of a question: ``"Video 1"``, ``"Video 2"``, ..."""
+    return f"Video {position + 1}"
 
 
 def sized_frames(pool: CandidatePool, indices: Sequence[int], sizes: Sequence[tuple[int, int]]) -> list[NDArray[np.uint8]]:
@@ -120,7 +189,8 @@ def answer_cache_key(answerer: Answerer, request: AnswerRequest) -> str:
     """Hash of everything that determines an answer: backend id, prompt, options, frames.
 
     Frames enter by identity (video content hash, pool policy and the selected
-    pool indices), which determines their content exactly. A question that asks
+    pool indices), which determines their content exactly; a request over
+    several videos adds each video's (:meth:`AnswerRequest.frame_identity`). A question that asks
     for time windows (:mod:`frameselect.windows`) adds their units and the
     duration fractions refer to (the prompt and the reading of the reply depend on them).
     """
@@ -138,5 +208,8 @@ def answer_cache_key(answerer: Answerer, request: AnswerRequest) -> str:
             "timestamps": [round(t, 6) for t in request.timestamps],
             **({"sizes": [list(size) for size in request.selection.sizes]} if request.selection.sizes is not None else {}),
             "oracle": [request.sample.answer, list(request.sample.evidence), dict(request.sample.metadata)] if answerer.is_oracle else None,
+            # a question over several videos: every video's frames (and, for the oracle, its evidence); one-video keys are unchanged
+            **(request.frame_identity() if request.is_multi_video else {}),
+            **({"evidence_by_video": [[r.id, list(r.evidence)] for r in request.sample.video_refs]} if request.is_multi_video and answerer.is_oracle else {}),
         }
     )

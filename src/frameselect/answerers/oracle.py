@@ -14,6 +14,10 @@ questions whose evidence the selector captured. Rules, by
     option's (a selection that cannot tell which footage dominates does not
     cover the evidence).
 
+A question over several videos (``Sample.videos``) is covered when, in every
+video, each of that video's evidence spans holds a selected frame of that
+video (:func:`covers_across`); a frame of one video never covers another's.
+
 ``not_yet`` (a stream question asked before its evidence appears; its right
 answer is that the thing was not shown yet)
     no selected frame lies in ``metadata["later_spans"]`` (where the thing is
@@ -34,7 +38,7 @@ from frameselect.answerers.base import Answerer, AnswerRequest, option_letters
 from frameselect.registry import answerers
 from frameselect.types import Answer, Sample, Span
 
-__all__ = ["Oracle", "covers", "wrong_letter"]
+__all__ = ["Oracle", "covers", "covers_across", "wrong_letter"]
 
 
 def _hits(times: Sequence[float], spans: Sequence[Span] | Sequence[Sequence[float]]) -> int:
@@ -76,6 +80,26 @@ def covers(sample: Sample, times: Sequence[float]) -> bool:
     return all(any(span.contains(t) for t in times) for span in sample.evidence)
 
 
+def covers_across(sample: Sample, times_by_video: Mapping[str, Sequence[float]]) -> bool:
+    """Whether the frames of each video (``{video id: times}``) cover that video's evidence, in every video.
+
+    Only the ``all_spans`` rule applies across videos; a question without
+    evidence in any video cannot be covered.
+
+    >>> from frameselect.types import Query, VideoRef
+    >>> s = Sample.across("q", [VideoRef("video_1", "a.mp4", (Span(1, 2),)), VideoRef("video_2", "b.mp4", (Span(5, 6),))], Query("?", ("x", "y")), "A")
+    >>> covers_across(s, {"video_1": [1.5], "video_2": [5.5]}), covers_across(s, {"video_1": [1.5, 5.5], "video_2": []})
+    (True, False)
+    """
+    rule = str(sample.metadata.get("coverage", "all_spans"))
+    if rule != "all_spans":
+        raise ValueError(f"coverage rule {rule!r} of sample {sample.id} does not apply across videos; use 'all_spans'")
+    refs = sample.video_refs
+    if not any(ref.evidence for ref in refs):
+        return False
+    return all(all(any(span.contains(t) for t in times_by_video.get(ref.id, ())) for span in ref.evidence) for ref in refs)
+
+
 def wrong_letter(sample: Sample) -> str:
     for letter in option_letters(len(sample.query.options)):
         if letter != sample.answer:
@@ -98,7 +122,10 @@ class Oracle(Answerer):
         out = []
         for r in requests:
             start = time.perf_counter()
-            ok = covers(r.sample, r.timestamps)
+            if r.is_multi_video or r.sample.is_multi_video:
+                ok = covers_across(r.sample, {v.id: v.timestamps for v in r.inputs})
+            else:
+                ok = covers(r.sample, r.timestamps)
             text = (r.sample.answer or "") if ok else wrong_letter(r.sample)
             out.append(Answer(text=text, latency_s=time.perf_counter() - start, model="oracle (upper bound)"))
         return out

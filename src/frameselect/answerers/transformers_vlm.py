@@ -18,6 +18,17 @@ model expects them:
   frame and a ``Frame{i}: <image>`` line each before the question, as in
   InternVL's reference video chat.
 
+A question over several videos (``AnswerRequest.videos``) gives each video its
+own entry in the message, in the sample's order, after a text entry naming
+it ("Video 1:", "Video 2:", ...), as the models' chat templates take several
+videos: Qwen2-VL / Qwen2.5-VL one ``{"type": "video"}`` entry per video (each
+with its own frame rate and grid), LLaVA-OneVision one per video (the videos
+must then have equal frame counts, its pixels being one tensor), InternVL the
+``Frame{i}: <image>`` lines of each video under its name. The time
+instruction names each video's length and frame times
+(:func:`build_prompt_across`). A video with no frame selected fails the
+request.
+
 The text is the same for all four (:func:`build_prompt`): the time
 instruction of LLaVA-Video / lmms-eval naming the video length and the
 frames' timestamps (``time_instruction=True``; "uniformly sampled" becomes
@@ -70,7 +81,7 @@ from numpy.typing import NDArray
 
 from frameselect._hub import cached_commit, dtype_kwarg, dtype_name, module_device, module_dtype, pick_device, pick_dtype, weights_fingerprint
 from frameselect.answerers._vlm_inputs import InternVLInputs, LlavaOnevisionInputs, QwenVideoConfig, QwenVLInputs, torchvision_available
-from frameselect.answerers.base import Answerer, AnswerRequest, option_letters
+from frameselect.answerers.base import Answerer, AnswerRequest, option_letters, video_label
 from frameselect.errors import AnswererError
 from frameselect.parts import Range
 from frameselect.registry import answerers
@@ -80,7 +91,17 @@ from frameselect.windows import WINDOW_MAX_TOKENS, WindowRequest, window_request
 if TYPE_CHECKING:
     from frameselect.tokens import TokenModel
 
-__all__ = ["TransformersVLM", "Qwen2VL", "Qwen2_5VL", "LlavaOneVision", "InternVL", "build_prompt", "time_instruction_text", "selection_fps"]
+__all__ = [
+    "TransformersVLM",
+    "Qwen2VL",
+    "Qwen2_5VL",
+    "LlavaOneVision",
+    "InternVL",
+    "build_prompt",
+    "build_prompt_across",
+    "time_instruction_text",
+    "selection_fps",
+]
 
 MULTIPLE_CHOICE_SUFFIX = "Answer with the option's letter from the given choices directly."
 OPEN_ENDED_SUFFIX = "Answer the question using a single word or phrase."
@@ -131,6 +152,33 @@ def build_prompt(
     if windows is not None:
         lines.append(windows.instruction(bool(query.options)))
     return "\n".join(lines)
+
+
+def build_prompt_across(
+    query: Query,
+    videos: Sequence[tuple[str, Sequence[float], float | None]],
+    time_instruction: bool = True,
+    windows: WindowRequest | None = None,
+) -> str:
+    """The question text for several videos: ``videos`` is ``(label, timestamps, duration)`` per video, in order.
+
+    >>> print(build_prompt_across(Query("Which video shows the cat first?", ("Video 1", "Video 2")), [("Video 1", [1.0], 4.0), ("Video 2", [0.5, 2.0], 3.0)]))
+    Video 1 lasts for 4.00 seconds, and 1 frames are sampled from it. These frames are located at 1.00s.
+    Video 2 lasts for 3.00 seconds, and 2 frames are sampled from it. These frames are located at 0.50s,2.00s.
+    Please answer the following questions related to these videos.
+    Which video shows the cat first?
+    A. Video 1
+    B. Video 2
+    Answer with the option's letter from the given choices directly.
+    """
+    lines = []
+    if time_instruction:
+        for label, timestamps, duration in videos:
+            length = duration if duration is not None and duration > 0 else (max(timestamps) if len(timestamps) else 0.0)
+            located = ",".join(f"{t:.2f}s" for t in timestamps)
+            lines.append(f"{label} lasts for {length:.2f} seconds, and {len(timestamps)} frames are sampled from it. These frames are located at {located}.")
+        lines.append("Please answer the following questions related to these videos.")
+    return "\n".join([*lines, build_prompt(query, (), None, False, windows)])
 
 
 def selection_fps(timestamps: Sequence[float]) -> float:
@@ -292,17 +340,32 @@ class TransformersVLM(Answerer):
     def prompt(self, request: AnswerRequest) -> str:
         """The question text (before the model's chat template) for one request."""
         windows = window_request(request.sample, request.pool.duration)
+        if request.is_multi_video:
+            videos = [(video_label(i), v.timestamps, v.pool.duration) for i, v in enumerate(request.inputs)]
+            return build_prompt_across(request.sample.query, videos, self.time_instruction, windows)
         return build_prompt(request.sample.query, request.timestamps, request.pool.duration, self.time_instruction, windows)
 
     def prepare(self, request: AnswerRequest) -> tuple[str, Any]:
         """The chat-formatted text and the processor's model inputs for one request."""
         self._ensure_loaded()
+        if request.is_multi_video:
+            videos = []
+            for i, v in enumerate(request.inputs):
+                frames = v.frames()
+                if not frames:
+                    raise AnswererError(f"sample {request.sample.id!r}: no frames selected in {video_label(i)} ({v.id!r})")
+                videos.append((video_label(i), frames, v.timestamps))
+            return self._inputs_across(self.prompt(request), videos)
         frames = request.frames()
         if not frames:
             raise AnswererError(f"sample {request.sample.id!r}: no frames selected")
         return self._inputs(self.prompt(request), frames, request.timestamps)
 
     def _inputs(self, prompt: str, frames: list[NDArray[np.uint8]], timestamps: list[float]) -> tuple[str, Any]:
+        raise NotImplementedError
+
+    def _inputs_across(self, prompt: str, videos: list[tuple[str, list[NDArray[np.uint8]], list[float]]]) -> tuple[str, Any]:
+        """Inputs for several videos: ``(label, frames, timestamps)`` per video, in order."""
         raise NotImplementedError
 
     def _chat(self, content: list[dict[str, Any]]) -> str:
@@ -430,6 +493,34 @@ class _QwenVL(TransformersVLM):
             kwargs["size"] = {"shortest_edge": min(int(size.get("shortest_edge", self.max_pixels)), self.max_pixels), "longest_edge": self.max_pixels}
         return text, self._processor(text=[text], videos=[video], **kwargs)
 
+    def _inputs_across(self, prompt: str, videos: list[tuple[str, list[NDArray[np.uint8]], list[float]]]) -> tuple[str, Any]:
+        content: list[dict[str, Any]] = []
+        for label, _, _ in videos:
+            content += [{"type": "text", "text": f"{label}:"}, {"type": "video"}]
+        text = self._chat([*content, {"type": "text", "text": prompt}])
+        rates = [selection_fps(ts) for _, _, ts in videos]
+        if isinstance(self._processor, QwenVLInputs):
+            fps = rates if self.absolute_time else None
+            return text, self._processor.several(text, [f for _, f, _ in videos], fps, cap_pixels_per_frame=True, max_pixels=self.max_pixels)
+        arrays = [np.stack(f) for _, f, _ in videos]
+        kwargs: dict[str, Any] = {"do_sample_frames": False, "return_tensors": "pt"}
+        video_processor = getattr(self._processor, "video_processor", None)
+        if _transformers_major() >= 5:
+            from transformers.video_utils import VideoMetadata
+
+            kwargs["video_metadata"] = [
+                VideoMetadata(total_num_frames=len(a), fps=r, frames_indices=list(range(len(a))), height=a.shape[1], width=a.shape[2])
+                for a, r in zip(arrays, rates)
+            ]
+        else:
+            kwargs["fps"] = rates
+        if video_processor is not None and hasattr(video_processor, "cap_pixels_per_frame"):
+            kwargs["cap_pixels_per_frame"] = True
+        if self.max_pixels is not None:
+            size = dict(getattr(video_processor, "size", None) or {})
+            kwargs["size"] = {"shortest_edge": min(int(size.get("shortest_edge", self.max_pixels)), self.max_pixels), "longest_edge": self.max_pixels}
+        return text, self._processor(text=[text], videos=arrays, **kwargs)
+
 
 @answerers.register("qwen2_vl")
 class Qwen2VL(_QwenVL):
@@ -480,6 +571,18 @@ class LlavaOneVision(TransformersVLM):
             return text, self._processor(text, frames)
         return text, self._processor(text=[text], videos=[np.stack(frames)], return_tensors="pt")
 
+    def _inputs_across(self, prompt: str, videos: list[tuple[str, list[NDArray[np.uint8]], list[float]]]) -> tuple[str, Any]:
+        counts = [len(f) for _, f, _ in videos]
+        if len(set(counts)) > 1:
+            raise AnswererError(f"llava_onevision takes the videos of one question with equal frame counts, got {counts}; use an equal budget policy")
+        content: list[dict[str, Any]] = []
+        for label, _, _ in videos:
+            content += [{"type": "text", "text": f"{label}:"}, {"type": "video"}]
+        text = self._chat([*content, {"type": "text", "text": prompt}])
+        if isinstance(self._processor, LlavaOnevisionInputs):
+            return text, self._processor.several(text, [f for _, f, _ in videos])
+        return text, self._processor(text=[text], videos=[np.stack(f) for _, f, _ in videos], return_tensors="pt")
+
 
 @answerers.register("internvl")
 class InternVL(TransformersVLM):
@@ -510,3 +613,12 @@ class InternVL(TransformersVLM):
         if isinstance(self._processor, InternVLInputs):
             return text, self._processor(text, frames, crop_to_patches=False)
         return text, self._processor(text=[text], images=list(frames), crop_to_patches=False, return_tensors="pt")
+
+    def _inputs_across(self, prompt: str, videos: list[tuple[str, list[NDArray[np.uint8]], list[float]]]) -> tuple[str, Any]:
+        image = self._processor.image_token
+        prefix = "".join(f"{label}:\n" + "".join(f"Frame{i + 1}: {image}\n" for i in range(len(f))) for label, f, _ in videos)
+        text = self._chat([{"type": "text", "text": prefix + prompt}])
+        frames = [frame for _, f, _ in videos for frame in f]
+        if isinstance(self._processor, InternVLInputs):
+            return text, self._processor(text, frames, crop_to_patches=False)
+        return text, self._processor(text=[text], images=frames, crop_to_patches=False, return_tensors="pt")

@@ -55,11 +55,43 @@ def run_stream(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_cross_video(args: argparse.Namespace) -> int:
+    """``--cross-video``: the cross-video section (arms x budgets on questions over 2-4 haystack videos)."""
+    from frameselect.bench.cross_runner import ARMS, CrossBenchConfig, format_cross_report, run_cross_bench
+
+    answerers = [a for item in (args.answerer or []) for a in item.split(",") if a]
+    arms = [a for item in (args.selector or []) for a in item.split(",") if a]
+    config = CrossBenchConfig(
+        budgets=tuple(args.k or (8, 16)),
+        arms=tuple(arms) or tuple(ARMS),
+        encoder=args.encoder or "imagenet_label",
+        answerer=answerers[0] if answerers else "label_ocr_reader",
+        store=args.store,
+        cache_dir=args.cache_dir,
+        n_videos=args.n_videos,
+        minutes=args.minutes,
+        seed=args.seed,
+        pool=args.pool,
+    )
+    try:
+        rows = run_cross_bench(config, say=(lambda line: print(line, file=sys.stderr)) if args.progress else None)
+    except ValueError as exc:  # ConfigError included
+        print(f"frameselect: error: {exc}", file=sys.stderr)
+        return 2
+    print(format_cross_report(rows, config.answerer))
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from frameselect.bench.runner import DEFAULT_ANSWERERS, DEFAULT_BUDGETS, BenchConfig, format_report, run_bench
 
+    if args.stream and args.cross_video:
+        print("frameselect: error: --stream and --cross-video are separate sections; give one", file=sys.stderr)
+        return 2
     if args.stream:
         return run_stream(args)
+    if args.cross_video:
+        return run_cross_video(args)
 
     config = BenchConfig(
         budgets=tuple(args.k or DEFAULT_BUDGETS),
@@ -149,6 +181,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--tokens",
         action="store_true",
         help="the token-budget section: every selector at the Qwen2.5-VL cost of each -k frames, and whether the ranking at equal frames survives at equal tokens",
+    )
+    p.add_argument(
+        "--cross-video",
+        action="store_true",
+        help="the cross-video section: questions over 2-4 of the suite's videos; arms (-s: uniform/equal, topk/equal, topk_union, binding, holmes) "
+        "at the same total budget, answered by one backend (-a, default label_ocr_reader)",
     )
     p.add_argument("--progress", action="store_true", help="a progress bar per run (one run per selector x budget x answerer)")
     p.add_argument("--report", default=None, help="HTML report to write at the end (default: beside the store, with .html)")

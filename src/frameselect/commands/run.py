@@ -63,6 +63,8 @@ def _plans(args: argparse.Namespace) -> list[Any]:
         token_policy=args.token_policy,
         token_model=args.token_model,
     )
+    if args.budget_policy:
+        common["budget_policy"] = args.budget_policy
     if args.router:
         if params:
             raise ConfigError("-p sets selector parameters and cannot be combined with --router; the bank's selectors use their defaults")
@@ -106,6 +108,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p = sub.add_parser("run", help="run selectors on a dataset and store the results")
     p.add_argument("--selector", "-s", action="append", help="registered selector name (repeatable)")
     p.add_argument("--router", action="append", help="budget router (repeatable); -k is then the mean budget")
+    p.add_argument(
+        "--budget-policy",
+        default=None,
+        help="questions over several videos: how -k is shared among a question's videos (equal, duration, relevance, per_video, crossvid, mvu_eval; "
+        "default: equal); -s may also name a joint selector (topk_union, binding, holmes)",
+    )
     p.add_argument(
         "--bank", default=None, help="comma-separated selectors a router may assign (first = coverage policy); default: the --selector names, else uniform"
     )

@@ -16,4 +16,4 @@ if TYPE_CHECKING:
     pass
 
 budget_policies: Registry[Any] = Registry("budget_policies", ("frameselect.crossvideo.budget",), None)
-joint_selectors: Registry[Any] = Registry("joint_selectors", ("frameselect.crossvideo.joint",), None)
+joint_selectors: Registry[Any] = Registry("joint_selectors", ("frameselect.crossvideo.joint", "frameselect.crossvideo.holmes"), None)

@@ -40,7 +40,7 @@ from frameselect.errors import FrameselectError
 from frameselect.htmlreport import figures
 from frameselect.stats import Interval, Ranking, format_interval, format_p, kendall_tau
 from frameselect.store import Store
-from frameselect.types import Sample
+from frameselect.types import Sample, SampleRecord
 
 __all__ = ["build_report", "write_report", "ReportError"]
 
@@ -333,6 +333,10 @@ def _timelines(store: Store, runs: Sequence[StoredRun], metric: str, by: str | N
         ids_by_kind[str(first.metadata.get(by, "")) if by else ""].append(sid)
     views: list[TimelineView] = []
     for n, sid in enumerate(_pick_samples(ids_by_kind, opts.samples)):
+        across = _timeline_across(store, runs, records, sid, samples.get(sid), metric, by, cache, f"tl{n}")
+        if across is not None:
+            views.append(across)
+            continue
         rows: list[figures.TimelineRow] = []
         seen: set[tuple[str, tuple[float, ...]]] = set()
         picks: dict[int, tuple[float, list[str]]] = {}
@@ -405,6 +409,60 @@ def _timelines(store: Store, runs: Sequence[StoredRun], metric: str, by: str | N
             )
         )
     return views
+
+
+def _timeline_across(
+    store: Store,
+    runs: Sequence[StoredRun],
+    records: Mapping[str, Mapping[str, SampleRecord]],
+    sid: str,
+    sample: Sample | None,
+    metric: str,
+    by: str | None,
+    cache: Any,
+    gid: str,
+) -> TimelineView | None:
+    """A question over several videos: one timeline row per video and run (None for a one-video sample)."""
+    per_video: dict[str, list[figures.TimelineRow]] = {}
+    hashes: dict[str, str] = {}
+    right: list[str] = []
+    wrong: list[str] = []
+    meta: Mapping[str, Any] = {}
+    for run in runs:
+        rec = records[run.label].get(sid)
+        rows = store.video_selections(run.info.run_id, sid) if rec is not None else []
+        if rec is None or not rows:
+            continue
+        meta = rec.metadata
+        ok = _correct(rec.metrics, metric)
+        if ok is not None:
+            (right if ok else wrong).append(run.label)
+        for row in rows:
+            hashes.setdefault(row.video, row.video_id)
+            per_video.setdefault(row.video, []).append(figures.TimelineRow(run.label, tuple(row.timestamps), ok))
+    if not per_video:
+        return None
+    refs = {r.id: r for r in sample.video_refs} if sample is not None else {}
+    order = [r.id for r in sample.video_refs] if sample is not None else list(per_video)
+    videos = []
+    for j, vid in enumerate(v for v in order if v in per_video):
+        probe = cache.load_probe(hashes[vid]) if hashes.get(vid) else None
+        longest = max((t for r in per_video[vid] for t in r.times), default=0.0) + 0.5
+        duration = max(float(probe.duration) if probe is not None else 0.0, longest)
+        evidence = tuple((s.start, s.end) for s in refs[vid].evidence) if vid in refs else ()
+        videos.append(figures.VideoTimeline(f"Video {j + 1}", duration, evidence, tuple(per_video[vid])))
+    return TimelineView(
+        sample_id=sid,
+        question=sample.query.text if sample is not None else "",
+        options=list(sample.query.options) if sample is not None else [],
+        answer=str(sample.answer or "") if sample is not None else "",
+        kind=str(meta.get(by, "")) if by else "",
+        video=", ".join(os.path.basename(r.path) for r in sample.video_refs) if sample is not None else "",
+        svg=figures.timeline_across(videos, gid=gid),
+        ticks=sum(len(r.times) for v in videos for r in v.rows),
+        right=right,
+        wrong=wrong,
+    )
 
 
 # -- streaming runs --------------------------------------------------------------------

@@ -23,7 +23,9 @@ __all__ = [
     "cost_scatter",
     "budget_boxes",
     "timeline",
+    "timeline_across",
     "TimelineRow",
+    "VideoTimeline",
     "memory_curves",
     "memory_timeline",
     "MemoryRow",
@@ -228,6 +230,45 @@ def timeline(
     ax.set_xlim(0, max(duration, 1e-6))
     ax.set_xlabel("time (s)", fontsize=8)
     ax.tick_params(labelsize=7)
+    return _svg(fig)
+
+
+@dataclass(frozen=True)
+class VideoTimeline:
+    """One video of a question over several videos: its label, duration, evidence spans and each run's frames in it."""
+
+    label: str
+    duration: float
+    evidence: tuple[tuple[float, float], ...]
+    rows: tuple[TimelineRow, ...]
+
+
+def timeline_across(videos: Sequence[VideoTimeline], *, gid: str = "tl") -> str:
+    """A question over several videos: one panel per video (its own time axis and evidence), a row of ticks per run in each.
+
+    Each chosen frame is one tick, an SVG element with id ``{gid}-v{video}-tick-{row}-{j}``.
+    """
+    plt = _plt()
+    heights = [max(0.9, 0.28 * len(v.rows) + 0.45) for v in videos]
+    fig, axes = plt.subplots(len(videos), 1, figsize=(7.5, sum(heights) + 0.3), gridspec_kw={"height_ratios": heights}, squeeze=False)
+    for v, (video, ax) in enumerate(zip(videos, axes[:, 0])):
+        n = len(video.rows)
+        for s, e in video.evidence:
+            ax.axvspan(s, e, color="#2ca02c", alpha=0.18, linewidth=0)
+        for r, row in enumerate(video.rows):
+            y = n - 1 - r
+            mark = "" if row.correct is None else (" ✓" if row.correct else " ✗")
+            for j, t in enumerate(row.times):
+                line = ax.vlines(t, y - 0.36, y + 0.36, color=color(r), linewidth=1.6)
+                line.set_gid(f"{gid}-v{v}-tick-{r}-{j}")
+            ax.text(-0.01, y, row.label + mark, transform=ax.get_yaxis_transform(), ha="right", va="center", fontsize=7)
+        ax.set_yticks([])
+        ax.set_ylim(-0.6, max(n, 1) - 0.4)
+        ax.set_xlim(0, max(video.duration, 1e-6))
+        ax.set_title(video.label, fontsize=8, loc="left")
+        ax.tick_params(labelsize=7)
+    axes[-1, 0].set_xlabel("time in each video (s)", fontsize=8)
+    fig.tight_layout()
     return _svg(fig)
 
 

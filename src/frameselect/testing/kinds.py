@@ -392,12 +392,29 @@ def _answerer_determinism(ans: Any) -> None:
         raise fail("check_answerer", ans, "determinism", f"answers depend on the batch or change between calls: {first} in one batch, {alone} one by one")
 
 
+def _answerer_several_videos(ans: Any) -> None:
+    """A question over two videos (``AnswerRequest.across``): one answer, the same when asked again, in a batch with a one-video request."""
+    from frameselect.types import Sample as _Sample
+    from frameselect.types import VideoRef
+
+    one = _requests(1)[0]
+    refs = [VideoRef("video_1", "a.mp4", one.sample.evidence), VideoRef("video_2", "b.mp4", one.sample.evidence)]
+    sample = _Sample.across("two_videos", refs, one.sample.query, one.sample.answer, one.sample.metadata)
+    pools = {"video_1": one.pool, "video_2": one.pool}
+    request = AnswerRequest.across(sample, pools, {"video_1": one.selection, "video_2": Selection(indices=(1, 5), selector="synthetic")})
+    first = _answers(ans, [request, one], "several_videos")
+    again = _answers(ans, [request], "several_videos")
+    if not isinstance(first[0].text, str) or first[0].text != again[0].text:
+        raise fail("check_answerer", ans, "several_videos", f"a question over two videos was answered {first[0].text!r}, then {again[0].text!r}")
+
+
 def answerer_checks() -> list[Check]:
-    """The answerer suite: declarations and id, one answer per request, determinism, round trip."""
+    """The answerer suite: declarations and id, one answer per request, determinism, several videos, round trip."""
     return [
         Check("answerers", "declarations", _answerer_declarations),
         Check("answerers", "batch", _answerer_batch),
         Check("answerers", "determinism", _answerer_determinism),
+        Check("answerers", "several_videos", _answerer_several_videos),
         check_config_round_trip("check_answerer"),
     ]
 
