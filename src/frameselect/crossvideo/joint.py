@@ -38,6 +38,10 @@ class JointSelector(Part):
     kind: ClassVar[str] = "joint_selectors"
     needs: ClassVar[frozenset[str]] = frozenset({"relevance"})
 
+    def frame_scales(self, n: int) -> tuple[float, ...] | None:
+        """Joint selectors send every frame at its decoded size (no mixed resolution): None, as :meth:`Selector.frame_scales` says."""
+        return None
+
     def select(self, sample: Sample, pools: Mapping[str, CandidatePool], features: Mapping[str, Features], total: int) -> MultiSelection:
         total = check_budget(total)
         ids = [v.id for v in sample.video_refs]
