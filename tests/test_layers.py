@@ -117,6 +117,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "frameselect.replay",
             "frameselect.streaming.evaluate",
+            "frameselect.crossvideo.run",
             "frameselect.selections",
             "frameselect.analysis",
             "frameselect.tables",

@@ -60,6 +60,7 @@ __all__ = [
     "evaluate",
     "run_plan",
     "select_step",
+    "select_step_across",
     "SelectStep",
     "featurize",
     "RunResult",
@@ -190,8 +191,6 @@ def select_step(p: Prepared, plan: Plan, ctx: RunContext, routes: RouteSet | Non
     if selector is None:
         raise ConfigError("this plan names no selector; plans of evaluate() come from plan_run()")
     if sample.is_multi_video or not isinstance(selector, Selector):  # several videos, or a joint selector: docs/crossvideo.md
-        from frameselect.crossvideo.run import select_step_across
-
         select_step_across(p, plan, ctx, selector)
         return
     for video in sample_videos(sample):
@@ -205,6 +204,40 @@ def select_step(p: Prepared, plan: Plan, ctx: RunContext, routes: RouteSet | Non
             raise FrameselectError(f"sample {sample.id!r} has no token plan: its video could not be read when the run was planned")
         selection = priced_selection(selection, plan, pool, ctx, frame_plan, frame_plan.budget if frame_plan is not None else None)
         p.put(video, pool, selection, features)
+
+
+def select_step_across(p: Any, plan: Any, ctx: Any, selector: Any) -> None:
+    """The main loop's prepare step for a question over several videos (or a joint selector): pools keyed by ``VideoRef.id``."""
+    from frameselect.crossvideo.holmes import Holmes, filled_selection
+    from frameselect.crossvideo.joint import one_video_sample, select_across_videos
+    from frameselect.errors import ContractError
+    from frameselect.run import AcrossPrepared
+
+    sample = p.sample
+    policy = getattr(plan, "budget_policy", None)
+    needs = set(selector.needs).union(*(e.needs for e in plan.evaluators)) | (set(policy.needs) if policy is not None else set())
+    pools: dict[str, CandidatePool] = {}
+    features: dict[str, Features] = {}
+    for ref in sample.video_refs:
+        pools[ref.id] = build_pool(sample, plan.pool, ctx, ref.path)
+        view = one_video_sample(sample, ref.id)
+        features[ref.id] = featurize(pools[ref.id], view, needs, plan.encoder, ctx) if needs else Features()
+    if isinstance(selector, Holmes):
+        selector.encoder = plan.encoder
+    multi = select_across_videos(sample, pools, features, p.k, selector=selector, policy=policy, seed=sample_seed(plan.seed, sample.id))
+    ctx.counters.selector_calls += 1
+    for vid, sel in multi.by_video.items():
+        idx = list(sel.indices)
+        n = len(pools[vid])
+        if idx != sorted(set(idx)) or (idx and not 0 <= idx[0] <= idx[-1] < n):
+            raise ContractError(
+                f"selector {multi.selector!r} gave video {vid!r} of sample {sample.id!r} indices that are not unique, ascending and within its pool of {n}"
+            )
+    for ref in sample.video_refs:
+        p.put(ref.id, pools[ref.id], multi.by_video[ref.id], features[ref.id])
+    holmes = isinstance(selector, Holmes)
+    p.across = AcrossPrepared(multi, filled_selection(multi, selector) if holmes else multi, selector.audit(sample) if holmes else None)
+    p.policy = multi.policy
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from frameselect.types import Sample
 from frameselect.video.decode import parse_policy
 
 if TYPE_CHECKING:
+    from frameselect.crossvideo.budget import BudgetPolicy
     from frameselect.routing.base import Router
     from frameselect.tokens import TokenModel
 
@@ -45,6 +46,9 @@ __all__ = [
     "check_answerer",
     "part_identity",
     "load_samples",
+    "resolve_selector",
+    "resolve_budget_policy",
+    "check_across",
 ]
 
 #: what each feature kind asks of the encoder
@@ -261,6 +265,58 @@ def resolve_token_model(token_model: Any, answerer: Answerer | None, tokens: int
     return declared
 
 
+def resolve_selector(selector: Any, params: Mapping[str, Any]) -> Any:
+    """A selector, or a joint selector (``topk_union``, ``binding``, ``holmes``: :mod:`frameselect.crossvideo`) by name."""
+    from frameselect.crossvideo._registry import joint_selectors
+
+    if isinstance(selector, str) and selector in joint_selectors.names():
+        try:
+            return joint_selectors.create(selector, **params)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"joint selector {selector!r}: {exc}; its parameters: {sorted(_params(joint_selectors.get(selector)))}") from None
+    return resolve("selectors", selector, **params)
+
+
+def _params(factory: Any) -> list[str]:
+    import inspect
+
+    return [p for p in inspect.signature(factory).parameters if p != "self"]
+
+
+def resolve_budget_policy(policy: Any) -> BudgetPolicy | None:
+    """How a question over several videos shares ``k`` among them: None, a :class:`~frameselect.crossvideo.BudgetPolicy` or its name."""
+    from frameselect.crossvideo._registry import budget_policies
+    from frameselect.crossvideo.budget import BudgetPolicy
+
+    if policy is None or isinstance(policy, BudgetPolicy):
+        return policy
+    if isinstance(policy, str):
+        if policy not in budget_policies.names():
+            raise ConfigError(f"unknown budget policy {policy!r}; known: {', '.join(budget_policies.names())}")
+        created: BudgetPolicy = budget_policies.create(policy)
+        return created
+    raise ConfigError(f"budget_policy must be a name or a BudgetPolicy, got {type(policy).__name__}")
+
+
+def check_across(sel: Any, policy: BudgetPolicy | None, enc: Any, ans: Any, router: Any, tokens: int | None, samples: Sequence[Sample]) -> None:
+    """A plan's checks for questions over several videos and joint selectors (each a ConfigError before the first sample)."""
+    from frameselect.crossvideo.holmes import Holmes
+    from frameselect.crossvideo.joint import JointSelector
+
+    joint = isinstance(sel, JointSelector)
+    if joint and policy is not None:
+        raise ConfigError(f"joint selector {sel.name!r} shares the budget itself: give no budget_policy (CLI --budget-policy)")
+    if policy is not None and "relevance" in policy.needs and (enc is None or not enc.has_text):
+        raise ConfigError(f"budget policy {policy.name!r} shares the budget by query relevance: pass a text-capable encoder (encoder=, e.g. 'imagenet_label')")
+    if isinstance(sel, Holmes) and ans is None:
+        raise ConfigError("joint selector 'holmes' reads its answer out through an answerer: pass answerer= (e.g. 'label_ocr_reader')")
+    multi = any(s.is_multi_video for s in samples)
+    if (joint or multi or policy is not None) and router is not None:
+        raise ConfigError("routers assign one budget per video: a joint selector, a budget policy or questions over several videos take no router")
+    if (joint or multi) and tokens is not None:
+        raise ConfigError("token budgets are planned per video: questions over several videos and joint selectors take a frame budget k")
+
+
 def plan_run(
     selector: str | Selector,
     evaluators: Sequence[str | Evaluator],
@@ -296,10 +352,8 @@ def plan_run(
     A budget below one frame is refused here.
     """
     k, limit, policy = check_budget(k), check_limit(limit), check_pool(pool)
-    from frameselect.crossvideo.run import check_across, resolve_policy, resolve_selector
-
     sel: Selector = resolve_selector(selector, dict(selector_params or {}))
-    across_policy = resolve_policy(budget_policy)
+    across_policy = resolve_budget_policy(budget_policy)
     evs: list[Evaluator] = [resolve("evaluators", e) for e in evaluators]
     enc: Encoder | None = resolve("encoders", encoder) if encoder is not None else None
     ans: Answerer | None = resolve("answerers", answerer) if answerer is not None else None

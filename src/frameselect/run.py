@@ -21,6 +21,7 @@ import collections
 import concurrent.futures as cf
 import dataclasses
 import functools
+import math
 import os
 import re
 import threading
@@ -43,7 +44,7 @@ from frameselect.fill import fill_share
 from frameselect.plan import Plan
 from frameselect.progress import Progress
 from frameselect.store import Store
-from frameselect.types import Answer, CandidatePool, Features, Sample, SampleRecord, Selection
+from frameselect.types import Answer, CandidatePool, Features, MultiSelection, Sample, SampleRecord, Selection
 from frameselect.video.decode import DecodeCounter, FrameMemo, VideoFrameSource, VideoInfo, candidates, content_hash, probe, time_error_summary
 
 __all__ = [
@@ -80,6 +81,9 @@ __all__ = [
     "sample_videos",
     "answers_on_driver",
     "bind_frames",
+    "AcrossPrepared",
+    "score_across",
+    "ACROSS_DROPPED_METADATA",
 ]
 
 StoreArg = str | os.PathLike[str] | Store | None
@@ -153,7 +157,7 @@ class Prepared:
     error: Exception | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)  # added to the record's (route policy, demand)
     #: a question over several videos: its MultiSelection and what the answerer sees
-    #: (:class:`frameselect.crossvideo.run.AcrossPrepared`); pools, features and selections are then keyed by ``VideoRef.id``
+    #: (:class:`AcrossPrepared`); pools, features and selections are then keyed by ``VideoRef.id``
     across: Any = None
 
     def put(self, video: str, pool: CandidatePool, selection: Selection | None = None, features: Features | None = None) -> None:
@@ -185,6 +189,80 @@ class Prepared:
             return AnswerRequest.across(self.sample, self.pools, self.across.view.by_video)
         one = None if self.error is not None else self.one()
         return None if one is None or one[1] is None else AnswerRequest(self.sample, one[0], one[1])
+
+
+# -- questions over several videos (docs/crossvideo.md) ----------------------------------
+
+#: what a record's metadata leaves out of a question's over several videos (large, and in the dataset already)
+ACROSS_DROPPED_METADATA = ("entities",)
+
+
+@dataclass
+class AcrossPrepared:
+    """What the prepare step keeps of a question over several videos besides its pools and selections."""
+
+    multi: MultiSelection
+    #: the selections the answerer sees (``holmes``: its filled slots' frames)
+    view: MultiSelection
+    #: ``holmes``' audit right after its selection (options alive, slot record)
+    audited: tuple[list[int], dict[str, Any]] | None = None
+
+
+def score_across(p: Any, plan: Any, answer: Answer | None) -> tuple[SampleRecord, list[Any]]:
+    """The record of a question over several videos, and one stored selection row per video.
+
+    Evaluators that read the answer score once (with the first video's pool and selection);
+    the others score each video's selection in that video and the record keeps their mean over
+    the videos (NaN values left out: a video without evidence has no evidence recall). Added:
+    ``frames`` in all, ``binding_accuracy`` (bindings and ``metadata["entities"]``) and, for
+    ``holmes``, its gated answer with ``slot_fill_rate`` and ``gate_passed``.
+    """
+    from frameselect.crossvideo.holmes import Holmes
+    from frameselect.crossvideo.joint import one_video_sample
+    from frameselect.crossvideo.metrics import binding_accuracy, per_video_evidence_recall
+    from frameselect.store import VideoSelectionRow
+
+    across: AcrossPrepared = p.across
+    sample: Sample = p.sample
+    multi = across.multi
+    meta: dict[str, Any] = {key: v for key, v in {**sample.metadata, **p.metadata}.items() if key not in ACROSS_DROPPED_METADATA}
+    if isinstance(plan.selector, Holmes) and answer is not None:
+        answer, slots = plan.selector.read_out(sample, answer, across.audited)
+        meta["holmes"] = slots
+    refs = sample.video_refs
+    first = refs[0].id
+    answer_evs = [e for e in plan.evaluators if e.needs_answer or e.uses_answer]
+    frame_evs = [e for e in plan.evaluators if e not in answer_evs]
+    metrics = score_sample(answer_evs, sample, p.pools[first], multi.by_video[first], answer, p.features.get(first))
+    per_video: dict[str, dict[str, float]] = {}
+    for ref in refs:
+        view = one_video_sample(sample, ref.id)
+        per_video[ref.id] = score_sample(frame_evs, view, p.pools[ref.id], multi.by_video[ref.id], None, p.features.get(ref.id))
+    keys = {key for values in per_video.values() for key in values} - set(metrics)
+    for key in sorted(keys):
+        vals = [v[key] for v in per_video.values() if key in v and not math.isnan(v[key])]
+        metrics[key] = sum(vals) / len(vals) if vals else math.nan
+    metrics["frames"] = float(len(multi))
+    entities = sample.metadata.get("entities")
+    if multi.bindings and isinstance(entities, Mapping):
+        metrics["binding_accuracy"] = binding_accuracy(multi, p.pools, entities)
+    if "holmes" in meta:
+        metrics.update(Holmes.metrics(meta["holmes"]))
+    meta["per_video_recall"] = per_video_evidence_recall(sample, p.pools, multi)[1]
+    meta["bindings"] = [list(b) for b in multi.bindings]
+    rows = [VideoSelectionRow(r.id, p.pools[r.id].video_id, multi.by_video[r.id], tuple(multi.by_video[r.id].timestamps(p.pools[r.id]))) for r in refs]
+    record = SampleRecord(
+        sample_id=sample.id,
+        metrics=metrics,
+        answer=None if answer is None else answer.text,
+        answer_windows=None if answer is None else answer.windows,
+        selection=multi.by_video[first].indices,
+        timestamps=tuple(multi.by_video[first].timestamps(p.pools[first])),
+        k=p.k,
+        policy=multi.policy,
+        metadata=meta,
+    )
+    return record, rows
 
 
 # -- contracts -------------------------------------------------------------------------
@@ -635,8 +713,6 @@ class Run:
     def record(self, p: Prepared, answer: Answer | None) -> None:
         """Score one prepared sample and store its record and selection in one transaction."""
         if p.across is not None and p.error is None and not (answer is not None and answer.error is not None):
-            from frameselect.crossvideo.run import score_across
-
             scored, error = guarded(lambda: score_across(p, self.plan, answer))
             record, rows = scored if scored is not None else (_failure(p, error or FrameselectError("no metrics")), [])
             self.store.write_sample(self.plan.run_id, record, None, policy=record.policy, videos=rows)

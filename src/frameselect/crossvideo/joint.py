@@ -24,7 +24,7 @@ from frameselect.parts import Part, Range
 from frameselect.selectors.base import Selector, check_budget
 from frameselect.types import CandidatePool, Features, MultiSelection, Sample, Selection
 
-__all__ = ["JointSelector", "TopKUnion", "BindingSelector", "select_across_videos", "video_seed"]
+__all__ = ["JointSelector", "TopKUnion", "BindingSelector", "select_across_videos", "video_seed", "one_video_sample"]
 
 
 def video_seed(seed: int, video_id: str) -> int:
@@ -173,6 +173,12 @@ class BindingSelector(JointSelector):
             if taken[other][j]:
                 bindings.append((vid, idx, other, j))
         return out, bindings
+
+
+def one_video_sample(sample: Sample, video: str) -> Sample:
+    """The one-video view of one of ``sample``'s videos (its path and evidence), for pools and features."""
+    ref = next(r for r in sample.video_refs if r.id == video)
+    return Sample(id=f"{sample.id}#{ref.id}", video=ref.path, query=sample.query, answer=sample.answer, evidence=ref.evidence, metadata={})
 
 
 def select_across_videos(

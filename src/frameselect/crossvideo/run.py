@@ -18,6 +18,10 @@ Per-sample metrics: ``mc_accuracy`` (with an answerer; lmms-eval's letter extrac
 ``evidence_recall`` (mean over the videos with evidence), ``binding_accuracy`` (when the
 selection made bindings and the sample labels its entities, ``metadata["entities"]``),
 ``slot_fill_rate`` and ``gate_passed`` (``holmes``), ``frames`` (the frames selected in all).
+
+This serial loop sits above the engine, with the bench: the plan's checks for these questions are
+:func:`frameselect.plan.check_across`, the main loop's prepare step and scoring
+:func:`frameselect.pipeline.select_step_across` and :func:`frameselect.run.score_across`.
 """
 
 from __future__ import annotations
@@ -31,18 +35,16 @@ from pathlib import Path
 from typing import Any
 
 from frameselect.answerers.base import Answerer, AnswerRequest, answer_cache_key
-from frameselect.crossvideo._registry import budget_policies, joint_selectors
 from frameselect.crossvideo.budget import BudgetPolicy
 from frameselect.crossvideo.holmes import Holmes, filled_selection
-from frameselect.crossvideo.joint import JointSelector, select_across_videos
+from frameselect.crossvideo.joint import JointSelector, one_video_sample, select_across_videos
 from frameselect.crossvideo.metrics import accuracy_by, binding_accuracy, per_video_evidence_recall
 from frameselect.errors import ConfigError, ContractError
+from frameselect.plan import check_needs, resolve, resolve_budget_policy, resolve_selector
+from frameselect.run import ACROSS_DROPPED_METADATA as _DROPPED_METADATA
 from frameselect.types import Answer, CandidatePool, Features, MultiSelection, Sample, SampleRecord
 
 __all__ = ["CrossRunResult", "evaluate_across", "prepare_across", "one_video_sample"]
-
-#: what a record's metadata leaves out of the sample's (large, and in the dataset already)
-_DROPPED_METADATA = ("entities",)
 
 
 @dataclass
@@ -52,56 +54,6 @@ class CrossRunResult:
     table: dict[str, float]
     by_level: dict[str, float] = field(default_factory=dict)
     by_task: dict[str, float] = field(default_factory=dict)
-
-
-def one_video_sample(sample: Sample, video: str) -> Sample:
-    """The one-video view of one of ``sample``'s videos (its path and evidence), for pools and features."""
-    ref = next(r for r in sample.video_refs if r.id == video)
-    return Sample(id=f"{sample.id}#{ref.id}", video=ref.path, query=sample.query, answer=sample.answer, evidence=ref.evidence, metadata={})
-
-
-def resolve_selector(selector: Any, params: Mapping[str, Any]) -> Any:
-    from frameselect.plan import resolve
-
-    if isinstance(selector, str) and selector in joint_selectors.names():
-        try:
-            return joint_selectors.create(selector, **params)
-        except (TypeError, ValueError) as exc:
-            raise ConfigError(f"joint selector {selector!r}: {exc}; its parameters: {sorted(_params(joint_selectors.get(selector)))}") from None
-    return resolve("selectors", selector, **params)
-
-
-def _params(factory: Any) -> list[str]:
-    import inspect
-
-    return [p for p in inspect.signature(factory).parameters if p != "self"]
-
-
-def resolve_policy(policy: Any) -> BudgetPolicy | None:
-    if policy is None or isinstance(policy, BudgetPolicy):
-        return policy
-    if isinstance(policy, str):
-        if policy not in budget_policies.names():
-            raise ConfigError(f"unknown budget policy {policy!r}; known: {', '.join(budget_policies.names())}")
-        created: BudgetPolicy = budget_policies.create(policy)
-        return created
-    raise ConfigError(f"budget_policy must be a name or a BudgetPolicy, got {type(policy).__name__}")
-
-
-def check_across(sel: Any, policy: BudgetPolicy | None, enc: Any, ans: Any, router: Any, tokens: int | None, samples: Sequence[Sample]) -> None:
-    """A plan's checks for questions over several videos and joint selectors (each a ConfigError before the first sample)."""
-    joint = isinstance(sel, JointSelector)
-    if joint and policy is not None:
-        raise ConfigError(f"joint selector {sel.name!r} shares the budget itself: give no budget_policy (CLI --budget-policy)")
-    if policy is not None and "relevance" in policy.needs and (enc is None or not enc.has_text):
-        raise ConfigError(f"budget policy {policy.name!r} shares the budget by query relevance: pass a text-capable encoder (encoder=, e.g. 'imagenet_label')")
-    if isinstance(sel, Holmes) and ans is None:
-        raise ConfigError("joint selector 'holmes' reads its answer out through an answerer: pass answerer= (e.g. 'label_ocr_reader')")
-    multi = any(s.is_multi_video for s in samples)
-    if (joint or multi or policy is not None) and router is not None:
-        raise ConfigError("routers assign one budget per video: a joint selector, a budget policy or questions over several videos take no router")
-    if (joint or multi) and tokens is not None:
-        raise ConfigError("token budgets are planned per video: questions over several videos and joint selectors take a frame budget k")
 
 
 def prepare_across(
@@ -157,7 +109,6 @@ def evaluate_across(
     from frameselect.cache import Cache, default_cache_dir
     from frameselect.fingerprint import fingerprint
     from frameselect.parts import part_config
-    from frameselect.plan import check_needs, resolve
     from frameselect.run import RunContext
     from frameselect.store import Store
     from frameselect.video.decode import parse_policy
@@ -171,7 +122,7 @@ def evaluate_across(
         raise ConfigError(f"pool policy {pool!r}: {exc}") from None
     ds = resolve("datasets", dataset, **dict(dataset_params or {}))
     sel = resolve_selector(selector, dict(selector_params or {}))
-    policy = resolve_policy(budget_policy)
+    policy = resolve_budget_policy(budget_policy)
     if isinstance(sel, JointSelector) and policy is not None:
         raise ConfigError(f"joint selector {sel.name!r} shares the budget itself: give no budget_policy")
     enc = resolve("encoders", encoder) if encoder is not None else None
@@ -312,104 +263,3 @@ def _aggregate(records: Sequence[SampleRecord]) -> dict[str, float]:
         vals = [float(r.metrics[key]) for r in ok if key in r.metrics and not math.isnan(float(r.metrics[key]))]
         out[key] = sum(vals) / len(vals) if vals else math.nan
     return out
-
-
-# -- the main loop's prepare step and scoring for questions over several videos ----------------
-
-
-@dataclass
-class AcrossPrepared:
-    """What the prepare step keeps of a question over several videos besides its pools and selections."""
-
-    multi: MultiSelection
-    #: the selections the answerer sees (``holmes``: its filled slots' frames)
-    view: MultiSelection
-    #: ``holmes``' audit right after its selection (options alive, slot record)
-    audited: tuple[list[int], dict[str, Any]] | None = None
-
-
-def select_step_across(p: Any, plan: Any, ctx: Any, selector: Any) -> None:
-    """The main loop's prepare step for a question over several videos (or a joint selector): pools keyed by ``VideoRef.id``."""
-    from frameselect.pipeline import featurize, sample_seed
-    from frameselect.run import build_pool
-
-    sample = p.sample
-    policy = getattr(plan, "budget_policy", None)
-    needs = set(selector.needs).union(*(e.needs for e in plan.evaluators)) | (set(policy.needs) if policy is not None else set())
-    pools: dict[str, CandidatePool] = {}
-    features: dict[str, Features] = {}
-    for ref in sample.video_refs:
-        pools[ref.id] = build_pool(sample, plan.pool, ctx, ref.path)
-        view = one_video_sample(sample, ref.id)
-        features[ref.id] = featurize(pools[ref.id], view, needs, plan.encoder, ctx) if needs else Features()
-    if isinstance(selector, Holmes):
-        selector.encoder = plan.encoder
-    multi = select_across_videos(sample, pools, features, p.k, selector=selector, policy=policy, seed=sample_seed(plan.seed, sample.id))
-    ctx.counters.selector_calls += 1
-    for vid, sel in multi.by_video.items():
-        idx = list(sel.indices)
-        n = len(pools[vid])
-        if idx != sorted(set(idx)) or (idx and not 0 <= idx[0] <= idx[-1] < n):
-            raise ContractError(
-                f"selector {multi.selector!r} gave video {vid!r} of sample {sample.id!r} indices that are not unique, ascending and within its pool of {n}"
-            )
-    for ref in sample.video_refs:
-        p.put(ref.id, pools[ref.id], multi.by_video[ref.id], features[ref.id])
-    holmes = isinstance(selector, Holmes)
-    p.across = AcrossPrepared(multi, filled_selection(multi, selector) if holmes else multi, selector.audit(sample) if holmes else None)
-    p.policy = multi.policy
-
-
-def score_across(p: Any, plan: Any, answer: Answer | None) -> tuple[SampleRecord, list[Any]]:
-    """The record of a question over several videos, and one stored selection row per video.
-
-    Evaluators that read the answer score once (with the first video's pool and selection);
-    the others score each video's selection in that video and the record keeps their mean over
-    the videos (NaN values left out: a video without evidence has no evidence recall). Added:
-    ``frames`` in all, ``binding_accuracy`` (bindings and ``metadata["entities"]``) and, for
-    ``holmes``, its gated answer with ``slot_fill_rate`` and ``gate_passed``.
-    """
-    from frameselect.run import score_sample
-    from frameselect.store import VideoSelectionRow
-
-    across: AcrossPrepared = p.across
-    sample: Sample = p.sample
-    multi = across.multi
-    meta: dict[str, Any] = {key: v for key, v in {**sample.metadata, **p.metadata}.items() if key not in _DROPPED_METADATA}
-    if isinstance(plan.selector, Holmes) and answer is not None:
-        answer, slots = plan.selector.read_out(sample, answer, across.audited)
-        meta["holmes"] = slots
-    refs = sample.video_refs
-    first = refs[0].id
-    answer_evs = [e for e in plan.evaluators if e.needs_answer or e.uses_answer]
-    frame_evs = [e for e in plan.evaluators if e not in answer_evs]
-    metrics = score_sample(answer_evs, sample, p.pools[first], multi.by_video[first], answer, p.features.get(first))
-    per_video: dict[str, dict[str, float]] = {}
-    for ref in refs:
-        view = one_video_sample(sample, ref.id)
-        per_video[ref.id] = score_sample(frame_evs, view, p.pools[ref.id], multi.by_video[ref.id], None, p.features.get(ref.id))
-    keys = {key for values in per_video.values() for key in values} - set(metrics)
-    for key in sorted(keys):
-        vals = [v[key] for v in per_video.values() if key in v and not math.isnan(v[key])]
-        metrics[key] = sum(vals) / len(vals) if vals else math.nan
-    metrics["frames"] = float(len(multi))
-    entities = sample.metadata.get("entities")
-    if multi.bindings and isinstance(entities, Mapping):
-        metrics["binding_accuracy"] = binding_accuracy(multi, p.pools, entities)
-    if "holmes" in meta:
-        metrics.update(Holmes.metrics(meta["holmes"]))
-    meta["per_video_recall"] = per_video_evidence_recall(sample, p.pools, multi)[1]
-    meta["bindings"] = [list(b) for b in multi.bindings]
-    rows = [VideoSelectionRow(r.id, p.pools[r.id].video_id, multi.by_video[r.id], tuple(multi.by_video[r.id].timestamps(p.pools[r.id]))) for r in refs]
-    record = SampleRecord(
-        sample_id=sample.id,
-        metrics=metrics,
-        answer=None if answer is None else answer.text,
-        answer_windows=None if answer is None else answer.windows,
-        selection=multi.by_video[first].indices,
-        timestamps=tuple(multi.by_video[first].timestamps(p.pools[first])),
-        k=p.k,
-        policy=multi.policy,
-        metadata=meta,
-    )
-    return record, rows

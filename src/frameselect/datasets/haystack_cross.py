@@ -2,8 +2,8 @@
 
 The videos are a haystack suite's (:mod:`frameselect.bench.haystack`: real footage with object
 cards and caption words at known frames); the questions are
-:func:`frameselect.bench.cross.cross_questions` over the groups of
-:func:`frameselect.bench.cross.question_sets`. Each sample names its videos
+:func:`frameselect.datasets._cross_suite.cross_questions` over the groups of
+:func:`frameselect.datasets._cross_suite.question_sets` (also :mod:`frameselect.bench.cross`). Each sample names its videos
 (``Sample.videos``) with evidence spans per video; ``metadata["level"]`` and
 ``metadata["task_type"]`` give the taxonomy, ``metadata["entities"]`` the labelled
 cards for binding accuracy. Parameters: ``n_videos`` (default 6), ``minutes`` (per video,
@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from frameselect.bench.cross import cross_questions, question_sets
-from frameselect.bench.haystack import HaystackConfig, ensure_suite
+from frameselect.datasets._cross_suite import cross_questions, question_sets
+from frameselect.datasets._haystack_suite import HaystackConfig, ensure_suite
 from frameselect.datasets.base import Dataset
 from frameselect.parts import Range
 from frameselect.registry import datasets
