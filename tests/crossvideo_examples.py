@@ -37,3 +37,11 @@ def _crossvid_example(root: Path) -> Any:
     _touch(root / "videos" / "cook" / "p.mp4")
     _touch(root / "videos" / "cook" / "q.mp4")
     return frameselect.datasets.create("crossvid", root=str(root))
+
+
+_GENERATED: dict[str, Path] = {}  # the generated suite is written once per session
+
+
+@register_example("datasets", "haystack_cross")
+def _haystack_cross_example(root: Path) -> Any:
+    return frameselect.datasets.create("haystack_cross", n_videos=2, minutes=0.5, root=str(_GENERATED.setdefault("haystack_cross", root)))
