@@ -25,3 +25,39 @@ def test_evaluate_sends_concurrent_requests_up_to_the_limit(tiny, tmp_path: Path
         assert correct == {s.id: float(s.answer == "A") for s in tiny}
         again = frameselect.evaluate(**{**kw, "k": 3})  # new selections -> new requests; cached answers are not reused
         assert server.n_requests == 2 * len(tiny) and again.counters.answerer_calls == len(tiny)
+
+
+def test_a_serial_run_never_enters_a_backend_of_concurrency_one_from_two_threads(tiny, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Answers come off the loop's daemon threads; a backend that takes one request at a time gets them one at a time."""
+    import threading
+    import time
+
+    from frameselect.answerers.base import Answerer
+    from frameselect.types import Answer
+
+    class Slow(Answerer):
+        inside = 0
+        most = 0
+        calls = 0
+        lock = threading.Lock()
+
+        @property
+        def name(self) -> str:
+            return "slow"
+
+        def answer(self, requests):  # type: ignore[no-untyped-def]
+            cls = type(self)
+            with cls.lock:
+                cls.inside += 1
+                cls.calls += 1
+                cls.most = max(cls.most, cls.inside)
+            time.sleep(0.05)  # long enough for the loop to prepare the next video and start its answers
+            with cls.lock:
+                cls.inside -= 1
+            return [Answer(text="A", model="slow") for _ in requests]
+
+    result = frameselect.evaluate(
+        "uniform", ["mc_accuracy"], dataset=tiny, k=2, answerer=Slow(), store=tmp_path / "s.sqlite", cache_dir=tmp_path / "c", progress=False
+    )
+    assert not result.failed and Slow.calls == len(result.records) > 2
+    assert Slow.most == 1

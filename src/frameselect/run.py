@@ -804,7 +804,9 @@ class _SampleLoop:
         if executor.local:
             # (function, leading arguments): a job travels as a task's own argument, so Ray resolves it from its object store
             self.prepare_call: tuple[Any, ...] = (functools.partial(UnitWork(plan, step).local, ctx=run.ctx),)
-            self.answer_call: tuple[Any, ...] = (AnswerWork(self.answerer, rebind=False),) if self.answerer is not None else ()
+            # one answer() call at a time, as a serial run has always made them: a backend of concurrency 1
+            # (a local VLM, a reader, a harness's live model) is never entered from two threads at once
+            self.answer_call: tuple[Any, ...] = (_one_at_a_time(AnswerWork(self.answerer, rebind=False)),) if self.answerer is not None else ()
         else:
             # workers get their samples with each unit: the plan travels without the dataset (and without an answerer they do not call)
             shipped = dataclasses.replace(plan, samples=(), answerer=None)
@@ -952,6 +954,17 @@ class _SampleLoop:
             else:
                 self.collected.append(p)
             self.bar.update()
+
+
+def _one_at_a_time(fn: Callable[..., T]) -> Callable[..., T]:
+    """``fn`` behind a lock of its own: the daemon threads that call it take turns."""
+    lock = threading.Lock()
+
+    def call(*args: Any) -> T:
+        with lock:
+            return fn(*args)
+
+    return call
 
 
 def _in_daemon_thread(fn: Callable[..., T], *args: Any) -> cf.Future[T]:
