@@ -210,6 +210,7 @@ def test_evaluate_refuses_wrong_cross_video_configuration_before_the_first_sampl
         frameselect.evaluate(selector="uniform", dataset=ds, k=4, budget_policy="fair")
 
 
+@pytest.mark.slow  # spawns worker processes
 def test_process_workers_give_the_serial_loops_records(suite: tuple[Path, list], tmp_path: Path) -> None:
     import frameselect
 

@@ -173,6 +173,7 @@ def drip_server(head: bytes, max_bytes: int = 30) -> Iterator[str]:
     ],
     ids=["headers", "body"],
 )
+@pytest.mark.slow  # waits out a real deadline
 def test_a_server_dripping_one_byte_a_second_cannot_hold_a_sample_past_its_deadline(head: bytes) -> None:
     with drip_server(head) as url:
         ans = OpenAIHTTPAnswerer(base_url=url, timeout_s=2.0, max_retries=0, **FAST)

@@ -22,7 +22,10 @@ import pytest
 
 from chat_server import ChatServer
 
-pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc")
+pytestmark = [
+    pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc"),
+    pytest.mark.slow,  # each test runs the command line in processes of its own
+]
 
 INTERRUPTED = "frameselect: interrupted; stored samples are kept, run the same command to resume"
 

@@ -28,6 +28,8 @@ from frameselect.tokens import Qwen2VL as Qwen2VLCost  # noqa: E402
 
 from .test_vlm import QWEN_TEMPLATE, _qwen_model, _qwen_tokenizer  # noqa: E402
 
+pytestmark = pytest.mark.slow  # a transformers model (tiny, random weights) per case
+
 # the tiny dataset's frames are 96 x 160: Qwen2-VL resizes them to 84 x 168 (3 x 6 merged tokens a pair) within these bounds
 MIN_PIXELS, MAX_PIXELS = 28 * 28 * 4, 28 * 28 * 30
 

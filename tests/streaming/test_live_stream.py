@@ -26,6 +26,8 @@ from frameselect.video.decode import candidates
 from frameselect.video.stream import LiveSource, StreamFrame, replay_file
 from frameselect.video.synth import write_frames
 
+pytestmark = pytest.mark.slow  # a stream served and read in real time
+
 FPS, SECONDS = 10, 3.0
 PACKET = 188 * 7
 
