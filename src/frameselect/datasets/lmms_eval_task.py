@@ -63,7 +63,8 @@ class _Function:
         func = getattr(module, func_name, None)
         if not callable(func):
             raise DatasetConfigError(f"!function {self.spec}: {path.name} has no function {func_name}")
-        return func  # type: ignore[no-any-return]
+        loaded: Callable[..., Any] = func
+        return loaded
 
 
 def load_task_config(path: str | os.PathLike[str]) -> dict[str, Any]:

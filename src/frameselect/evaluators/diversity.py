@@ -34,7 +34,8 @@ __all__ = [
 
 def _unit(x: NDArray[Any]) -> NDArray[np.float64]:
     x = np.asarray(x, dtype=np.float64)
-    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)  # type: ignore[no-any-return]
+    unit: NDArray[np.float64] = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+    return unit
 
 
 def _pairwise(a: NDArray[Any], b: NDArray[Any], metric: str) -> NDArray[np.float64]:

@@ -47,7 +47,8 @@ def _distances(a: Sequence[float], b: Sequence[float]) -> np.ndarray:
     """For each time in ``a``, the distance to the nearest time in ``b``."""
     x = np.asarray(a, dtype=np.float64)
     y = np.asarray(b, dtype=np.float64)
-    return np.min(np.abs(x[:, None] - y[None, :]), axis=1)  # type: ignore[no-any-return]
+    nearest: np.ndarray = np.min(np.abs(x[:, None] - y[None, :]), axis=1)
+    return nearest
 
 
 def temporal_prf(selected: Sequence[float], keyframes: Sequence[float], threshold: float = LVH_THRESHOLD_S) -> tuple[float, float, float]:

@@ -75,7 +75,8 @@ def sample_scenes(sample: Sample, end_pad: float = 0.0) -> list[list[tuple[float
 
 def _inside(times: np.ndarray, segments: np.ndarray) -> np.ndarray:
     """Per time: inside any of the closed segments."""
-    return np.any((times[:, None] >= segments[None, :, 0]) & (times[:, None] <= segments[None, :, 1]), axis=1)  # type: ignore[no-any-return]
+    inside: np.ndarray = np.any((times[:, None] >= segments[None, :, 0]) & (times[:, None] <= segments[None, :, 1]), axis=1)
+    return inside
 
 
 def kfs_scores(times: Sequence[float], scenes: Sequence[Scene], reference_exact: bool = False) -> dict[str, float]:

@@ -125,7 +125,8 @@ def _ious(start: float, end: float, gt: NDArray[np.float64]) -> NDArray[np.float
     """Temporal IoU of one window with each ground-truth window (0 where the union is empty)."""
     inter = np.clip(np.minimum(end, gt[:, 1]) - np.maximum(start, gt[:, 0]), 0.0, None)
     union = (end - start) + (gt[:, 1] - gt[:, 0]) - inter
-    return np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)  # type: ignore[no-any-return]
+    ious: NDArray[np.float64] = np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
+    return ious
 
 
 def _interpolated_ap(precision: NDArray[np.float64], recall: NDArray[np.float64]) -> float:

@@ -246,7 +246,8 @@ def _streaming_part(selector: str | StreamingSelector, memory: int | None, param
     if memory is None or memory == selector.memory:
         if params:
             raise ConfigError(f"parameters {sorted(params)} given for a streaming selector instance; pass them to its constructor instead")
-        return resolve("streaming", selector)  # type: ignore[no-any-return]
+        resolved: StreamingSelector = resolve("streaming", selector)
+        return resolved
     config = part_config(selector)
     return _streaming_part(str(config["name"]), memory, {**config["params"], **dict(params or {})})
 

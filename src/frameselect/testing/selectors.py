@@ -226,8 +226,10 @@ def _with(video: SyntheticVideo, **arrays: Any) -> SyntheticVideo:
     return SyntheticVideo(video.pool, Features(encoder_id=f.encoder_id, **values))
 
 
-def _poisoned(array: NDArray[Any]) -> Iterator[tuple[str, NDArray[np.float64]]]:
-    """Copies of ``array`` with one NaN, one +inf and one -inf."""
+def _poisoned(array: NDArray[Any] | None) -> Iterator[tuple[str, NDArray[np.float64]]]:
+    """Copies of ``array`` (a feature the case computed) with one NaN, one +inf and one -inf."""
+    if array is None:
+        raise AssertionError("the case computed no such feature to poison")
     for label, value in (("NaN", np.nan), ("+inf", np.inf), ("-inf", -np.inf)):
         bad = np.array(array, dtype=np.float64, copy=True)
         bad.flat[bad.size // 2] = value
@@ -295,20 +297,20 @@ def _check_non_finite(c: _Checker, n: int, k: int) -> None:
     reads_text = "text" in c.needs
     if "relevance" in c.needs:
         video = c.video(n)
-        for label, bad in _poisoned(video.features.scores):  # type: ignore[arg-type]
+        for label, bad in _poisoned(video.features.scores):
             c.expect_error(f"{label} in scores", _with(video, scores=bad), k, f"a {label} relevance score")
         via_text = c.video(n, relevance_from="embeddings")
-        for label, bad in _poisoned(via_text.features.embeddings):  # type: ignore[arg-type]
+        for label, bad in _poisoned(via_text.features.embeddings):
             c.expect_error(f"{label} in embeddings (relevance from text)", _with(via_text, embeddings=bad), k, f"a {label} frame embedding")
-        for label, bad in _poisoned(via_text.features.text):  # type: ignore[arg-type]
+        for label, bad in _poisoned(via_text.features.text):
             c.expect_error(f"{label} in text embedding", _with(via_text, text=bad), k, f"a {label} text embedding")
     if reads_embeddings:
         video = c.video(n)
-        for label, bad in _poisoned(video.features.embeddings):  # type: ignore[arg-type]
+        for label, bad in _poisoned(video.features.embeddings):
             c.expect_error(f"{label} in embeddings", _with(video, embeddings=bad), k, f"a {label} frame embedding")
     if reads_text:
         video = c.video(n)
-        for label, bad in _poisoned(video.features.text):  # type: ignore[arg-type]
+        for label, bad in _poisoned(video.features.text):
             c.expect_error(f"{label} in text embedding", _with(video, text=bad), k, f"a {label} text embedding")
 
 
