@@ -17,7 +17,7 @@ of the timed run:
 - ``base``: the base model's ``generate_until`` calls (prompting, processor, generation);
 
 and the ratios of ``bridge`` and ``frames`` to ``generate``. Without ``--pretrained`` the model is
-a tiny random-weight Qwen2-VL (tests/integrations/_tiny_qwen2_vl.py) whose generation is far
+a tiny random-weight Qwen2-VL (tests/integrations/_tiny_hf_vlms.py) whose generation is far
 cheaper than a real model's, so its ratios are an upper bound of the bridge's share; give a real
 checkpoint folder for the real ratio.
 """
@@ -130,7 +130,7 @@ def main() -> int:
         pixels = args.max_pixels
         if pretrained is None:
             pretrained = str(work / "tiny")
-            subprocess.run([sys.executable, str(ROOT / "tests" / "integrations" / "_tiny_qwen2_vl.py"), pretrained], check=True, capture_output=True)
+            subprocess.run([sys.executable, str(ROOT / "tests" / "integrations" / "_tiny_hf_vlms.py"), "qwen2_vl", pretrained], check=True, capture_output=True)
             pixels = pixels or 3136
         model_args = f"base={args.base},pretrained={pretrained},device_map=cpu,selector={args.selector},k={args.k},cache_dir={work / 'features'}"
         if args.encoder:

@@ -20,7 +20,7 @@ sys.path.append(str(Path(__file__).parent))  # for chat_server.py (tests have no
 import frameselect  # noqa: E402
 from chat_server import ChatServer, image_urls, prompt_text  # noqa: E402
 from frameselect.answerers.base import AnswerRequest  # noqa: E402
-from frameselect.answerers.http import OpenAIHTTPAnswerer, build_messages, encode_image, encode_png  # noqa: E402
+from frameselect.answerers.http import OpenAIHTTPAnswerer, build_messages, build_messages_across, encode_image, encode_png  # noqa: E402
 from frameselect.errors import AnswererError  # noqa: E402
 from frameselect.parts import part_config  # noqa: E402
 from frameselect.pipeline import answer_cache_key  # noqa: E402
@@ -65,6 +65,24 @@ def test_messages_put_each_frame_after_its_time_then_the_lettered_question() -> 
     assert content[0]["text"] == "Frame at 0.0s:" and content[2]["text"] == "Frame at 12.0s:"
     assert content[3]["image_url"]["url"] == "data:b"
     assert content[4]["text"] == "Question: What colour?\nOptions:\nA. red\nB. green\nAnswer with the option's letter from the given choices directly."
+
+
+def test_messages_across_videos_group_each_videos_frames_under_its_label_then_ask_once() -> None:
+    query = Query("Same car?", ("yes", "no"))
+    messages = build_messages_across(query, [("Video 1", [1.0], ["data:a"]), ("Video 2", [0.0, 2.25], ["data:b", "data:c"])])
+    frame = lambda t, url: [{"type": "text", "text": f"Frame at {t}s:"}, {"type": "image_url", "image_url": {"url": url}}]  # noqa: E731
+    question = "Question: Same car?\nOptions:\nA. yes\nB. no\nAnswer with the option's letter from the given choices directly."
+    expected = [
+        {"type": "text", "text": "Video 1:"},
+        *frame("1.0", "data:a"),
+        {"type": "text", "text": "Video 2:"},
+        *frame("0.0", "data:b"),
+        *frame("2.2", "data:c"),
+        {"type": "text", "text": question},
+    ]
+    assert messages == [{"role": "user", "content": expected}]
+    with pytest.raises(ValueError, match="Video 2: 1 timestamps for 2 frames"):
+        build_messages_across(query, [("Video 2", [0.0], ["data:b", "data:c"])])
 
 
 # -- through httpx.MockTransport ------------------------------------------------------------

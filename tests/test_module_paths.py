@@ -167,3 +167,15 @@ def test_loading_every_built_in_part_imports_no_shim_and_warns_of_none() -> None
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, check=True)
     loaded, warned, n_shims = json.loads(done.stdout.strip().splitlines()[-1])
     assert (loaded, warned, n_shims) == ([], [], 3)
+
+
+@pytest.mark.parametrize(
+    ("facade", "home"),
+    [("frameselect.bench.haystack", "frameselect.datasets._haystack_suite"), ("frameselect.bench.questions", "frameselect.datasets._haystack_questions")],
+)
+def test_the_bench_facades_give_their_homes_public_names_and_define_nothing(facade: str, home: str) -> None:
+    module, source = importlib.import_module(facade), importlib.import_module(home)
+    assert sorted(module.__all__) == sorted(source.__all__)
+    for name in module.__all__:
+        assert getattr(module, name) is getattr(source, name), name
+    assert [n for n, v in vars(module).items() if getattr(v, "__module__", None) == facade] == []

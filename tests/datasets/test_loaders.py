@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import frameselect.datasets
+import frameselect.registry
 import frameselect.testing
 from annotation_files import touch, write_csv, write_json, write_jsonl  # noqa: E402
 from frameselect.datasets._loading import AnnotationDataset, AnnotationWarning, MissingVideoWarning, find_video, split_option_block, strip_option_letters
@@ -1047,3 +1048,14 @@ def test_a_dataset_without_an_example_is_reported(monkeypatch: pytest.MonkeyPatc
     (case,) = registry_cases("datasets", ["unexampled"])
     with pytest.raises(AssertionError, match=r"dataset 'unexampled' has no example.*register_example\('datasets', 'unexampled'\)"):
         frameselect.testing.dataset_checks()[0](case)
+
+
+@pytest.mark.parametrize(("name", "task"), [("ovo_bench", "SSR"), ("streamingbench", "Object Recognition")])
+def test_the_task_filtered_loaders_declare_tasks_and_revive_with_it(name: str, task: str) -> None:
+    dataset = frameselect.registry.datasets.create(name, root="data", tasks=[task])
+    config = part_config(dataset)
+    assert list(config["params"]) == ["root", "annotations", "split", "videos", "tasks"]
+    assert config["params"]["tasks"] == [task]
+    again = revive(config)
+    assert again.tasks == (task,) and part_config(again) == config
+    assert frameselect.registry.datasets.create(name, root="data").tasks is None

@@ -1,10 +1,11 @@
-"""Save a tiny random-weight LLaVA-OneVision, InternVL or Qwen2.5-VL checkpoint to a folder.
+"""Save a tiny random-weight LLaVA-OneVision, InternVL, Qwen2-VL or Qwen2.5-VL checkpoint to a folder.
 
 Run with the lmms-eval environment's python: ``python _tiny_hf_vlms.py KIND OUT_DIR`` with KIND
-``llava_onevision``, ``internvl`` or ``qwen2_5_vl``. Every frame is processed at 56x56 pixels:
-LLaVA-OneVision 4x4 patches pooled to 2x2 (4 ``<video>`` tokens a frame, one newline token a
-video), InternVL 4x4 patches pixel-shuffled to 4 ``<IMG_CONTEXT>`` tokens a frame, Qwen2.5-VL
-4 ``<|video_pad|>`` tokens per two frames. The processor settings are written as JSON, so the
+``llava_onevision``, ``internvl``, ``qwen2_vl`` or ``qwen2_5_vl``. Every frame is processed at
+56x56 pixels: LLaVA-OneVision 4x4 patches pooled to 2x2 (4 ``<video>`` tokens a frame, one
+newline token a video), InternVL 4x4 patches pixel-shuffled to 4 ``<IMG_CONTEXT>`` tokens a
+frame, Qwen2-VL and Qwen2.5-VL (min_pixels = max_pixels = 56*56) 4 ``<|video_pad|>`` tokens per
+two frames. The processor settings are written as JSON, so the
 checkpoint is made without torchvision.
 """
 
@@ -33,13 +34,15 @@ TEMPLATE = (
 MEDIA = {
     "llava_onevision": ("<video>", "<image>"),
     "internvl": ("<video>", "<image>"),
-    "qwen2_5_vl": ("<|vision_start|><|video_pad|><|vision_end|>", "<|vision_start|><|image_pad|><|vision_end|>"),
+    "qwen2_vl": ("<|vision_start|><|video_pad|><|vision_end|>", "<|vision_start|><|image_pad|><|vision_end|>"),
 }
+MEDIA["qwen2_5_vl"] = MEDIA["qwen2_vl"]
 SPECIAL = {
     "llava_onevision": ["<image>", "<video>"],
     "internvl": ["<img>", "</img>", "<IMG_CONTEXT>", "<video>", "<image>"],
-    "qwen2_5_vl": ["<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"],
+    "qwen2_vl": ["<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"],
 }
+SPECIAL["qwen2_5_vl"] = SPECIAL["qwen2_vl"]
 
 
 def _tokenizer(kind: str, **named: str) -> Any:
@@ -132,14 +135,12 @@ def internvl(out: Path) -> tuple[Any, str, dict[str, Any]]:
     return model, template, processor
 
 
-def qwen2_5_vl(out: Path) -> tuple[Any, str, dict[str, Any]]:
-    tokenizer, template = _tokenizer("qwen2_5_vl")
-    ids = {s: tokenizer.convert_tokens_to_ids(s) for s in SPECIAL["qwen2_5_vl"]}
+def _qwen(kind: str, out: Path, vision: dict[str, Any], config_cls: Any, model_cls: Any, processor_class: str) -> tuple[Any, str, dict[str, Any]]:
+    tokenizer, template = _tokenizer(kind)
+    ids = {s: tokenizer.convert_tokens_to_ids(s) for s in SPECIAL[kind]}
     text = _text(tokenizer) | {"rope_scaling": {"type": "mrope", "mrope_section": [2, 3, 3]}}
     text.pop("model_type")
-    vision = {"depth": 1, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2, "out_hidden_size": 32, "patch_size": 14}
-    vision |= {"spatial_merge_size": 2, "temporal_patch_size": 2, "window_size": 56, "fullatt_block_indexes": [0]}
-    config = transformers.Qwen2_5_VLConfig(
+    config = config_cls(
         text_config=text,
         vision_config=vision,
         image_token_id=ids["<|image_pad|>"],
@@ -147,13 +148,24 @@ def qwen2_5_vl(out: Path) -> tuple[Any, str, dict[str, Any]]:
         vision_start_token_id=ids["<|vision_start|>"],
         vision_end_token_id=ids["<|vision_end|>"],
     )
-    model = transformers.Qwen2_5_VLForConditionalGeneration(config)
+    model = model_cls(config)
     settings = {"min_pixels": SIDE * SIDE, "max_pixels": SIDE * SIDE, "patch_size": 14, "temporal_patch_size": 2, "merge_size": 2}
     settings |= {"image_mean": MEAN, "image_std": STD}
-    image = {**settings, "image_processor_type": "Qwen2VLImageProcessor", "processor_class": "Qwen2_5_VLProcessor"}
-    video = {**settings, "video_processor_type": "Qwen2VLVideoProcessor", "processor_class": "Qwen2_5_VLProcessor"}
+    image = {**settings, "image_processor_type": "Qwen2VLImageProcessor", "processor_class": processor_class}
+    video = {**settings, "video_processor_type": "Qwen2VLVideoProcessor", "processor_class": processor_class}
     _save(out, model, tokenizer, template, image, video, None)
     return model, template, {}
+
+
+def qwen2_vl(out: Path) -> tuple[Any, str, dict[str, Any]]:
+    vision = {"depth": 1, "embed_dim": 32, "hidden_size": 32, "num_heads": 2, "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2}
+    return _qwen("qwen2_vl", out, vision, transformers.Qwen2VLConfig, transformers.Qwen2VLForConditionalGeneration, "Qwen2VLProcessor")
+
+
+def qwen2_5_vl(out: Path) -> tuple[Any, str, dict[str, Any]]:
+    vision = {"depth": 1, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2, "out_hidden_size": 32, "patch_size": 14}
+    vision |= {"spatial_merge_size": 2, "temporal_patch_size": 2, "window_size": 56, "fullatt_block_indexes": [0]}
+    return _qwen("qwen2_5_vl", out, vision, transformers.Qwen2_5_VLConfig, transformers.Qwen2_5_VLForConditionalGeneration, "Qwen2_5_VLProcessor")
 
 
 def _save(out: Path, model: Any, tokenizer: Any, template: str, image: dict[str, Any], video: dict[str, Any], processor: dict[str, Any] | None) -> None:
@@ -167,6 +179,14 @@ def _save(out: Path, model: Any, tokenizer: Any, template: str, image: dict[str,
     (out / "chat_template.jinja").write_text(template, encoding="utf-8")
 
 
-if __name__ == "__main__":
+BUILDERS = {"llava_onevision": llava_onevision, "internvl": internvl, "qwen2_vl": qwen2_vl, "qwen2_5_vl": qwen2_5_vl}
+
+
+def build(kind: str, out: Path) -> tuple[Any, str, dict[str, Any]]:
+    """The checkpoint of ``kind`` saved to ``out``, its weights drawn after ``torch.manual_seed(0)``."""
     torch.manual_seed(0)
-    {"llava_onevision": llava_onevision, "internvl": internvl, "qwen2_5_vl": qwen2_5_vl}[sys.argv[1]](Path(sys.argv[2]))
+    return BUILDERS[kind](out)
+
+
+if __name__ == "__main__":
+    build(sys.argv[1], Path(sys.argv[2]))

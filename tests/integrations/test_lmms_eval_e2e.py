@@ -35,7 +35,7 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-# the tiny checkpoint's normalisation of the first colour channel (_tiny_qwen2_vl.py)
+# the tiny checkpoint's normalisation of the first colour channel (_tiny_hf_vlms.py qwen2_vl)
 MEAN0, STD0 = 0.48145466, 0.26862954
 K = 4
 DOCS = 4
@@ -96,7 +96,7 @@ def setup(venv_python: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[s
         encoding="utf-8",
     )
     model = base / "tiny-qwen2-vl"
-    subprocess.run([str(venv_python), str(HERE / "_tiny_qwen2_vl.py"), str(model)], check=True, capture_output=True, timeout=600)
+    subprocess.run([str(venv_python), str(HERE / "_tiny_hf_vlms.py"), "qwen2_vl", str(model)], check=True, capture_output=True, timeout=600)
     return {"base": base, "task": task, "model": model, "python": venv_python}
 
 

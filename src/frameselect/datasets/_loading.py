@@ -82,6 +82,7 @@ __all__ = [
     "MissingVideos",
     "default_data_root",
     "AnnotationDataset",
+    "TaskFilteredDataset",
 ]
 
 #: extensions tried, in order, when an annotation names a video by id only
@@ -715,6 +716,21 @@ class AnnotationDataset(Dataset):
                     return str(path)
         missing.add(sample_id, refs[0].name if expected is None else expected)
         return None
+
+
+class TaskFilteredDataset(AnnotationDataset):
+    """An :class:`AnnotationDataset` whose ``tasks=`` keeps the questions of some tasks only (None or empty: every task)."""
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str] | None = None,
+        annotations: str | os.PathLike[str] | None = None,
+        split: str | None = None,
+        videos: str | os.PathLike[str] | None = None,
+        tasks: Sequence[str] | None = None,
+    ) -> None:
+        super().__init__(root, annotations, split, videos)
+        self.tasks = tuple(tasks) if tasks else None
 
 
 def _check_unique(samples: list[Sample], name: str) -> list[Sample]:

@@ -38,13 +38,12 @@ present.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from frameselect.datasets._loading import (
-    AnnotationDataset,
     MissingVideos,
+    TaskFilteredDataset,
     VideoRef,
     Where,
     annotation_error,
@@ -71,24 +70,13 @@ def _asked_at(value: Any, where: Where, name: str) -> float:
 
 
 @datasets.register("ovo_bench")
-class OVOBench(AnnotationDataset):
+class OVOBench(TaskFilteredDataset):
     """OVO-Bench: questions asked at moments of a video (backward, real-time, forward); ``asked_at`` on every sample."""
 
     default_split = "test"
     splits = ("test",)
     annotation_candidates = {"test": ("data/ovo_bench_new.json", "ovo_bench_new.json")}
     video_candidates = ("data/src_videos", "src_videos", ".")
-
-    def __init__(
-        self,
-        root: str | os.PathLike[str] | None = None,
-        annotations: str | os.PathLike[str] | None = None,
-        split: str | None = None,
-        videos: str | os.PathLike[str] | None = None,
-        tasks: Sequence[str] | None = None,
-    ) -> None:
-        super().__init__(root, annotations, split, videos)
-        self.tasks = tuple(tasks) if tasks else None
 
     def _load(self, missing: MissingVideos) -> list[Sample]:
         out: list[Sample] = []

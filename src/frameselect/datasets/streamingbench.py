@@ -62,17 +62,16 @@ row is over a file.
 
 from __future__ import annotations
 
-import os
 import re
 import warnings
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from frameselect.datasets._loading import (
-    AnnotationDataset,
     AnnotationWarning,
     MissingVideos,
+    TaskFilteredDataset,
     VideoRef,
     Where,
     annotation_error,
@@ -131,24 +130,13 @@ def _options(values: Any, where: Where, name: str) -> tuple[tuple[str, ...], boo
 
 
 @datasets.register("streamingbench")
-class StreamingBench(AnnotationDataset):
+class StreamingBench(TaskFilteredDataset):
     """StreamingBench: multiple-choice questions asked at moments of a video (real-time, contextual, omni-source); ``asked_at`` on every sample."""
 
     default_split = "real"
     splits = ("real", "omni", "sqa")
     annotation_candidates = _SPLIT_FILES
     video_candidates = ("src/data/videos", "data/videos", "videos", ".")
-
-    def __init__(
-        self,
-        root: str | os.PathLike[str] | None = None,
-        annotations: str | os.PathLike[str] | None = None,
-        split: str | None = None,
-        videos: str | os.PathLike[str] | None = None,
-        tasks: Sequence[str] | None = None,
-    ) -> None:
-        super().__init__(root, annotations, split, videos)
-        self.tasks = tuple(tasks) if tasks else None
 
     def _entries(self) -> list[tuple[Where, Mapping[str, Any], int | None]]:
         """Every video entry with where it is and its group (the index of its list where entries come in lists, as in sqa; else None)."""
