@@ -13,6 +13,8 @@ from frameselect.video import DecodeCounter, candidates, probe
 from frameselect.video.source import VideoFrameSource
 from frameselect.video.synth import write_frames
 
+pytestmark = pytest.mark.slow  # whole videos decoded, with and without skipping, frame by frame
+
 
 def _moving(n: int, seed: int) -> Iterator[np.ndarray]:
     """Noise that slides and a counter patch: every frame differs, motion makes B-frames worth it."""

@@ -13,6 +13,8 @@ from frameselect.datasets._haystack_suite import FOOTAGE, OBJECTS, HaystackConfi
 from frameselect.parts import part_params
 from frameselect.types import Span
 
+pytestmark = pytest.mark.slow  # generates and encodes the suite's videos
+
 SMALL = HaystackConfig(n_videos=1, minutes=0.5, seed=0)
 
 

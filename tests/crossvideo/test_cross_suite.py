@@ -95,6 +95,7 @@ def test_the_default_suite_covers_every_level_and_task() -> None:
     assert again == samples  # deterministic
 
 
+@pytest.mark.slow  # generates the suite's videos
 @pytest.mark.parametrize("n", [2, 3])
 def test_haystack_cross_dataset_registers_and_passes_the_dataset_suite(tmp_path, n: int) -> None:
     from frameselect.registry import datasets
