@@ -801,12 +801,14 @@ class _SampleLoop:
         self.pending: dict[cf.Future[Any], Callable[[cf.Future[Any]], None]] = {}
         self.waiting: collections.deque[tuple[_InFlight, Prepared, str]] = collections.deque()  # for the driver's answer thread
         self.answering = False
+        self.in_turn: _InTurn | None = None  # a local run's answers, in turn (a transport's workers answer on their own)
         if executor.local:
             # (function, leading arguments): a job travels as a task's own argument, so Ray resolves it from its object store
             self.prepare_call: tuple[Any, ...] = (functools.partial(UnitWork(plan, step).local, ctx=run.ctx),)
             # one answer() call at a time, as a serial run has always made them: a backend of concurrency 1
             # (a local VLM, a reader, a harness's live model) is never entered from two threads at once
-            self.answer_call: tuple[Any, ...] = (_one_at_a_time(AnswerWork(self.answerer, rebind=False)),) if self.answerer is not None else ()
+            self.in_turn = _InTurn(AnswerWork(self.answerer, rebind=False)) if self.answerer is not None else None
+            self.answer_call: tuple[Any, ...] = (self.in_turn,) if self.in_turn is not None else ()
         else:
             # workers get their samples with each unit: the plan travels without the dataset (and without an answerer they do not call)
             shipped = dataclasses.replace(plan, samples=(), answerer=None)
@@ -836,11 +838,13 @@ class _SampleLoop:
                 if not self.pending:
                     continue
                 done, _ = cf.wait(list(self.pending), return_when=cf.FIRST_COMPLETED)
-                for future in done:
+                for future in [f for f in self.pending if f in done]:  # in the order submitted: an earlier answer is recorded first
                     self.pending.pop(future)(future)
         finally:
             for future in self.pending:
                 future.cancel()
+            if self.in_turn is not None:
+                self.in_turn.abandon()
             self.bar.close()
 
     def _prepare(self, item: _InFlight) -> None:
@@ -903,8 +907,12 @@ class _SampleLoop:
         item.answer_attempts += 1
         requests = [p.request for p, _ in item.missing]
         # here: on a daemon thread, so an interrupt leaves at once instead of waiting for a stalled backend
-        submit = _in_daemon_thread if self.executor.local else self.executor.submit
-        self.pending[submit(*self.answer_call, requests)] = functools.partial(self._answered_on_executor, item)
+        if self.executor.local:
+            assert self.in_turn is not None
+            future = _in_daemon_thread(self.in_turn, self.in_turn.ticket(), requests)
+        else:
+            future = self.executor.submit(*self.answer_call, requests)
+        self.pending[future] = functools.partial(self._answered_on_executor, item)
 
     def _answered_on_executor(self, item: _InFlight, future: cf.Future[tuple[list[Answer], int]]) -> None:
         assert self.answerer is not None
@@ -956,15 +964,41 @@ class _SampleLoop:
             self.bar.update()
 
 
-def _one_at_a_time(fn: Callable[..., T]) -> Callable[..., T]:
-    """``fn`` behind a lock of its own: the daemon threads that call it take turns."""
-    lock = threading.Lock()
+class _InTurn:
+    """``fn`` called from daemon threads one at a time, in the order the calls were handed out (a ticket each).
 
-    def call(*args: Any) -> T:
-        with lock:
-            return fn(*args)
+    A serial run has always answered one request after another, in order; its
+    answers now leave the loop on daemon threads (an interrupt does not wait
+    for a stalled backend), and take turns here. :meth:`abandon` (the run is
+    over) lets the threads still waiting leave without calling ``fn``.
+    """
 
-    return call
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        self._turn = threading.Condition()
+        self._handed = self._serving = 0
+        self._abandoned = False
+
+    def ticket(self) -> int:
+        ticket, self._handed = self._handed, self._handed + 1
+        return ticket
+
+    def __call__(self, ticket: int, *args: Any) -> Any:
+        with self._turn:
+            self._turn.wait_for(lambda: self._abandoned or self._serving == ticket)
+            if self._abandoned:
+                raise cf.CancelledError("the run ended before this answer's turn")
+        try:
+            return self.fn(*args)
+        finally:
+            with self._turn:
+                self._serving += 1
+                self._turn.notify_all()
+
+    def abandon(self) -> None:
+        with self._turn:
+            self._abandoned = True
+            self._turn.notify_all()
 
 
 def _in_daemon_thread(fn: Callable[..., T], *args: Any) -> cf.Future[T]:
