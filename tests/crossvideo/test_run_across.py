@@ -106,6 +106,9 @@ def test_bench_cross_video_refuses_unknown_arms_and_two_sections(tmp_path: Path,
     assert "unknown cross-video arm(s) ['fair_share']" in capsys.readouterr().err
     assert main(["bench", "--cross-video", "--stream", "--store", str(tmp_path / "b.db")]) == 2
     assert "separate sections" in capsys.readouterr().err
+    assert main(["bench", "--stream", "--tokens", "--store", str(tmp_path / "b.db")]) == 2  # --stream would ignore --tokens
+    assert "--stream and --tokens are separate sections" in capsys.readouterr().err
+    assert not (tmp_path / "b.db").exists()
 
 
 def test_bench_cross_video_compares_the_arms_on_the_same_questions(suite: tuple[Path, list], tmp_path: Path) -> None:

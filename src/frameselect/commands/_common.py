@@ -33,6 +33,11 @@ def add_executor_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ray-address", default=None, help="Ray cluster to join with --executor ray (default: $RAY_ADDRESS, else a local one)")
 
 
+def split_names(items: Sequence[str] | None) -> list[str]:
+    """Names given as repeated options and/or comma lists (``-s a,b -s c``), in order, empty entries dropped."""
+    return [x for item in items or [] for x in item.split(",") if x]
+
+
 def parse_value(text: str) -> Any:
     """``--param`` values: JSON where it parses (numbers, true/false, lists), else a string."""
     lowered = text.strip()

@@ -14,7 +14,7 @@ import os
 import sys
 import time
 
-from frameselect.commands._common import add_executor_args, parse_params
+from frameselect.commands._common import add_executor_args, parse_params, split_names
 
 #: :class:`frameselect.bench.runner.BenchConfig`'s defaults and ``default_store()``, spelled out so that
 #: building the parser imports no evaluator (a test keeps them equal)
@@ -30,11 +30,11 @@ def run_stream(args: argparse.Namespace) -> int:
     """``--stream``: the streaming section (streaming selectors x memory sizes on the streaming suite)."""
     from frameselect.bench.stream_runner import DEFAULT_MEMORIES, StreamBenchConfig, format_stream_report, run_stream_bench
 
-    answerers = [a for item in (args.answerer or []) for a in item.split(",") if a]
+    answerers = split_names(args.answerer)
     config = StreamBenchConfig(
         memories=tuple(args.memory or DEFAULT_MEMORIES),
         k=(args.k or [4])[0],
-        selectors=tuple(s for item in (args.selector or []) for s in item.split(",") if s),
+        selectors=tuple(split_names(args.selector)),
         encoder=args.encoder or "imagenet_label",
         answerer=answerers[0] if answerers else "oracle",
         store=args.store,
@@ -59,8 +59,8 @@ def run_cross_video(args: argparse.Namespace) -> int:
     """``--cross-video``: the cross-video section (arms x budgets on questions over 2-4 haystack videos)."""
     from frameselect.bench.cross_runner import ARMS, CrossBenchConfig, format_cross_report, run_cross_bench
 
-    answerers = [a for item in (args.answerer or []) for a in item.split(",") if a]
-    arms = [a for item in (args.selector or []) for a in item.split(",") if a]
+    answerers = split_names(args.answerer)
+    arms = split_names(args.selector)
     config = CrossBenchConfig(
         budgets=tuple(args.k or (8, 16)),
         arms=tuple(arms) or tuple(ARMS),
@@ -85,8 +85,9 @@ def run_cross_video(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     from frameselect.bench.runner import DEFAULT_ANSWERERS, DEFAULT_BUDGETS, BenchConfig, format_report, run_bench
 
-    if args.stream and args.cross_video:
-        print("frameselect: error: --stream and --cross-video are separate sections; give one", file=sys.stderr)
+    sections = [flag for flag, on in (("--stream", args.stream), ("--cross-video", args.cross_video), ("--tokens", args.tokens)) if on]
+    if len(sections) > 1:
+        print(f"frameselect: error: {' and '.join(sections)} are separate sections of the bench; give one", file=sys.stderr)
         return 2
     if args.stream:
         return run_stream(args)
@@ -95,8 +96,8 @@ def run(args: argparse.Namespace) -> int:
 
     config = BenchConfig(
         budgets=tuple(args.k or DEFAULT_BUDGETS),
-        selectors=tuple(s for item in (args.selector or []) for s in item.split(",") if s),
-        answerers=tuple(a for item in (args.answerer or []) for a in item.split(",") if a) or DEFAULT_ANSWERERS,
+        selectors=tuple(split_names(args.selector)),
+        answerers=tuple(split_names(args.answerer)) or DEFAULT_ANSWERERS,
         encoder=args.encoder,
         encoder_params=tuple(parse_params(args.encoder_param, "-E/--encoder-param").items()),
         store=args.store,

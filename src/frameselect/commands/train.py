@@ -17,14 +17,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from frameselect.commands._common import add_executor_args
+from frameselect.commands._common import add_executor_args, split_names
 
 if TYPE_CHECKING:
     from frameselect.learned.api import TrainSetup
-
-
-def _csv(items: list[str] | None) -> list[str]:
-    return [x for item in items or [] for x in item.split(",") if x]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         config = TrainConfig(
             budgets=tuple(args.k or (8, 16)),
-            stages=tuple(_csv(args.stages) or ("prior", "grpo")),
+            stages=tuple(split_names(args.stages) or ("prior", "grpo")),
             seed=args.seed,
             prior_epochs=args.prior_epochs,
             grpo_epochs=args.grpo_epochs,
