@@ -416,7 +416,7 @@ def plan_run(
         answerer=ans,
         router=rt,
         bank=tuple(bank_parts),
-        needs_answers=ans is not None and any(e.needs_answer or e.uses_answer for e in evs),
+        needs_answers=ans is not None and any(e.reads_answer for e in evs),
         tokens=tokens,
         token_policy=token_policy,
         token_model=cost_model,

@@ -231,7 +231,7 @@ def score_across(p: Any, plan: Any, answer: Answer | None) -> tuple[SampleRecord
         meta["holmes"] = slots
     refs = sample.video_refs
     first = refs[0].id
-    answer_evs = [e for e in plan.evaluators if e.needs_answer or e.uses_answer]
+    answer_evs = [e for e in plan.evaluators if e.reads_answer]
     frame_evs = [e for e in plan.evaluators if e not in answer_evs]
     metrics = score_sample(answer_evs, sample, p.pools[first], multi.by_video[first], answer, p.features.get(first))
     per_video: dict[str, dict[str, float]] = {}

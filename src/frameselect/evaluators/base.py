@@ -39,6 +39,11 @@ class Evaluator(Part):
     higher_is_better: ClassVar[bool] = True
 
     @property
+    def reads_answer(self) -> bool:
+        """Whether a run with an answerer asks for answers for this evaluator (it needs them, or scores them when given)."""
+        return self.needs_answer or self.uses_answer
+
+    @property
     def metrics(self) -> tuple[str, ...]:
         """The keys :meth:`aggregate` writes into a table row."""
         return (self.name,)

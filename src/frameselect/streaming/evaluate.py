@@ -316,7 +316,7 @@ def plan_stream(
         k=k,
         encoder=enc,
         answerer=ans,
-        needs_answers=ans is not None and any(e.needs_answer or e.uses_answer for e in evs),
+        needs_answers=ans is not None and any(e.reads_answer for e in evs),
     )
 
 
