@@ -316,20 +316,26 @@ def _pick_samples(ids_by_kind: Mapping[str, list[str]], limit: int) -> list[str]
     return picked
 
 
+def _questions(runs: Sequence[StoredRun]) -> tuple[dict[str, Sample], dict[str, dict[str, SampleRecord]], list[tuple[str, SampleRecord]]]:
+    """The runs' samples (revived from the first run that can), each run's records by sample id, and every
+    question once, in order, with its first run's record (what a timeline is grouped by)."""
+    samples: dict[str, Sample] = next((revived for revived in map(_revive_samples, runs) if revived), {})
+    records = {run.label: {r.sample_id: r for r in run.records} for run in runs}
+    firsts = [
+        (sid, next(records[run.label][sid] for run in runs if sid in records[run.label]))
+        for sid in dict.fromkeys(r.sample_id for run in runs for r in run.records)
+    ]
+    return samples, records, firsts
+
+
 def _timelines(store: Store, runs: Sequence[StoredRun], metric: str, by: str | None, opts: ReportOptions) -> list[TimelineView]:
     from frameselect.cache import Cache, default_cache_dir
 
     cache_root = Path(opts.cache_dir) if opts.cache_dir is not None else default_cache_dir()
     cache = Cache(cache_root / "features")
-    samples: dict[str, Sample] = {}
-    for run in runs:
-        samples = _revive_samples(run)
-        if samples:
-            break
-    records = {run.label: {r.sample_id: r for r in run.records} for run in runs}
+    samples, records, firsts = _questions(runs)
     ids_by_kind: dict[str, list[str]] = defaultdict(list)
-    for sid in dict.fromkeys(r.sample_id for run in runs for r in run.records):
-        first = next(records[run.label][sid] for run in runs if sid in records[run.label])
+    for sid, first in firsts:
         ids_by_kind[str(first.metadata.get(by, "")) if by else ""].append(sid)
     views: list[TimelineView] = []
     for n, sid in enumerate(_pick_samples(ids_by_kind, opts.samples)):
@@ -496,15 +502,9 @@ def _stream_curves(section: TableSection, runs: Sequence[StoredRun], metric: str
 
 def _stream_timelines(store: Store, runs: Sequence[StoredRun], metric: str, by: str | None, limit: int) -> list[StreamTimelineView]:
     """Per question (round-robin over delay groups, else question kinds): each run's memory at ``asked_at`` and its selection."""
-    samples: dict[str, Sample] = {}
-    for run in runs:
-        samples = _revive_samples(run)
-        if samples:
-            break
-    records = {run.label: {r.sample_id: r for r in run.records} for run in runs}
+    samples, records, firsts = _questions(runs)
     ids_by_group: dict[str, list[str]] = defaultdict(list)
-    for sid in dict.fromkeys(r.sample_id for run in runs for r in run.records):
-        first = next(records[run.label][sid] for run in runs if sid in records[run.label])
+    for sid, first in firsts:
         if "held_times" not in first.metadata or "asked_at" not in first.metadata:
             continue
         group = first.metadata.get("delay_group", first.metadata.get(by, "") if by else "")
