@@ -61,6 +61,8 @@ def _key(*parts: str) -> str:
 #: an entry's seal: this marker, then the first 16 bytes of the SHA-256 digest of every byte before it
 _SEAL_MARK = b"\x00FSSEAL1"
 _DIGEST_SIZE = 16
+#: entries a cache remembers as verified (then forgets them all and verifies again)
+_VERIFIED_MAX = 65_536
 _SEAL_SIZE = len(_SEAL_MARK) + _DIGEST_SIZE
 
 
@@ -76,6 +78,13 @@ def _unseal(data: bytes) -> tuple[bytes | None, bool]:
     if _digest(payload) != data[-_DIGEST_SIZE:]:
         return None, True
     return payload, False
+
+
+def _payload(data: bytes) -> bytes | None:
+    """The payload of an entry already verified (its seal stripped, not checked); None when unsealed."""
+    if len(data) < _SEAL_SIZE or data[-_SEAL_SIZE:-_DIGEST_SIZE] != _SEAL_MARK:
+        return None
+    return data[:-_SEAL_SIZE]
 
 
 def _file_digest(fh: Any, size: int) -> bytes:
@@ -140,7 +149,7 @@ class Cache:
     #: False once a write failed: new entries stay in memory for the rest of this cache's life
     _writable: bool = field(default=True, repr=False)
     _warned_damaged: bool = field(default=False, repr=False)
-    #: pixel stacks whose checksum was verified (path, size, mtime), so a stack read for many samples is hashed once
+    #: entries whose checksum was verified (path, size, mtime), so an entry read for many samples is hashed once
     _verified: set[tuple[str, int, int]] = field(default_factory=set, repr=False)
 
     def __post_init__(self) -> None:
@@ -168,6 +177,12 @@ class Cache:
                 stacklevel=3,
             )
 
+    def _remember_verified(self, seen: tuple[str, int, int]) -> None:
+        """An entry checked against its seal, by (path, size, mtime): not hashed again while unchanged (bounded)."""
+        if len(self._verified) >= _VERIFIED_MAX:
+            self._verified.clear()
+        self._verified.add(seen)
+
     def _damaged(self, path: Path) -> None:
         """A damaged entry (its checksum does not match): a miss, recomputed; one warning per cache."""
         if not self._warned_damaged:
@@ -187,7 +202,12 @@ class Cache:
         if path is None or not path.exists():
             return None
         try:
-            payload, damaged = _unseal(path.read_bytes())
+            st = path.stat()
+            seen = (str(path), st.st_size, st.st_mtime_ns)
+            data = path.read_bytes()
+            # a file this cache verified already, unchanged since, is not hashed again (a run reads one video's
+            # features once per question)
+            payload, damaged = (_payload(data), False) if seen in self._verified else _unseal(data)
             if payload is None:
                 if damaged:
                     self._damaged(path)
@@ -195,6 +215,7 @@ class Cache:
             arr: NDArray[Any] = np.load(io.BytesIO(payload), allow_pickle=False)
         except (OSError, ValueError):
             return None  # an unreadable entry is a miss; it will be rewritten
+        self._remember_verified(seen)
         return arr
 
     def save_array(self, bucket: str, key: str, value: NDArray[Any]) -> None:
@@ -249,7 +270,7 @@ class Cache:
                 if state == "damaged":
                     self._damaged(path)
                 if state == "ok":
-                    self._verified.add(seen)
+                    self._remember_verified(seen)
                     stack = open_stack(path)
                     if tuple(stack.shape) == shape and stack.dtype == np.uint8:
                         return stack, True

@@ -101,3 +101,27 @@ def test_a_cache_that_cannot_be_written_warns_once_and_the_run_goes_on(selector:
     assert len(warned) == 1, out.stderr
     assert f"CacheWarning: cannot write to the feature cache {cache_dir} (OSError: [Errno 27] File too large, writing " in warned[0]
     assert warned[0].endswith("this run goes on without caching its new entries (cache_dir=, CLI --cache-dir: a folder with room)")
+
+
+def test_an_entry_is_hashed_once_while_unchanged_and_again_once_it_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import frameselect.cache as cache_module
+
+    cache = Cache(tmp_path)
+    value = np.arange(12, dtype=np.float32).reshape(3, 4)
+    cache.save_array("frames", "k", value)
+    hashed: list[int] = []
+    real = cache_module._digest
+    monkeypatch.setattr(cache_module, "_digest", lambda data: hashed.append(len(data)) or real(data))
+    for _ in range(3):
+        loaded = cache.load_array("frames", "k")
+        assert loaded is not None and np.array_equal(loaded, value)
+    assert len(hashed) == 1  # verified on the first read only
+    path = next(tmp_path.rglob("*.npy"))
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # damaged on disk: the file changes, so it is verified again
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 1_000_000))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert cache.load_array("frames", "k") is None
+    assert len(hashed) == 2 and any(issubclass(w.category, CacheWarning) for w in caught)
