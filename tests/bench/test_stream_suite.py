@@ -53,6 +53,19 @@ def test_bench_stream_refuses_unknown_selectors_before_building_the_suite(capsys
     assert "no streaming selector of the 'later' setting matches" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize(("option", "value", "message"), [("-M", "0", "memory=0 must be >= 1"), ("-k", "0", "frame budget k must be an integer of at least 1")])
+def test_bench_stream_refuses_an_out_of_range_memory_or_budget_before_building_the_suite(
+    option: str, value: str, message: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from frameselect.cli import main
+
+    args = ["bench", "--stream", "-s", "sliding_window", option, value, "--store", str(tmp_path / "s.sqlite"), "--cache-dir", str(tmp_path / "c")]
+    assert main([*args, "--no-report"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and "streaming suite:" not in err
+    assert not list(tmp_path.rglob("*.mp4"))  # no video of the suite was generated
+
+
 def test_bench_stream_writes_the_report_beside_its_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("jinja2")
     pytest.importorskip("matplotlib")

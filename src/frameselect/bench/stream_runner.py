@@ -69,13 +69,17 @@ def run_stream_bench(config: StreamBenchConfig, *, log: Callable[[str], None] | 
     from frameselect.bench.runner import _dirs, _make_answerer
     from frameselect.bench.stream_suite import stream_questions
     from frameselect.errors import ConfigError
-    from frameselect.plan import resolve
+    from frameselect.plan import check_budget, resolve
     from frameselect.streaming.evaluate import evaluate_stream
 
     say = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     names = _streaming_selectors(config.selectors)
     if not names:
         raise ConfigError(f"no streaming selector of the 'later' setting matches {list(config.selectors)}; see frameselect list streaming")
+    check_budget(config.k)
+    for name in names:  # each selector at each memory size is built once here: a value out of range is refused before the suite is
+        for memory in config.memories:
+            resolve("streaming", name, memory=memory)
     encoder = resolve("encoders", config.encoder)
     bench_dir, features_dir = _dirs(config.cache_dir)
     answerer = _make_answerer(config.answerer, features_dir)
