@@ -438,8 +438,9 @@ def test_a_script_without_a_main_guard_gets_a_clear_error_before_any_sample(tiny
         [sys.executable, str(script), str(tiny_root), str(store), str(tmp_path / "c")], capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path
     )
     assert out.returncode != 0 and "finished" not in out.stdout
-    last = out.stderr.strip().splitlines()[-1]
-    assert last.startswith("frameselect.executors.transports.WorkerStartError: executor 'process': its worker processes could not start"), out.stderr[-3000:]
+    # the spawned children print their own bootstrap tracebacks too, interleaved with the parent's: find the parent's last line
+    lines = out.stderr.strip().splitlines()
+    assert any(line.startswith("frameselect.executors.transports.WorkerStartError: executor 'process': its worker processes could not start") for line in lines), out.stderr[-3000:]
     assert 'if __name__ == "__main__":' in last and "executor='serial'" in last
     assert not store.exists() or sqlite3.connect(store).execute("SELECT COUNT(*) FROM records").fetchone()[0] == 0
 
