@@ -440,7 +440,9 @@ def test_a_script_without_a_main_guard_gets_a_clear_error_before_any_sample(tiny
     assert out.returncode != 0 and "finished" not in out.stdout
     # the spawned children print their own bootstrap tracebacks too, interleaved with the parent's: find the parent's last line
     lines = out.stderr.strip().splitlines()
-    assert any(line.startswith("frameselect.executors.transports.WorkerStartError: executor 'process': its worker processes could not start") for line in lines), out.stderr[-3000:]
+    marker = "frameselect.executors.transports.WorkerStartError: executor 'process': its worker processes could not start"
+    last = next((line for line in reversed(lines) if line.startswith(marker)), "")
+    assert last, out.stderr[-3000:]
     assert 'if __name__ == "__main__":' in last and "executor='serial'" in last
     assert not store.exists() or sqlite3.connect(store).execute("SELECT COUNT(*) FROM records").fetchone()[0] == 0
 
