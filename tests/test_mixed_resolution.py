@@ -227,10 +227,10 @@ class _OneVideo(_SizeRecorder):
 
 
 def test_an_answerer_that_takes_one_video_size_refuses_a_mixed_selector_at_plan_time(tiny: Any) -> None:
-    from frameselect.answerers.transformers_vlm import Qwen2_5VL
+    from frameselect.answerers.transformers_vlm import LlavaOneVision, Qwen2_5VL
     from frameselect.plan import plan_run
 
-    assert Qwen2_5VL.takes_mixed_sizes is False and _SizeRecorder.takes_mixed_sizes is True
+    assert LlavaOneVision.takes_mixed_sizes is False and Qwen2_5VL.takes_mixed_sizes is True and _SizeRecorder.takes_mixed_sizes is True
     with pytest.raises(ConfigError, match="sends frames at several sizes, and answerer .* takes a video of one size"):
         plan_run("qframe", ["mc_accuracy"], tiny, 8, answerer=_OneVideo(), encoder=_MeanColour(), selector_params={"multires": True})
     plan_run("qframe", ["mc_accuracy"], tiny, 8, answerer=_OneVideo(), encoder=_MeanColour())  # one size: fine

@@ -177,34 +177,82 @@ def test_tables_show_tokens_and_compare_runs_at_equal_cost(tiny: Any, tmp_path: 
     assert "| selector | n | tokens | fill_share | evidence_recall |" in text and "| uniform@k=8 | 6 | 72.0 |" in text
 
 
-def test_openai_http_takes_a_cost_model_by_name_and_resizes_before_encoding(tiny: Any, tmp_path: Path) -> None:
-    httpx = pytest.importorskip("httpx")
+def _decoded_sizes(body: dict[str, Any]) -> list[tuple[int, int]]:
+    """The (height, width) of every frame a chat-completions body carries, as image_url or as vLLM's frame-list video_url."""
     import base64
     import io
-    import json
 
-    pytest.importorskip("PIL")
     from PIL import Image
 
-    from frameselect.plan import resolve
+    blobs: list[str] = []
+    for part in body["messages"][-1]["content"]:
+        if part["type"] == "image_url":
+            blobs.append(part["image_url"]["url"].split(",", 1)[1])
+        elif part["type"] == "video_url":
+            head, data = part["video_url"]["url"].split(",", 1)
+            assert head == "data:video/jpeg;base64"
+            blobs += data.split(",")
+    images = [Image.open(io.BytesIO(base64.b64decode(b))) for b in blobs]
+    return [(image.height, image.width) for image in images]
 
-    sizes: list[tuple[int, int]] = []
+
+def _recording_transport(sizes: list[tuple[int, int]], kinds: list[str]) -> Any:
+    import json
+
+    import httpx
 
     def handle(request: Any) -> Any:
         body = json.loads(request.content)
-        for part in body["messages"][-1]["content"]:
-            if part["type"] == "image_url":
-                image = Image.open(io.BytesIO(base64.b64decode(part["image_url"]["url"].split(",", 1)[1])))
-                sizes.append((image.height, image.width))
+        sizes.extend(_decoded_sizes(body))
+        kinds.extend(p["type"] for p in body["messages"][-1]["content"] if p["type"] != "text")
         reply = {"object": "chat.completion", "model": "m", "choices": [{"index": 0, "message": {"role": "assistant", "content": "B"}}]}
         return httpx.Response(200, json=reply)
 
+    return httpx.MockTransport(handle)
+
+
+def test_openai_http_prices_frames_sent_as_images_as_images_and_resizes_before_encoding(tiny: Any, tmp_path: Path) -> None:
+    pytest.importorskip("httpx")
+    pytest.importorskip("PIL")
+    from frameselect.plan import resolve
+
     with pytest.raises(ConfigError, match="unknown token cost model 'qwen9'"):
         resolve("answerers", "openai_http", tokens="qwen9")
-    answerer = resolve("answerers", "openai_http", tokens="qwen2_5_vl", image_format="png", transport=httpx.MockTransport(handle))
-    assert answerer.token_model() == token_model("qwen2_5_vl") and "qwen" not in answerer.id
+    with pytest.raises(ConfigError, match="prices a video; send them as a video"):
+        resolve("answerers", "openai_http", tokens="llava_onevision")  # no image rule here: LLaVA-OneVision tiles an image (anyres)
+    sizes: list[tuple[int, int]] = []
+    kinds: list[str] = []
+    answerer = resolve("answerers", "openai_http", tokens="qwen2_5_vl", image_format="png", transport=_recording_transport(sizes, kinds))
+    # each image is padded to a temporal pair on its own: priced as a one-frame video each
+    assert answerer.token_model() == token_model("qwen2_5_vl_images") and "qwen" not in answerer.id and "frames_as" not in answerer.id
+    result = evaluate(
+        "uniform", ["mc_accuracy"], tiny, 8, answerer=answerer, tokens=40, token_policy="fixed_k", store=tmp_path / "s.sqlite", cache_dir=tmp_path / "c"
+    )
+    assert not result.failed and result.config["token_model"]["family"] == "qwen2_5_vl_images"
+    assert set(kinds) == {"image_url"} and len(sizes) == 8 * 6 and len(set(sizes)) == 1
+    (size,) = set(sizes)
+    per_image = token_model("qwen2_5_vl_images").visual_tokens([size])
+    assert 8 * per_image <= 40 and [r.metrics["tokens"] for r in result.records] == [8.0 * per_image] * 6
+    # as a video the same 8 frames would fit at twice the size: 4 temporal pairs of 2 x 4 merged patches
+    assert token_model("qwen2_5_vl").visual_tokens([(56, 112)] * 8) == 32 and token_model("qwen2_5_vl_images").visual_tokens([(56, 112)] * 8) == 64
+
+
+def test_openai_http_sends_a_video_as_a_vllm_frame_list_priced_as_a_video(tiny: Any, tmp_path: Path) -> None:
+    pytest.importorskip("httpx")
+    pytest.importorskip("PIL")
+    from frameselect.plan import resolve
+
+    with pytest.raises(ConfigError, match="frames_as='video' sends JPEG frames"):
+        resolve("answerers", "openai_http", frames_as="video", image_format="png")
+    with pytest.raises(ConfigError, match="prices frames sent as images"):
+        resolve("answerers", "openai_http", frames_as="video", image_format="jpeg", tokens="qwen2_5_vl_images")
+    sizes: list[tuple[int, int]] = []
+    kinds: list[str] = []
+    answerer = resolve("answerers", "openai_http", tokens="qwen2_5_vl", frames_as="video", image_format="jpeg", transport=_recording_transport(sizes, kinds))
+    assert answerer.token_model() == token_model("qwen2_5_vl") and "frames_as=video" in answerer.id
     result = evaluate(
         "uniform", ["mc_accuracy"], tiny, 8, answerer=answerer, tokens=40, token_policy="fixed_k", store=tmp_path / "s.sqlite", cache_dir=tmp_path / "c"
     )
     assert not result.failed and result.config["token_model"]["family"] == "qwen2_5_vl"
-    assert sizes == [(56, 112)] * 8 * 6  # every frame sent at the planned size
+    assert kinds == ["video_url"] * 6 and sizes == [(56, 112)] * 8 * 6  # one video a question, every frame at the planned size
+    assert [r.metrics["tokens"] for r in result.records] == [32.0] * 6

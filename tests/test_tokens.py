@@ -258,3 +258,46 @@ def test_importing_the_module_loads_no_heavy_module() -> None:
     code = "import sys, frameselect.tokens as t; t.visual_tokens('qwen3_vl', [(720, 1280)] * 4); print(sorted({'numpy', 'torch'} & set(sys.modules)))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert done.stdout.strip() == "[]"
+
+
+# Frames sent as separate images (openai_http's default): (height, width, params, image_grid_thw, tokens) per image from
+# transformers 5.25.0's Qwen2VLImageProcessor (PIL backend, channels_last, the checkpoints' min_pixels=3136 and
+# max_pixels=12845056 unless given), tokens = the grid's product // merge_size**2, the count Qwen2VLProcessor and
+# Qwen2_5_VLProcessor expand one <|image_pad|> to. Each image is padded to a temporal pair on its own (grid t = 1).
+IMAGE_PROCESSOR_GRIDS: list[tuple[int, int, dict[str, int], tuple[int, int, int], int]] = [
+    (180, 320, {}, (1, 12, 22), 66),
+    (720, 1280, {}, (1, 52, 92), 1196),
+    (1, 1, {}, (1, 4, 4), 4),
+    (3, 3, {}, (1, 4, 4), 4),
+    (28, 28, {}, (1, 4, 4), 4),
+    (27, 5000, {}, (1, 2, 358), 179),
+    (15, 2900, {}, (1, 2, 208), 104),
+    (4000, 3000, {}, (1, 286, 214), 15301),
+    (2160, 3840, {}, (1, 154, 274), 10549),
+    (360, 640, {"max_pixels": 200704}, (1, 24, 42), 252),
+    (100, 50, {"min_pixels": 100352}, (1, 32, 16), 128),
+    (50, 100, {"max_pixels": 3136}, (1, 2, 4), 2),
+]
+
+
+@pytest.mark.parametrize("family", ["qwen2_vl_images", "qwen2_5_vl_images"])
+@pytest.mark.parametrize(("height", "width", "params", "grid", "tokens"), IMAGE_PROCESSOR_GRIDS)
+def test_qwen_frames_sent_as_images_cost_what_the_image_processor_gives(
+    family: str, height: int, width: int, params: dict[str, int], grid: tuple[int, int, int], tokens: int
+) -> None:
+    model = token_model(family, **params)
+    assert model.visual_tokens([(height, width)]) == tokens
+    assert model.frame_size(height, width) == (grid[1] * 14, grid[2] * 14)
+    # n images are n times one: no two share a temporal patch, as two frames of a video do
+    assert model.visual_tokens([(height, width)] * 3) == 3 * tokens
+    video = token_model(family.removesuffix("_images"), **params)
+    assert video.visual_tokens([(height, width)] * 4) == 2 * tokens
+
+
+def test_images_of_several_sizes_are_each_priced_and_images_take_no_video_cap() -> None:
+    model = token_model("qwen2_5_vl_images")
+    sizes = [(180, 320), (720, 1280), (180, 320), (28, 28)]
+    assert model.visual_tokens(sizes) == model.selection_tokens(sizes) == 66 + 1196 + 66 + 4  # one processor call, four grids
+    assert model.placeholder == "<|image_pad|>"
+    with pytest.raises(ConfigError, match="images have no per-video pixel cap"):
+        token_model("qwen2_vl_images", cap_pixels_per_frame=True)

@@ -52,6 +52,9 @@ __all__ = [
     "Qwen2VL",
     "Qwen25VL",
     "Qwen3VL",
+    "Qwen2VLImages",
+    "Qwen25VLImages",
+    "IMAGE_FAMILIES",
     "LlavaOnevision",
     "InternVL",
     "SmolVLM",
@@ -276,6 +279,54 @@ class Qwen25VL(Qwen2VL):
     checkpoint: ClassVar[str] = "Qwen/Qwen2.5-VL-7B-Instruct"
 
 
+class _QwenImages:
+    """Frames sent as separate images (an OpenAI-style server given ``image_url`` parts), not as one video.
+
+    The Qwen image processor resizes each image by the same ``smart_resize`` rule and pads
+    it to ``temporal_patch_size`` frames on its own, so every frame costs what a one-frame
+    video costs: no two frames share a temporal patch, which is what sending a video saves
+    (a selection of ``n`` frames of one size costs about twice its video price). Frames may
+    differ in size. The defaults are the checkpoint's ``preprocessor_config.json``, the
+    image processor's own configuration.
+    """
+
+    placeholder: ClassVar[str] = "<|image_pad|>"
+    family: ClassVar[str]
+
+    def __post_init__(self) -> None:
+        super().__post_init__()  # type: ignore[misc]
+        if getattr(self, "cap_pixels_per_frame", False):
+            raise ConfigError(f"token model {self.family!r}: images have no per-video pixel cap; cap_pixels_per_frame applies to videos only")
+
+    def visual_tokens(self, frames: Sequence[tuple[int, int]]) -> int:
+        checked = _frames(self.family, frames)
+        one = super().visual_tokens  # type: ignore[misc]
+        return sum(int(one([frame])) for frame in checked)
+
+    def selection_tokens(self, frames: Sequence[tuple[int, int]]) -> int:
+        return self.visual_tokens(frames)
+
+
+@dataclasses.dataclass(frozen=True)
+class Qwen2VLImages(_QwenImages, Qwen2VL):
+    """Qwen2-VL priced for frames sent as images (``Qwen2VLImageProcessor`` + ``Qwen2VLProcessor``): each frame ``(H'/14) * (W'/14) // 4`` ``<|image_pad|>`` tokens."""
+
+    family: ClassVar[str] = "qwen2_vl_images"
+    processor: ClassVar[str] = "Qwen2VLImageProcessor, Qwen2VLProcessor"
+
+
+@dataclasses.dataclass(frozen=True)
+class Qwen25VLImages(_QwenImages, Qwen25VL):
+    """Qwen2.5-VL priced for frames sent as images (``Qwen2VLImageProcessor`` + ``Qwen2_5_VLProcessor``)."""
+
+    family: ClassVar[str] = "qwen2_5_vl_images"
+    processor: ClassVar[str] = "Qwen2VLImageProcessor, Qwen2_5_VLProcessor"
+
+
+#: a video family's cost model for the same frames sent as separate images, where one is known
+IMAGE_FAMILIES: dict[str, str] = {"qwen2_vl": "qwen2_vl_images", "qwen2_5_vl": "qwen2_5_vl_images"}
+
+
 def _default_qwen3_size() -> dict[str, int]:
     return {"shortest_edge": 4096, "longest_edge": 25165824}
 
@@ -493,7 +544,7 @@ class SmolVLM(PerFrameTokenModel):
         return side, side
 
 
-for _cls in (Qwen2VL, Qwen25VL, Qwen3VL, LlavaOnevision, InternVL, SmolVLM):
+for _cls in (Qwen2VL, Qwen25VL, Qwen3VL, LlavaOnevision, InternVL, SmolVLM, Qwen2VLImages, Qwen25VLImages):
     token_models.add(_cls.family, _cls)
 
 

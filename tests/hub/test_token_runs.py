@@ -23,6 +23,7 @@ from frameselect.answerers._vlm_inputs import QwenVideoConfig, QwenVLInputs  # n
 from frameselect.answerers.transformers_vlm import Qwen2VL  # noqa: E402
 from frameselect.errors import ConfigError  # noqa: E402
 from frameselect.pipeline import evaluate  # noqa: E402
+from frameselect.store import Store  # noqa: E402
 from frameselect.token_budget import plan_frames  # noqa: E402
 from frameselect.tokens import Qwen2VL as Qwen2VLCost  # noqa: E402
 
@@ -126,3 +127,52 @@ def test_a_budget_below_one_frame_of_the_video_is_refused_before_any_sample(qwen
 
     with Store(store) as st:
         assert st.runs() == []
+
+
+class _MeanColour:
+    """A cheap text-capable encoder for a query-aware selector: mean colour; the query a fixed colour direction."""
+
+    def __new__(cls) -> Any:
+        import numpy as np
+
+        from frameselect.encoders.base import Encoder, l2_normalize
+
+        class MeanColour(Encoder):
+            has_text = True
+
+            def encode_frames(self, frames: Any) -> Any:
+                return l2_normalize(frames.reshape(len(frames), -1, 3).mean(axis=1) + 1.0)
+
+            def encode_text(self, texts: Any) -> Any:
+                return l2_normalize(np.array([[1.0, 0.5, 0.25]] * len(texts)))
+
+        return MeanColour()
+
+
+def test_a_mixed_resolution_selection_reaches_the_model_as_one_video_per_size(qwen: tuple[Qwen2VL, _Spy, int], tiny: Any, tmp_path: Path) -> None:
+    answerer, spy, video_pad = qwen
+    result = evaluate(
+        "multires",
+        ["mc_accuracy"],
+        tiny,
+        8,
+        answerer=answerer,
+        encoder=_MeanColour(),
+        selector_params={"high": 2, "high_scale": 1.0, "low_scale": 0.5},
+        tokens=95,
+        store=tmp_path / "s.sqlite",
+        cache_dir=tmp_path / "c",
+        progress=False,
+    )
+    assert not result.failed and len(spy.calls) == len(result.records) == 6
+    model = answerer.token_model()
+    for record, call in zip(result.records, spy.calls, strict=True):
+        pads = int((call["input_ids"] == video_pad).sum())
+        assert pads == record.metrics["tokens"] <= 95
+        # two sizes, two videos: the sharp frames' and the small ones', each priced on its own
+        assert len(call["grid"]) == 2
+        assert pads == sum(t_ * h_ * w_ // 4 for t_, h_, w_ in call["grid"])
+        with Store(tmp_path / "s.sqlite") as st:
+            stored = st.selection(result.run_id, record.sample_id)
+        assert stored is not None and stored[0].sizes is not None and len(set(stored[0].sizes)) == 2
+        assert model.selection_tokens(list(stored[0].sizes)) == pads

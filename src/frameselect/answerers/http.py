@@ -87,6 +87,7 @@ __all__ = [
     "encode_image",
     "build_messages",
     "build_messages_across",
+    "video_parts",
     "question_text",
     "chat_completion",
     "API_KEY_ENV_VARS",
@@ -202,6 +203,28 @@ def _frame_parts(timestamps: Sequence[float], image_urls: Sequence[str]) -> list
     return content
 
 
+def video_parts(timestamps: Sequence[float], frames: Sequence[NDArray[np.uint8]], jpeg_quality: int = 90) -> list[dict[str, Any]]:
+    """One video's frames as ``video_url`` parts: vLLM's frame-list form, ``data:video/jpeg;base64,<frame>,<frame>,...``.
+
+    A model whose processor stacks a video into one array takes frames of one size,
+    so frames of several sizes (a mixed-resolution selection) go as one video per
+    size, in the order each size first appears, each after a line naming its frames'
+    times: what :meth:`frameselect.tokens.TokenModel.selection_tokens` prices.
+    """
+    if len(timestamps) != len(frames):
+        raise ValueError(f"{len(timestamps)} timestamps for {len(frames)} frames")
+    groups: dict[tuple[int, int], list[int]] = {}
+    for i, frame in enumerate(frames):
+        groups.setdefault((int(frame.shape[0]), int(frame.shape[1])), []).append(i)
+    content: list[dict[str, Any]] = []
+    for members in groups.values():
+        data = ",".join(encode_image(frames[i], "jpeg", jpeg_quality).split(",", 1)[1] for i in members)
+        times = ", ".join(f"{timestamps[i]:.1f}s" for i in members)
+        content.append({"type": "text", "text": f"Video of {len(members)} frames at {times}:"})
+        content.append({"type": "video_url", "video_url": {"url": "data:video/jpeg;base64," + data}})
+    return content
+
+
 def _user_turn(content: list[dict[str, Any]], query: Query, system_prompt: str | None, windows: WindowRequest | None) -> list[dict[str, Any]]:
     """``messages``: the system prompt if any, then one user turn of ``content`` followed by the question."""
     messages: list[dict[str, Any]] = []
@@ -299,7 +322,15 @@ class OpenAIHTTPAnswerer(Answerer):
     httpx's network transport (tests). ``tokens`` names the served model's
     visual-token cost model (:mod:`frameselect.tokens`, e.g. ``qwen2_5_vl``):
     runs then record what their frames cost, and a run at a token budget
-    resizes the frames before encoding them.
+    resizes the frames before encoding them. ``frames_as`` is how the frames
+    travel: ``"images"`` (one ``image_url`` part each, after its time) or
+    ``"video"`` (each video one ``video_url`` part of JPEG frames, vLLM's
+    frame-list form: :func:`video_parts`). A server prices the two differently
+    (a Qwen model merges two frames of a video into one temporal patch, never two
+    images), so the cost model follows: with ``frames_as="images"`` ``tokens``
+    names the video family and the frames are priced as images
+    (:data:`frameselect.tokens.IMAGE_FAMILIES`); a family with no image rule here
+    needs ``frames_as="video"``.
     """
 
     param_ranges = {
@@ -318,7 +349,19 @@ class OpenAIHTTPAnswerer(Answerer):
     secret_params: ClassVar[frozenset[str]] = frozenset({"api_key"})
     #: where and how requests travel changes no answer
     identity_exclude: ClassVar[frozenset[str]] = frozenset(
-        {"base_url", "timeout_s", "max_retries", "concurrency", "backoff_s", "max_backoff_s", "api_key_env", "transport", "more_base_urls", "tokens"}
+        {
+            "base_url",
+            "timeout_s",
+            "max_retries",
+            "concurrency",
+            "backoff_s",
+            "max_backoff_s",
+            "api_key_env",
+            "transport",
+            "more_base_urls",
+            "tokens",
+            "frames_as",
+        }
     )
     #: an injected transport (tests) is a live object, recorded only as such
     live_params: ClassVar[frozenset[str]] = frozenset({"transport"})
@@ -345,6 +388,7 @@ class OpenAIHTTPAnswerer(Answerer):
         max_backoff_s: float = 30.0,
         transport: httpx.AsyncBaseTransport | None = None,
         tokens: str | None = None,
+        frames_as: str = "images",
     ) -> None:
         try:
             import httpx  # noqa: F401
@@ -381,11 +425,24 @@ class OpenAIHTTPAnswerer(Answerer):
         self.api_key_env = api_key_env  # the variable's name, not the key
         self._api_key = _resolve_key(api_key, api_key_env)
         self.transport = transport
+        if frames_as not in ("images", "video"):
+            raise ValueError(f"openai_http: unknown frames_as {frames_as!r}; use 'images' (one image_url part a frame) or 'video' (one video_url part a video)")
+        if frames_as == "video" and image_format != "jpeg":
+            raise ValueError("openai_http: frames_as='video' sends JPEG frames (data:video/jpeg): use image_format='jpeg' (needs Pillow)")
+        self.frames_as = frames_as
         if tokens is not None:
-            from frameselect.tokens import token_models
+            from frameselect.tokens import IMAGE_FAMILIES, token_models
 
             if tokens not in token_models.names():
                 raise ValueError(f"openai_http: unknown token cost model {tokens!r}; known: {', '.join(token_models.names())} (-A tokens=NAME)")
+            image_families = set(IMAGE_FAMILIES.values())
+            if frames_as == "images" and tokens not in IMAGE_FAMILIES and tokens not in image_families:
+                raise ValueError(
+                    f"openai_http: frames go as images (frames_as=images), and the cost model {tokens!r} prices a video; "
+                    f"send them as a video (-A frames_as=video), or serve a family priced for images ({', '.join(sorted(IMAGE_FAMILIES))})"
+                )
+            if frames_as == "video" and tokens in image_families:
+                raise ValueError(f"openai_http: {tokens!r} prices frames sent as images, and frames_as=video sends a video: name the video family")
         self.tokens = tokens
         self._rng = random.Random()
 
@@ -411,13 +468,18 @@ class OpenAIHTTPAnswerer(Answerer):
         """Requests in flight at most: ``concurrency`` on each server."""
         return self.concurrency * len(self.urls)
 
+    def resolved_identity(self) -> dict[str, Any]:
+        """``frames_as`` where it is not the default (what the model sees changes; ids of image requests stay as they were)."""
+        return {"frames_as": self.frames_as} if self.frames_as != "images" else {}
+
     def token_model(self) -> TokenModel | None:
-        """The cost model named by ``tokens`` (the served model's family, with its published checkpoint's settings); None when not given."""
+        """The cost model named by ``tokens`` (the served model's family, with its published checkpoint's settings), priced as the frames travel; None when not given."""
         if self.tokens is None:
             return None
-        from frameselect.tokens import token_model
+        from frameselect.tokens import IMAGE_FAMILIES, token_model
 
-        return token_model(self.tokens)
+        family = IMAGE_FAMILIES.get(self.tokens, self.tokens) if self.frames_as == "images" else self.tokens
+        return token_model(family)
 
     # -- answering ---------------------------------------------------------
     def answer(self, requests: Sequence[AnswerRequest]) -> list[Answer]:
@@ -429,7 +491,15 @@ class OpenAIHTTPAnswerer(Answerer):
     def request_body(self, request: AnswerRequest) -> dict[str, Any]:
         """The JSON body sent for one request (decodes the selected frames)."""
         windows = window_request(request.sample, request.pool.duration)
-        if request.is_multi_video:
+        if self.frames_as == "video":
+            content: list[dict[str, Any]] = []
+            if request.is_multi_video:
+                for i, v in enumerate(request.inputs):
+                    content += [{"type": "text", "text": f"{video_label(i)}:"}, *video_parts(v.timestamps, v.frames(), self.jpeg_quality)]
+            else:
+                content = video_parts(request.timestamps, request.frames(), self.jpeg_quality)
+            messages = _user_turn(content, request.sample.query, self.system_prompt, windows)
+        elif request.is_multi_video:
             groups = [
                 (video_label(i), v.timestamps, [encode_image(frame, self.image_format, self.jpeg_quality) for frame in v.frames()])
                 for i, v in enumerate(request.inputs)

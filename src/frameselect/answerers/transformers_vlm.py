@@ -101,6 +101,7 @@ __all__ = [
     "build_prompt_across",
     "time_instruction_text",
     "selection_fps",
+    "size_groups",
 ]
 
 MULTIPLE_CHOICE_SUFFIX = "Answer with the option's letter from the given choices directly."
@@ -429,8 +430,34 @@ class TransformersVLM(Answerer):
             return Answer(text="", latency_s=time.perf_counter() - start, model=self.model_id, error=f"{type(exc).__name__}: {exc}")
 
 
+def size_groups(label: str, frames: list[NDArray[np.uint8]], timestamps: list[float]) -> list[tuple[str, list[NDArray[np.uint8]], list[float]]]:
+    """One video's frames as videos of one size each, in the order each size first appears (frames in time order within).
+
+    A processor that stacks a video into one array takes frames of one size, so a
+    mixed-resolution selection becomes one video per size, each after a line naming its
+    frames' times: what :meth:`frameselect.tokens.TokenModel.selection_tokens` prices.
+    A selection of one size is the video as it is.
+    """
+    groups: dict[tuple[int, int], list[int]] = {}
+    for i, frame in enumerate(frames):
+        groups.setdefault((int(frame.shape[0]), int(frame.shape[1])), []).append(i)
+    if len(groups) == 1:
+        return [(label, frames, timestamps)]
+    out = []
+    for (h, w), members in groups.items():
+        times = ", ".join(f"{timestamps[i]:.1f}s" for i in members)
+        out.append((f"{label}, frames at {times} ({w}x{h})", [frames[i] for i in members], [timestamps[i] for i in members]))
+    return out
+
+
 class _QwenVL(TransformersVLM):
-    """Qwen2-VL and Qwen2.5-VL: the frames as one video, with their frame rate."""
+    """Qwen2-VL and Qwen2.5-VL: the frames as one video, with their frame rate.
+
+    A mixed-resolution selection goes as one video per frame size (:func:`size_groups`),
+    each with its own grid and frame rate: the processor takes a video as one array.
+    """
+
+    takes_mixed_sizes: ClassVar[bool] = True
 
     param_ranges = {"max_pixels": Range(ge=1, integer=True)}
 
@@ -471,6 +498,9 @@ class _QwenVL(TransformersVLM):
         return token_model(family, cap_pixels_per_frame=True, **params)
 
     def _inputs(self, prompt: str, frames: list[NDArray[np.uint8]], timestamps: list[float]) -> tuple[str, Any]:
+        groups = size_groups("Video", frames, timestamps)
+        if len(groups) > 1:
+            return self._inputs_across(prompt, groups)
         text = self._chat([{"type": "video"}, {"type": "text", "text": prompt}])
         fps = selection_fps(timestamps)
         if isinstance(self._processor, QwenVLInputs):
@@ -494,6 +524,7 @@ class _QwenVL(TransformersVLM):
         return text, self._processor(text=[text], videos=[video], **kwargs)
 
     def _inputs_across(self, prompt: str, videos: list[tuple[str, list[NDArray[np.uint8]], list[float]]]) -> tuple[str, Any]:
+        videos = [group for label, frames, ts in videos for group in size_groups(label, frames, ts)]
         content: list[dict[str, Any]] = []
         for label, _, _ in videos:
             content += [{"type": "text", "text": f"{label}:"}, {"type": "video"}]
