@@ -715,8 +715,9 @@ class Run:
     def record(self, p: Prepared, answer: Answer | None) -> None:
         """Score one prepared sample and store its record and selection in one transaction."""
         if p.across is not None and p.error is None:
+            rows: list[Any] = []
             if answer is not None and answer.error is not None:  # as for one video: the failure keeps no selection
-                record, rows = _failure(p, AnswererError(answer.error)), []
+                record = _failure(p, AnswererError(answer.error))
             else:
                 scored, error = guarded(lambda: score_across(p, self.plan, answer))
                 record, rows = scored if scored is not None else (_failure(p, error or FrameselectError("no metrics")), [])
