@@ -14,6 +14,15 @@ never selects frames itself. A sample whose video no longer matches the stored
 selection (different content, or the pool moved) fails with
 :class:`StaleSelectionError`.
 
+A question over several videos (docs/crossvideo.md) replays the same way from
+its per-video rows (``video_selections``): each video's pool is rebuilt and
+checked against its row (a stale or missing one names the video), the new
+answerer is asked over all the videos, and the record is scored like the
+original's (:func:`frameselect.run.score_across`: per-video evidence recall, the
+stored bindings' accuracy). A run whose frames ``holmes`` chose is refused: its
+answer is its read-out (the frames of its filled slots, its audit and gate),
+which the store does not keep.
+
 The replay run is resumable like any other: its fingerprint is the original
 run id, the answerer's configuration and the evaluators, so running the same
 replay again skips the samples already stored ``ok`` and retries the failed
@@ -25,7 +34,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -39,11 +48,21 @@ from frameselect.fingerprint import fingerprint
 from frameselect.parts import part_config
 from frameselect.plan import Plan, load_samples, part_identity, resolve
 from frameselect.registry import get_registry, revive
-from frameselect.run import Prepared, Run, RunContext, RunResult, build_pool, open_store, sample_videos
-from frameselect.store import RunInfo, Store
-from frameselect.types import Sample, SampleRecord, Selection
+from frameselect.run import AcrossPrepared, Prepared, Run, RunContext, RunResult, build_pool, open_store, sample_videos
+from frameselect.store import RunInfo, Store, VideoSelectionRow
+from frameselect.types import MultiSelection, Sample, SampleRecord, Selection, VideoRef
 
-__all__ = ["replay", "plan_replay", "apply_stored_selection", "StoredSelectionStep", "dataset_from_config", "MissingSelectionError", "StaleSelectionError"]
+__all__ = [
+    "replay",
+    "plan_replay",
+    "apply_stored_selection",
+    "apply_stored_across",
+    "StoredAcross",
+    "StoredSelectionStep",
+    "dataset_from_config",
+    "MissingSelectionError",
+    "StaleSelectionError",
+]
 
 #: added to a run's own evaluators when none of them scores answers
 DEFAULT_ANSWER_EVALUATOR = "mc_accuracy"
@@ -83,9 +102,44 @@ def replay(
     with open_store(store) as st:
         parent = st.run(run_id)
         plan = plan_replay(parent, answerer, dataset=dataset, evaluators=evaluators, answerer_params=answerer_params, label=label)
-        stored = {s.id: st.selection(parent.run_id, s.id) for s in plan.samples}
+        stored, across = stored_selections(st, parent.run_id, plan.samples)
         with Run(plan, store=st, cache_dir=cache_dir, progress=progress, on_record=on_record, by=by) as run:
-            return run.execute_with(StoredSelectionStep(parent.run_id, stored), ex)
+            return run.execute_with(StoredSelectionStep(parent.run_id, stored, across), ex)
+
+
+@dataclass(frozen=True)
+class StoredAcross:
+    """What a run stored of one question over several videos: a row per video, and its record's budget, policy and bindings."""
+
+    rows: tuple[VideoSelectionRow, ...]
+    k: int
+    policy: str
+    bindings: tuple[tuple[str, int, str, int], ...] = ()
+
+
+def stored_selections(
+    st: Store, run_id: str, samples: Sequence[Sample]
+) -> tuple[dict[str, tuple[Selection, Mapping[str, Any]] | None], dict[str, StoredAcross | None]]:
+    """Each sample's stored selection in run ``run_id``: one-video samples from ``selections``; questions over several
+    videos (and samples a joint selector chose for) from ``video_selections`` with their record's ``k``, policy and bindings."""
+    stored: dict[str, tuple[Selection, Mapping[str, Any]] | None] = {}
+    across: dict[str, StoredAcross | None] = {}
+    records: dict[str, SampleRecord] | None = None
+    for s in samples:
+        rows = st.video_selections(run_id, s.id)
+        if not rows and not s.is_multi_video:
+            stored[s.id] = st.selection(run_id, s.id)
+            continue
+        if not rows:
+            across[s.id] = None
+            continue
+        if records is None:
+            records = {r.sample_id: r for r in st.records(run_id)}
+        record = records.get(s.id)
+        bindings = tuple((str(a), int(i), str(b), int(j)) for a, i, b, j in (record.metadata.get("bindings") or [] if record is not None else []))
+        k = record.k if record is not None and record.k is not None else sum(len(r.selection) for r in rows)
+        across[s.id] = StoredAcross(tuple(rows), int(k), record.policy or "" if record is not None else "", bindings)
+    return stored, across
 
 
 def plan_replay(
@@ -102,6 +156,7 @@ def plan_replay(
     evs = _evaluators(evaluators, parent)
     limit = parent.config.get("limit")
     samples = load_samples(_dataset(dataset, parent), None if limit is None else int(limit))
+    _refuse_read_out(parent)
     identity = {"replay_of": parent.run_id, "answerer": part_identity(ans), "evaluators": [part_config(e) for e in evs]}
     config = {k: v for k, v in parent.config.items() if k not in ("label", "answerer", "evaluators")}
     config.update(identity)
@@ -140,22 +195,77 @@ def apply_stored_selection(p: Prepared, stored: tuple[Selection, Mapping[str, An
         p.put(video, pool, selection)
 
 
+def apply_stored_across(p: Prepared, stored: StoredAcross | None, parent_id: str, ctx: RunContext, plan: Plan) -> None:
+    """Put a question's stored per-video selections on its videos' pools (``p.across``); raises why it cannot, naming the video."""
+    sample = p.sample
+    if stored is None:
+        raise MissingSelectionError(
+            f"run {parent_id[:12]} has no stored selections for sample {sample.id!r}, a question over several videos (it failed or was never run there); "
+            "replay never re-selects: complete the original run, then replay again"
+        )
+    rows = {row.video: row for row in stored.rows}
+    by_video: dict[str, Selection] = {}
+    for ref in sample.video_refs:
+        row = rows.get(ref.id)
+        if row is None:
+            raise MissingSelectionError(
+                f"run {parent_id[:12]} stored no selection for video {ref.id!r} of sample {sample.id!r} (stored: {sorted(rows)}); "
+                "the dataset's videos changed since: re-run the original run"
+            )
+        pool = build_pool(sample, plan.pool, ctx, ref.path)
+        _check_fits(sample, row.selection, {"video_id": row.video_id, "timestamps": row.timestamps}, pool.video_id, pool.timestamps, parent_id, ref)
+        by_video[ref.id] = row.selection
+        p.put(ref.id, pool, row.selection)
+    first = by_video[sample.video_refs[0].id]
+    multi = MultiSelection(by_video, budget=stored.k, selector=first.selector, policy=stored.policy, bindings=stored.bindings)
+    p.k, p.policy = stored.k, stored.policy
+    p.across = AcrossPrepared(multi, multi)
+
+
 @dataclass(frozen=True)
 class StoredSelectionStep:
     """The prepare step of replay as a value an executor ships: the parent's selections read on the driver."""
 
     parent_id: str
     stored: Mapping[str, tuple[Selection, Mapping[str, Any]] | None]
+    #: questions over several videos (and samples a joint selector chose for): their per-video rows
+    across: Mapping[str, StoredAcross | None] = field(default_factory=dict)
 
     def __call__(self, p: Prepared, plan: Plan, ctx: RunContext) -> None:
+        if p.sample.id in self.across:
+            apply_stored_across(p, self.across[p.sample.id], self.parent_id, ctx, plan)
+            return
         apply_stored_selection(p, self.stored.get(p.sample.id), self.parent_id, ctx, plan)
 
 
-def _check_fits(sample: Sample, selection: Selection, meta: Mapping[str, Any], video_id: str, pool_times: np.ndarray, parent_id: str) -> None:
-    where = f"sample {sample.id!r} of run {parent_id[:12]}"
+def _refuse_read_out(parent: RunInfo) -> None:
+    """A run whose answers are a joint selector's read-out (``holmes``) cannot take another answerer: refused at plan time."""
+    from frameselect.crossvideo.holmes import Holmes
+    from frameselect.plan import resolve_selector
+
+    spec = parent.config.get("selector")
+    if not isinstance(spec, Mapping) or not isinstance(spec.get("name"), str):
+        return
+    try:
+        selector = resolve_selector(spec["name"], dict(spec.get("params") or {}))
+    except (FrameselectError, ValueError, TypeError):
+        return  # a selector that is gone reads nothing out; the stored selections replay as they are
+    if isinstance(selector, Holmes):
+        raise ConfigError(
+            f"run {parent.run_id[:12]} chose its frames with {spec['name']!r}, whose answer is its read-out: the answerer sees only the frames of its "
+            "filled slots and its audit gates the reply, and the store keeps neither; replay cannot swap the answerer in. "
+            f"Run evaluate with selector={spec['name']!r} and the new answerer instead (its features come from the cache)"
+        )
+
+
+def _check_fits(
+    sample: Sample, selection: Selection, meta: Mapping[str, Any], video_id: str, pool_times: np.ndarray, parent_id: str, ref: VideoRef | None = None
+) -> None:
+    where = f"sample {sample.id!r} of run {parent_id[:12]}" if ref is None else f"video {ref.id!r} of sample {sample.id!r} of run {parent_id[:12]}"
+    path = sample.video if ref is None else ref.path
     if meta.get("video_id") and meta["video_id"] != video_id:
         raise StaleSelectionError(
-            f"{where}: the video {sample.video} changed since the selection was stored (content hash {video_id[:12]} != {str(meta['video_id'])[:12]}); re-run the original run"
+            f"{where}: the video {path} changed since the selection was stored (content hash {video_id[:12]} != {str(meta['video_id'])[:12]}); re-run the original run"
         )
     indices = list(selection.indices)
     if indices and (min(indices) < 0 or max(indices) >= len(pool_times)):

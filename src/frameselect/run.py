@@ -336,6 +336,8 @@ def reason_of(exc: BaseException) -> str:
 
 def _failure(p: Prepared, exc: BaseException) -> SampleRecord:
     metadata = {**p.sample.metadata, **p.metadata}
+    if p.sample.is_multi_video:
+        metadata = {key: v for key, v in metadata.items() if key not in ACROSS_DROPPED_METADATA}
     return SampleRecord(sample_id=p.sample.id, metrics={}, status="failed", error=reason_of(exc), k=p.k, policy=p.policy, metadata=metadata)
 
 
@@ -712,9 +714,13 @@ class Run:
 
     def record(self, p: Prepared, answer: Answer | None) -> None:
         """Score one prepared sample and store its record and selection in one transaction."""
-        if p.across is not None and p.error is None and not (answer is not None and answer.error is not None):
-            scored, error = guarded(lambda: score_across(p, self.plan, answer))
-            record, rows = scored if scored is not None else (_failure(p, error or FrameselectError("no metrics")), [])
+        if p.across is not None and p.error is None:
+            rows: list[Any] = []
+            if answer is not None and answer.error is not None:  # as for one video: the failure keeps no selection
+                record = _failure(p, AnswererError(answer.error))
+            else:
+                scored, error = guarded(lambda: score_across(p, self.plan, answer))
+                record, rows = scored if scored is not None else (_failure(p, error or FrameselectError("no metrics")), [])
             self.store.write_sample(self.plan.run_id, record, None, policy=record.policy, videos=rows)
         else:
             record, selection = self._score(p, answer)

@@ -5,16 +5,19 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pytest
 
+from frameselect.answerers.base import Answerer, AnswerRequest
 from frameselect.crossvideo.run import evaluate_across
 from frameselect.datasets.base import InMemoryDataset
 from frameselect.encoders.base import Encoder
 from frameselect.errors import ConfigError
 from frameselect.registry import datasets
 from frameselect.store import Store
+from frameselect.types import Answer
 
 
 class _MeanColour(Encoder):
@@ -170,7 +173,7 @@ def test_frameselect_evaluate_runs_questions_over_several_videos(suite: tuple[Pa
     db = tmp_path / "e.db"
     kw = {
         "dataset": datasets.create("haystack_cross", n_videos=2, minutes=0.5, root=root),
-        "evaluators": ("mc_accuracy", "evidence_recall"),
+        "evaluators": ("evidence_recall", "mc_accuracy"),
         "answerer": "oracle",
         "store": db,
         "cache_dir": tmp_path / "cache",
@@ -184,12 +187,11 @@ def test_frameselect_evaluate_runs_questions_over_several_videos(suite: tuple[Pa
         budget_policy="equal",
         answerer="oracle",
         dataset_params={"n_videos": 2, "minutes": 0.5, "root": root},
-        cache_dir=tmp_path / "c2",
-        store=tmp_path / "a.db",
+        cache_dir=tmp_path / "cache",
+        store=db,
     )
-    # the main loop and the cross-video driver agree on every sample
-    assert [r.metrics["mc_accuracy"] for r in result.records] == [r.metrics["mc_accuracy"] for r in across.records]
-    assert [r.metrics["evidence_recall"] for r in result.records] == pytest.approx([r.metrics["evidence_recall"] for r in across.records], nan_ok=True)
+    # one loop: evaluate_across is this very run (same id), found stored and read back
+    assert across.run_id == result.run_id and [r.metrics for r in across.records] == [r.metrics for r in result.records]
     with Store(db) as st:
         rows = st.video_selections(result.run_id, samples[0].id)
         assert [r.video for r in rows] == ["video_1", "video_2"] and [r.selection.indices for r in rows] == [(0, 14, 29), (0, 14, 29)]
@@ -242,3 +244,64 @@ def test_the_run_command_takes_a_budget_policy_and_joint_selectors(suite: tuple[
     assert "give no budget_policy" in err and "Traceback" not in err
     assert main([*common, "-s", "topk_union"]) == 2  # the default encoder has no text side
     assert "selector 'topk_union' needs query relevance" in capsys.readouterr().err
+
+
+class _Refuses(Answerer):
+    """Answers every question over several videos with an error (a backend that timed out)."""
+
+    needs_frames: ClassVar[bool] = False
+
+    def answer(self, requests: Sequence[AnswerRequest]) -> list[Answer]:
+        return [Answer(text="", error="TimeoutError: no reply in 30 s") for _ in requests]
+
+
+def test_an_answerer_error_fails_that_question_and_the_run_goes_on(suite: tuple[Path, list], tmp_path: Path) -> None:
+    import frameselect
+
+    ds = InMemoryDataset(suite[1][:2])
+    result = frameselect.evaluate(selector="uniform", dataset=ds, k=4, evaluators=("mc_accuracy",), answerer=_Refuses(), store=tmp_path / "f.db")
+    assert [r.status for r in result.records] == ["failed", "failed"]
+    assert all(r.error == "AnswererError: TimeoutError: no reply in 30 s" for r in result.records)
+    assert all("entities" not in r.metadata for r in result.records)  # left out of a question's record, failed or not
+    with Store(tmp_path / "f.db") as st:
+        assert st.video_selections(result.run_id, suite[1][0].id) == []  # as for one video: a failed record keeps no selection
+
+
+def test_the_wrapper_gives_the_records_of_the_former_serial_loop(suite: tuple[Path, list], tmp_path: Path) -> None:
+    """Expected values: the former serial loop of ``evaluate_across`` (its own prepare, answer and scoring code), run on this
+    suite (2 videos of 0.5 min, seed 0) with this encoder and the oracle before it became a wrapper of the main loop; every
+    record's metrics (latencies aside), metadata and per-video rows were equal for uniform/equal, uniform/duration, topk/equal,
+    topk_union, binding and holmes, with and without an answerer."""
+    root, samples = suite
+    kw = {"dataset_params": {"n_videos": 2, "minutes": 0.5, "root": root}, "cache_dir": tmp_path / "cache", "store": tmp_path / "w.db"}
+    binding = evaluate_across("haystack_cross", "binding", 6, encoder=_MeanColour(), answerer="oracle", **kw)
+    holmes = evaluate_across("haystack_cross", "holmes", 6, encoder=_MeanColour(), answerer="oracle", **kw)
+    ids = ["more_often", "retrieval", "where_when", "total_count", "after_event"]
+    assert [r.sample_id for r in binding.records] == [f"haystack_00+haystack_01/{i}" for i in ids]
+    assert [r.answer for r in binding.records] == ["B", "A", "A", "B", "A"]
+    assert [r.metrics["evidence_recall"] for r in binding.records] == [0.0, 0.0, 0.0, 0.0, 0.5]
+    assert [r.metrics["binding_accuracy"] for r in binding.records] == [1.0] * 5 and [r.metrics["mc_accuracy"] for r in binding.records] == [0.0] * 5
+    assert binding.records[0].metadata["bindings"] == [
+        ["video_2", 25, "video_1", 24],
+        ["video_1", 22, "video_2", 25],
+        ["video_1", 23, "video_2", 25],
+        ["video_2", 23, "video_1", 24],
+        ["video_2", 24, "video_1", 24],
+    ]
+    assert binding.records[4].metadata["per_video_recall"] == {"video_1": 1.0, "video_2": 0.0}
+    assert [r.metadata["bindings"] for r in holmes.records] == [
+        [["video_1", 24, "video_2", 25]],
+        [["video_1", 24, "video_2", 25]],
+        [["video_2", 25, "video_1", 24]],
+        [["video_1", 24, "video_2", 25]],
+        [],
+    ]
+    assert [r.metrics["slot_fill_rate"] for r in holmes.records] == [1.0] * 5 and [r.metrics["gate_passed"] for r in holmes.records] == [1.0] * 5
+    assert "binding_accuracy" not in holmes.records[4].metrics and holmes.records[4].metrics["evidence_recall"] == 0.5
+    with Store(tmp_path / "w.db") as st:
+        assert [[r.selection.indices for r in st.video_selections(binding.run_id, s.id)] for s in samples] == [[(22, 23, 24), (23, 24, 25)]] * 5
+        assert [r.selection.indices for r in st.video_selections(holmes.run_id, samples[4].id)] == [(5, 6, 7, 22, 23, 24), ()]
+    assert binding.table == pytest.approx(
+        {"n": 5.0, "failed": 0.0, "binding_accuracy": 1.0, "evidence_recall": 0.1, "frames": 6.0, "mc_accuracy": 0.0}
+        | {k: v for k, v in binding.table.items() if k.endswith("latency_s") or k in ("answer_tokens", "pool_time_error_max", "pool_time_error_mean")}
+    )
