@@ -39,6 +39,20 @@ def _crossvid_example(root: Path) -> Any:
     return frameselect.datasets.create("crossvid", root=str(root))
 
 
+@register_example("datasets", "mvu_eval")
+def _mvu_eval_example(root: Path) -> Any:
+    records = [
+        {"QA_index": 0, "task": "Counting", "question": "How many dogs in total?", "options": ["A. 1", "B. 2", "C. 3"], "ground_truth": "B",
+         "video_paths": ["park/a.mp4", "park/b.mp4", "c.mp4"]},
+        {"QA_index": 1, "task": "TR", "question": "Which video happens first?", "options": ["A. Video 1", "B. Video 2"], "ground_truth": "A",
+         "video_paths": ["c.mp4", "park/a.mp4"]},
+    ]  # fmt: skip
+    (root / "QA_json_file.json").write_text(json.dumps(records), encoding="utf-8")
+    for name in ("park/a.mp4", "park/b.mp4", "c.mp4"):
+        _touch(root / "videos" / name)
+    return frameselect.datasets.create("mvu_eval", root=str(root))
+
+
 _GENERATED: dict[str, Path] = {}  # the generated suite is written once per session
 
 

@@ -355,3 +355,38 @@ def test_several_videos_go_as_one_labelled_group_each_to_a_real_server() -> None
     assert kinds[8].startswith("Question: Which video shows the cat?\nOptions:\nA. Video 1\nB. Video 2")
     urls = image_urls(body)
     assert [int(_decode_data_url(u)[0, 0, 0]) for u in urls] == [50, 60, 100]  # video 1's two frames, then video 2's
+
+
+def test_the_mvu_eval_prompt_lays_the_message_out_as_its_official_script() -> None:
+    # NJU-LINK/MVU-Eval@a5937ad inference/main.py build_messages_base: "[Video i] <file name>" then that video's frames as
+    # image_url parts, then the question, the instruction and the options joined by new lines, each its own text part
+    from frameselect.types import VideoRef
+
+    pools, selections = {}, {}
+    for v, n in enumerate((2, 1)):
+        frames = [np.full((6, 8, 3), 50 * (v + 1) + 10 * i, dtype=np.uint8) for i in range(3)]
+        pools[f"video_{v + 1}"] = CandidatePool(
+            video_id=f"h{v}", timestamps=np.arange(3) * 2.0, frame_indices=np.arange(3), policy="all", source=InMemoryFrames(frames)
+        )
+        selections[f"video_{v + 1}"] = Selection(tuple(range(n)))
+    refs = [VideoRef("video_1", "/data/videos/street/a.mp4"), VideoRef("video_2", "/data/videos/b.mp4")]
+    sample = Sample.across("m", refs, Query("Which video shows the cat?", ("Video 1", "Video 2")), "B", {"video_paths": ["street/a.mp4", "b.mp4"]})
+    answerer = OpenAIHTTPAnswerer(model="m", image_format="png", prompt="mvu_eval")
+    content = answerer.request_body(AnswerRequest.across(sample, pools, selections))["messages"][-1]["content"]
+    kinds = [p["text"] if p["type"] == "text" else "<image>" for p in content]
+    assert kinds == [
+        "[Video 1] street/a.mp4", "<image>", "<image>", "[Video 2] b.mp4", "<image>", "Which video shows the cat?",
+        "Please select the correct answer from the options. Answer with the option\u2019s letter directly.", "A. Video 1\nB. Video 2",
+    ]  # fmt: skip
+    assert [int(_decode_data_url(p["image_url"]["url"])[0, 0, 0]) for p in content if p["type"] == "image_url"] == [50, 60, 100]
+    # without the loader's names, each file's name; the default layout and its id are unchanged
+    bare = Sample.across("m", refs, sample.query, "B")
+    content = answerer.request_body(AnswerRequest.across(bare, pools, selections))["messages"][-1]["content"]
+    assert content[0]["text"] == "[Video 1] a.mp4"
+    default = OpenAIHTTPAnswerer(model="m", image_format="png")
+    assert "prompt" not in default.id and "prompt=mvu_eval" in answerer.id
+    assert default.request_body(AnswerRequest.across(sample, pools, selections))["messages"][-1]["content"][0]["text"] == "Video 1:"
+    with pytest.raises(ValueError, match="unknown prompt"):
+        OpenAIHTTPAnswerer(prompt="mvu")
+    with pytest.raises(ValueError, match="frames_as='images'"):
+        OpenAIHTTPAnswerer(prompt="mvu_eval", frames_as="video", image_format="jpeg")

@@ -107,6 +107,22 @@ def test_official_sampling_policies() -> None:
     assert budget_policies.create("mvu_eval").shares(s, _pools([500, 20, 500]), 128) == {"video_1": 32, "video_2": 20, "video_3": 32}
 
 
+def test_mvu_eval_sampling_over_every_frame_is_the_official_one() -> None:
+    # NJU-LINK/MVU-Eval@a5937ad inference/main.py encode_video: np.linspace(0, total - 1, nframes, dtype=int) over the
+    # decoded frames, every frame when there are no more than nframes (32); run in a scratch folder for 100 and 1800 frames
+    official_100 = [0, 3, 6, 9, 12, 15, 19, 22, 25, 28, 31, 35, 38, 41, 44, 47, 51, 54, 57, 60, 63, 67, 70, 73, 76, 79, 83, 86, 89, 92, 95, 99]
+    official_1800 = [0, 58, 116, 174, 232, 290, 348, 406, 464, 522, 580, 638, 696, 754, 812, 870, 928, 986, 1044, 1102, 1160, 1218,
+                     1276, 1334, 1392, 1450, 1508, 1566, 1624, 1682, 1740, 1799]  # fmt: skip
+    s = _sample(3)
+    pools = {}  # pools of every frame (the pool policy "all"): pool index = frame index
+    for i, n in enumerate([100, 20, 1800]):
+        pools[f"video_{i + 1}"] = CandidatePool(f"h{i}", np.arange(n) / 30.0, np.arange(n), policy="all", duration=n / 30.0)
+    multi = select_across_videos(s, pools, {}, 16, selector=create_selector("uniform"), policy=budget_policies.create("mvu_eval"))
+    assert multi.shares == {"video_1": 32, "video_2": 20, "video_3": 32}  # the total asked for (16) is ignored, as --nframes is per video
+    frames = {v: [int(pools[v].frame_indices[j]) for j in sel.indices] for v, sel in multi.by_video.items()}
+    assert frames == {"video_1": official_100, "video_2": list(range(20)), "video_3": official_1800}
+
+
 def test_select_across_videos_runs_a_single_video_selector_per_video_under_its_share() -> None:
     s = _sample(2)
     pools = _pools([10, 20])

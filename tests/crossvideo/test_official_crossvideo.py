@@ -1,4 +1,4 @@
-"""CVBench and CrossVid loaders and their official scorers, against the official code's numbers.
+"""CVBench, CrossVid and MVU-Eval loaders and their official scorers, against the official code's numbers.
 
 Expected values were computed by running the official functions in a scratch
 folder (outside this repository) on the inputs written here:
@@ -30,6 +30,9 @@ from frameselect.evaluators.crossvideo import (
     cvbench_correct,
     cvbench_extract_lmms_eval,
     cvbench_extract_video_r1,
+    mvu_eval_aggregate,
+    mvu_eval_correct,
+    mvu_eval_prediction,
 )
 from frameselect.types import Answer, SampleRecord
 
@@ -233,3 +236,168 @@ def test_crossvid_loader_and_raw_reply_scoring(tmp_path: Path) -> None:
     assert ev.score(cc, None, None, Answer(" B")) == {"crossvid_acc": 0.0}  # type: ignore[arg-type]
     with pytest.raises(DatasetConfigError, match="CCQA"):
         frameselect.datasets.create("crossvid", root=str(tmp_path), tasks=["CCQA"])
+
+
+# -- MVU-Eval ---------------------------------------------------------------------------------------------------
+
+# a small question file in the shape NJU-LINK/MVU-Eval@a5937ad inference/main.py reads (our own questions)
+MVU_MINI = [
+    {"QA_index": 0, "task": "Counting", "question": "How many red cars are there in all the videos?",
+     "options": ["A. 2", "B. 3", "C. 4", "D. 5"], "ground_truth": "C", "video_paths": ["street/a.mp4", "street/b.mp4", "c.mp4"]},
+    {"QA_index": 1, "task": "TR", "question": "Which video happens first?", "options": ["A. Video 1", "B. Video 2"],
+     "ground_truth": "B", "video_paths": ["c.mp4", "street/a.mp4"]},
+    {"QA_index": 2, "question": "Is the kitchen in both videos the same?", "options": ["A. Yes", "B. No", "C. Cannot tell"],
+     "ground_truth": " a", "video_paths": ["home/k1.mp4", "home/k2.mp4"]},
+]  # fmt: skip
+
+
+def _write_mvu(root: Path, records: Any, name: str = "QA_json_file.json", videos: bool = True) -> None:
+    (root / name).parent.mkdir(parents=True, exist_ok=True)
+    (root / name).write_text(json.dumps(records), encoding="utf-8")
+    if videos:
+        for r in records if isinstance(records, list) else records.values():
+            for v in r["video_paths"]:
+                p = root / "videos" / v
+                p.parent.mkdir(parents=True, exist_ok=True)
+                p.write_bytes(b"")
+
+
+def test_mvu_eval_loader_reads_what_the_official_scripts_read(tmp_path: Path) -> None:
+    _write_mvu(tmp_path, MVU_MINI)
+    samples = frameselect.datasets.create("mvu_eval", root=str(tmp_path)).samples()
+    assert [s.id for s in samples] == ["0", "1", "2"]
+    s0, s1, s2 = samples
+    assert [v.id for v in s0.video_refs] == ["video_1", "video_2", "video_3"]
+    assert [Path(v.path).relative_to(tmp_path).as_posix() for v in s0.video_refs] == ["videos/street/a.mp4", "videos/street/b.mp4", "videos/c.mp4"]
+    assert s0.query.text == "How many red cars are there in all the videos?" and s0.query.options == ("2", "3", "4", "5") and s0.answer == "C"
+    assert s0.metadata == {"task_type": "Counting", "official_answer": "C", "n_videos": 3, "video_paths": ["street/a.mp4", "street/b.mp4", "c.mp4"]}
+    assert [Path(v.path).name for v in s1.video_refs] == ["c.mp4", "a.mp4"]  # the order of video_paths
+    # no task: "Unknown", as analyze.py reads it; a loosely written ground truth is the letter, kept as written beside it
+    assert s2.metadata["task_type"] == "Unknown" and s2.answer == "A" and s2.metadata["official_answer"] == " a"
+    # another file name (the scripts' --data_filename) and a file keyed by index
+    _write_mvu(tmp_path, {str(r["QA_index"] + 10): {k: v for k, v in r.items() if k != "QA_index"} for r in MVU_MINI}, "QA_output/other.json")
+    keyed = frameselect.datasets.create("mvu_eval", root=str(tmp_path), annotations="QA_output/other.json").samples()
+    assert [s.id for s in keyed] == ["10", "11", "12"] and keyed[0].query == s0.query
+
+
+def test_mvu_eval_loader_skips_missing_videos_and_refuses_malformed_records(tmp_path: Path) -> None:
+    _write_mvu(tmp_path, MVU_MINI)
+    (tmp_path / "videos" / "street" / "b.mp4").unlink()
+    with pytest.warns(loading.MissingVideoWarning, match="street/b.mp4"):
+        samples = frameselect.datasets.create("mvu_eval", root=str(tmp_path)).samples()
+    assert [s.id for s in samples] == ["1", "2"]
+    cases = [
+        (dict(MVU_MINI[0], video_paths=["../../etc/passwd"]), "outside"),
+        (dict(MVU_MINI[0], video_paths=["/etc/passwd"]), "absolute"),
+        (dict(MVU_MINI[0], video_paths="street/a.mp4"), "non-empty list of video file names"),
+        (dict(MVU_MINI[0], video_paths=["a.mp4", ""]), r"video_paths\[1\]"),
+        (dict(MVU_MINI[0], ground_truth="E"), "not one of the option letters ABCD"),
+        (dict(MVU_MINI[0], ground_truth=2), "expected an option letter as text"),
+        ({k: v for k, v in MVU_MINI[0].items() if k != "QA_index"}, "'QA_index': missing"),
+        (dict(MVU_MINI[0], options=[]), "non-empty list of option texts"),
+    ]
+    for record, message in cases:
+        _write_mvu(tmp_path, [record], videos=False)
+        with pytest.raises(AnnotationError, match=message):
+            frameselect.datasets.create("mvu_eval", root=str(tmp_path)).samples()
+    with pytest.raises(loading.DatasetNotFoundError, match="QA_json_file.json"):
+        frameselect.datasets.create("mvu_eval", root=str(tmp_path / "elsewhere")).samples()
+
+
+MVU_TASKS = ("OR", "SU", "Counting", "Comparison", "KIR", "ICL", "RAG", "TR")
+
+
+def _mvu_records(n: int = 240, seed: int = 0) -> list[dict[str, Any]]:
+    """A question file of MVU-Eval's shape (our own questions): 2-6 lettered options, 2-5 videos, some ground truths written loosely, a few without a task."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        n_opt = rng.randint(2, 6)
+        letters = "ABCDEF"[:n_opt]
+        gt = rng.choice(letters)
+        written = {0: gt.lower(), 1: f" {gt}"}.get(i % 37, gt) if i % 37 < 2 else gt
+        rec: dict[str, Any] = {
+            "QA_index": i,
+            "task": MVU_TASKS[rng.randrange(len(MVU_TASKS))],
+            "question": f"Question {i}: which video shows item {rng.randint(1, 99)} first?",
+            "options": [f"{c}. option {c.lower()}{i}" for c in letters],
+            "ground_truth": written,
+            "video_paths": [f"clips/c{rng.randint(0, 59)}_{j}.mp4" for j in range(rng.randint(2, 5))],
+        }
+        if i % 53 == 7:
+            del rec["task"]
+        out.append(rec)
+    return out
+
+
+_MVU_FORMS = ("{a}", "  {a}", "{low}", "({a})", "Answer: {a}", "{a}. Because video 2 shows it.", "The answer is {a}", "\n{a}\n", "", None)
+
+
+def _mvu_replies(records: list[dict[str, Any]], seed: int = 0) -> list[str | None]:
+    """Fixed replies in ten forms (lower case, brackets, "Answer: X", empty, None for a failed call), 60 % naming the right letter, seeded."""
+    rng = random.Random(seed)
+    out: list[str | None] = []
+    for r in records:
+        letters = "ABCDEF"[: len(r["options"])]
+        gt = r["ground_truth"].strip().upper()
+        a = gt if rng.random() < 0.6 else rng.choice([c for c in letters if c != gt])
+        form = rng.choice(_MVU_FORMS)
+        out.append(None if form is None else form.format(a=a, low=a.lower()))
+    return out
+
+
+# NJU-LINK/MVU-Eval@a5937adea78e9649af53cd9a4e30a91ed7fd3df2 inference/analyze.py, load_results then
+# compute_accuracy_per_category, run in a scratch folder on _mvu_records() with _mvu_replies() written one JSON line per
+# answered question as inference/main.py writes them (the 31 None replies not written): 209 records, 79 right
+MVU_OFFICIAL = {
+    "overall": 37.79904306220096,
+    "OR": 40.0,
+    "Comparison": 19.047619047619047,
+    "Counting": 39.130434782608695,
+    "TR": 43.75,
+    "RAG": 36.0,
+    "ICL": 60.0,
+    "KIR": 29.032258064516128,
+    "SU": 41.37931034482759,
+    "Unknown": 25.0,
+}
+
+
+def _mvu_run(tmp_path: Path, reference_exact: bool) -> tuple[list[SampleRecord], Any]:
+    records = _mvu_records()
+    _write_mvu(tmp_path, records)
+    samples = frameselect.datasets.create("mvu_eval", root=str(tmp_path)).samples()
+    ev = frameselect.evaluators.create("mvu_eval_acc", reference_exact=reference_exact)
+    out = []
+    for s, reply in zip(samples, _mvu_replies(records)):
+        if reply is None:  # the model call failed: a failed record
+            out.append(SampleRecord(s.id, {}, status="failed", error="AnswererError: no content", metadata=s.metadata))
+        else:
+            out.append(SampleRecord(s.id, ev.score(s, None, None, Answer(reply)), metadata=s.metadata))  # type: ignore[arg-type]
+    return out, ev
+
+
+def test_mvu_eval_reference_exact_reproduces_the_official_analysis(tmp_path: Path) -> None:
+    records, ev = _mvu_run(tmp_path, reference_exact=True)
+    assert len(records) == 240 and sum(r.status == "failed" for r in records) == 31
+    rows = [(str(r.metadata["task_type"]), None if r.status != "ok" else r.metrics["mvu_eval_acc_ref"] >= 1.0) for r in records]
+    assert mvu_eval_aggregate(rows, reference_exact=True) == pytest.approx(MVU_OFFICIAL, rel=1e-12)
+    assert list(mvu_eval_aggregate(rows, reference_exact=True))[:-1] == [t for t in MVU_OFFICIAL if t != "overall"]  # the script's column order
+    assert ev.metrics == ("mvu_eval_acc_ref",) and ev.aggregate(records) == {"mvu_eval_acc_ref": pytest.approx(MVU_OFFICIAL["overall"] / 100, rel=1e-12)}
+
+
+def test_mvu_eval_default_counts_failed_samples_and_reads_the_loaders_letter(tmp_path: Path) -> None:
+    records, ev = _mvu_run(tmp_path, reference_exact=False)
+    # the 79 the script counts, and 5 more whose ground truth is written loosely (QA 74 "e", 75 " F", 149 " A",
+    # 186 " E", 223 " B" answered E, "  F", A, e, "B. Because...") over all 240 questions, the 31 failed counted wrong
+    assert ev.metrics == ("mvu_eval_acc",) and ev.aggregate(records) == {"mvu_eval_acc": pytest.approx(84 / 240, rel=1e-12)}
+    assert ev.aggregate([r for r in records if r.status == "ok"]) == {"mvu_eval_acc": pytest.approx(84 / 209, rel=1e-12)}  # what a run's table sees
+
+
+def test_mvu_eval_reply_parsing_follows_analyze_py() -> None:
+    # first character of str(output).strip().upper(), against ground_truth as given
+    replies = ["B", "  b", "b) the second", "(B)", "Answer: B", "", "The answer is B", "\nB\n", "Both"]
+    assert [mvu_eval_prediction(r) for r in replies] == ["B", "B", "B", "(", "A", "", "T", "B", "B"]
+    assert [mvu_eval_correct(r, "B") for r in replies] == [True, True, True, False, False, False, False, True, True]
+    assert mvu_eval_correct("a", "A") and not mvu_eval_correct("A", " A")  # the ground truth is not normalised
+    assert mvu_eval_aggregate([]) == {"overall": pytest.approx(float("nan"), nan_ok=True)}

@@ -6,7 +6,11 @@ as base64 image data URLs, each preceded by its time (``Frame at 12.0s:``), then
 the question and its lettered options. A question over several videos
 (``AnswerRequest.videos``) sends one group per video, in the sample's order:
 a text part naming it (``Video 1:``, ``Video 2:``, ...) and then that video's
-frames, each after its time in that video. A grounding question (its sample's
+frames, each after its time in that video. ``prompt="mvu_eval"`` lays the
+message out as MVU-Eval's ``inference/main.py`` (``build_messages_base``)
+does: per video a text part ``[Video i] <file name>`` and its frames as bare
+``image_url`` parts, then the question, the script's instruction and the
+lettered options as three text parts. A grounding question (its sample's
 ``metadata["answer_windows"]``, :mod:`frameselect.windows`) also asks for the
 time window(s) of the answer, in seconds or as fractions of the video, with
 at least :data:`~frameselect.windows.WINDOW_MAX_TOKENS` tokens to reply in;
@@ -87,6 +91,8 @@ __all__ = [
     "encode_image",
     "build_messages",
     "build_messages_across",
+    "build_messages_mvu_eval",
+    "PROMPTS",
     "video_parts",
     "question_text",
     "chat_completion",
@@ -101,6 +107,10 @@ API_KEY_ENV_VARS = ("FRAMESELECT_API_KEY", "OPENAI_API_KEY")
 
 _MC_INSTRUCTION = "Answer with the option's letter from the given choices directly."
 _OPEN_INSTRUCTION = "Answer the question briefly."
+#: the instruction of MVU-Eval's prompt (NJU-LINK/MVU-Eval@a5937ad, inference/main.py, build_messages_base)
+_MVU_EVAL_INSTRUCTION = "Please select the correct answer from the options. Answer with the option\u2019s letter directly."
+#: the message layouts ``openai_http`` knows (``prompt=``)
+PROMPTS = ("default", "mvu_eval")
 
 
 # -- images ----------------------------------------------------------------
@@ -192,6 +202,37 @@ def build_messages_across(
         content.append({"type": "text", "text": f"{label}:"})
         content += _frame_parts(timestamps, urls)
     return _user_turn(content, query, system_prompt, windows)
+
+
+def build_messages_mvu_eval(query: Query, videos: Sequence[tuple[str, Sequence[str]]], system_prompt: str | None = None) -> list[dict[str, Any]]:
+    """``messages`` in MVU-Eval's layout: ``(file name, image_urls)`` per video, then question, instruction and options.
+
+    As ``build_messages_base`` in NJU-LINK/MVU-Eval@a5937ad ``inference/main.py``:
+    a text part ``[Video i] <file name>`` before each video's frames (no times),
+    then three text parts: the question, the instruction, the options one a line
+    (``"A. text"``; a question without options has neither).
+    """
+    content: list[dict[str, Any]] = []
+    for i, (name, urls) in enumerate(videos):
+        content.append({"type": "text", "text": f"[Video {i + 1}] {name}"})
+        content += [{"type": "image_url", "image_url": {"url": url}} for url in urls]
+    content.append({"type": "text", "text": query.text})
+    if query.options:
+        content.append({"type": "text", "text": _MVU_EVAL_INSTRUCTION})
+        lines = [f"{letter}. {option}" for letter, option in zip(option_letters(len(query.options)), query.options, strict=True)]
+        content.append({"type": "text", "text": "\n".join(lines)})
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}] if system_prompt else []
+    messages.append({"role": "user", "content": content})
+    return messages
+
+
+def _video_names(request: AnswerRequest) -> list[str]:
+    """The names MVU-Eval's prompt shows: the sample's ``metadata["video_paths"]`` (the ``mvu_eval`` loader keeps them), else each file's name."""
+    refs = request.sample.video_refs
+    given = request.sample.metadata.get("video_paths")
+    if isinstance(given, (list, tuple)) and len(given) == len(refs) and all(isinstance(n, str) for n in given):
+        return [str(n) for n in given]
+    return [os.path.basename(ref.path) for ref in refs]
 
 
 def _frame_parts(timestamps: Sequence[float], image_urls: Sequence[str]) -> list[dict[str, Any]]:
@@ -325,7 +366,10 @@ class OpenAIHTTPAnswerer(Answerer):
     resizes the frames before encoding them. ``frames_as`` is how the frames
     travel: ``"images"`` (one ``image_url`` part each, after its time) or
     ``"video"`` (each video one ``video_url`` part of JPEG frames, vLLM's
-    frame-list form: :func:`video_parts`). A server prices the two differently
+    frame-list form: :func:`video_parts`). ``prompt`` is the message layout:
+    ``"default"`` (the module docstring) or ``"mvu_eval"`` (MVU-Eval's
+    official layout, :func:`build_messages_mvu_eval`; frames as images, no
+    time windows asked for). A server prices the two differently
     (a Qwen model merges two frames of a video into one temporal patch, never two
     images), so the cost model follows: with ``frames_as="images"`` ``tokens``
     names the video family and the frames are priced as images
@@ -361,6 +405,7 @@ class OpenAIHTTPAnswerer(Answerer):
             "more_base_urls",
             "tokens",
             "frames_as",
+            "prompt",
         }
     )
     #: an injected transport (tests) is a live object, recorded only as such
@@ -389,6 +434,7 @@ class OpenAIHTTPAnswerer(Answerer):
         transport: httpx.AsyncBaseTransport | None = None,
         tokens: str | None = None,
         frames_as: str = "images",
+        prompt: str = "default",
     ) -> None:
         try:
             import httpx  # noqa: F401
@@ -430,6 +476,11 @@ class OpenAIHTTPAnswerer(Answerer):
         if frames_as == "video" and image_format != "jpeg":
             raise ValueError("openai_http: frames_as='video' sends JPEG frames (data:video/jpeg): use image_format='jpeg' (needs Pillow)")
         self.frames_as = frames_as
+        if prompt not in PROMPTS:
+            raise ValueError(f"openai_http: unknown prompt {prompt!r}; use one of {', '.join(PROMPTS)}")
+        if prompt == "mvu_eval" and frames_as != "images":
+            raise ValueError("openai_http: prompt='mvu_eval' sends each frame as an image (as MVU-Eval's script does): use frames_as='images'")
+        self.prompt = prompt
         if tokens is not None:
             from frameselect.tokens import IMAGE_FAMILIES, token_models
 
@@ -469,8 +520,11 @@ class OpenAIHTTPAnswerer(Answerer):
         return self.concurrency * len(self.urls)
 
     def resolved_identity(self) -> dict[str, Any]:
-        """``frames_as`` where it is not the default (what the model sees changes; ids of image requests stay as they were)."""
-        return {"frames_as": self.frames_as} if self.frames_as != "images" else {}
+        """``frames_as`` and ``prompt`` where they are not the defaults (what the model sees changes; ids of default requests stay as they were)."""
+        out: dict[str, Any] = {"frames_as": self.frames_as} if self.frames_as != "images" else {}
+        if self.prompt != "default":
+            out["prompt"] = self.prompt
+        return out
 
     def token_model(self) -> TokenModel | None:
         """The cost model named by ``tokens`` (the served model's family, with its published checkpoint's settings), priced as the frames travel; None when not given."""
@@ -491,7 +545,13 @@ class OpenAIHTTPAnswerer(Answerer):
     def request_body(self, request: AnswerRequest) -> dict[str, Any]:
         """The JSON body sent for one request (decodes the selected frames)."""
         windows = window_request(request.sample, request.pool.duration)
-        if self.frames_as == "video":
+        if self.prompt == "mvu_eval":
+            windows = None
+            videos = [
+                (name, [encode_image(f, self.image_format, self.jpeg_quality) for f in v.frames()]) for name, v in zip(_video_names(request), request.inputs)
+            ]
+            messages = build_messages_mvu_eval(request.sample.query, videos, self.system_prompt)
+        elif self.frames_as == "video":
             content: list[dict[str, Any]] = []
             if request.is_multi_video:
                 for i, v in enumerate(request.inputs):

@@ -19,7 +19,9 @@ always give the same shares.
 ``per_video``       a fixed share per video (``k`` each), whatever the total
 ``crossvid``        CrossVid's official sampling: ``total // n`` frames per
                     video (the remainder is dropped, as in its ``eval/*.py``)
-``mvu_eval``        MVU-Eval's: 32 frames per video (its README's ``--nframes``)
+``mvu_eval``        MVU-Eval's official sampling: 32 frames per video (its
+                    ``inference/main.py --nframes``), every frame of a
+                    shorter video
 ==================  ===========================================================
 """
 
@@ -207,7 +209,16 @@ class PerVideoShare(BudgetPolicy):
 
 @budget_policies.register("mvu_eval")
 class MVUEvalShare(PerVideoShare):
-    """MVU-Eval's sampling: ``k=32`` frames uniformly per video (its README, ``inference/main.py --nframes 32``)."""
+    """MVU-Eval's sampling: ``k=32`` frames per video, every frame of a video with fewer; the total asked for is ignored.
+
+    NJU-LINK/MVU-Eval@a5937ad, ``inference/main.py`` (``encode_video``):
+    ``np.linspace(0, total - 1, nframes, dtype=int)`` over the video's decoded
+    frames, or all of them when ``total <= nframes`` (``--nframes`` 32). This
+    policy gives the count; the frames are the selector's. With the pool
+    policy ``all`` (every frame) and ``uniform`` (its default ``linspace``
+    convention) the frames are the script's indices; over another pool (say
+    ``fps=1``) the same rule runs over that pool's frames instead.
+    """
 
     def __init__(self, k: int = 32) -> None:
         super().__init__(k)

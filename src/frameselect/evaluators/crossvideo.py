@@ -24,6 +24,18 @@ wrong); each task's accuracy is correct / answered (a request that failed three
 times is left out of the denominator; here a failed answer is a failed record,
 also left out). The scripts print one number per task; ``overall`` here is
 the mean over all questions (ours: the scripts give none).
+
+**MVU-Eval**: NJU-LINK/MVU-Eval@a5937ad ``inference/analyze.py``
+(``compute_accuracy_per_category``): the prediction is the first character of
+``str(model_output).strip().upper()``, compared with ``ground_truth`` as
+written (so ``" b"`` counts for B, ``"(B)"`` and ``""`` are wrong, and
+``"Answer: B"`` reads as A); per ``task`` and overall, correct / total in
+percent. ``inference/main.py`` writes no record for a question whose model
+call failed (or returned no content), so such a question is absent from the
+totals. ``mvu_eval_acc`` counts a failed sample it is given as wrong (the
+denominator is every question asked); ``reference_exact=True`` (key
+``mvu_eval_acc_ref``) leaves it out, as the script does, and compares with
+``ground_truth`` as written rather than the loader's letter.
 """
 
 from __future__ import annotations
@@ -36,6 +48,7 @@ import numpy as np
 
 from frameselect.errors import PartConfigError
 from frameselect.evaluators.base import Evaluator
+from frameselect.evaluators.kfs import REFERENCE_SUFFIX
 from frameselect.registry import evaluators
 from frameselect.types import Answer, CandidatePool, Features, Sample, SampleRecord, Selection
 
@@ -47,6 +60,9 @@ __all__ = [
     "cvbench_correct",
     "cvbench_aggregate",
     "crossvid_correct",
+    "mvu_eval_prediction",
+    "mvu_eval_correct",
+    "mvu_eval_aggregate",
 ]
 
 #: CVBench's task types in its scripts' order (``TASK_CATEGORIES``)
@@ -211,3 +227,85 @@ class CrossVidAccuracy(Evaluator):
     def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
         reply = "" if answer is None else answer.text
         return {self.name: float(crossvid_correct(reply, _official_answer(sample)))}
+
+
+def mvu_eval_prediction(reply: Any) -> str:
+    """The letter MVU-Eval's ``analyze.py`` reads from a reply: its first character after ``strip()`` and ``upper()``.
+
+    >>> [mvu_eval_prediction(r) for r in ("  b", "(A)", "Answer: B", "", None)]
+    ['B', '(', 'A', '', 'N']
+
+    (``None`` never reaches the script's scorer: ``main.py`` writes no record for it.)
+    """
+    return str(reply).strip().upper()[:1]
+
+
+def mvu_eval_correct(reply: Any, ground_truth: str) -> bool:
+    """MVU-Eval's rule: the reply's first character (upper case) equals ``ground_truth`` as given (no other normalisation)."""
+    return mvu_eval_prediction(reply) == ground_truth
+
+
+def mvu_eval_aggregate(rows: Sequence[tuple[str, bool | None]], reference_exact: bool = False) -> dict[str, float]:
+    """MVU-Eval's numbers from ``(task, correct)`` per question: ``overall`` and one entry per task, in percent.
+
+    ``correct`` is None for a question with no reply (its model call failed):
+    counted as wrong, or with ``reference_exact`` left out as ``analyze.py``
+    never sees it. Tasks appear in the order first met, as the script's row
+    lists them; an aggregate over no question is ``{"overall": nan}``.
+
+    >>> mvu_eval_aggregate([("Counting", True), ("Counting", None), ("OR", False)])
+    {'Counting': 50.0, 'OR': 0.0, 'overall': 33.333333333333336}
+    >>> mvu_eval_aggregate([("Counting", True), ("Counting", None), ("OR", False)], reference_exact=True)
+    {'Counting': 100.0, 'OR': 0.0, 'overall': 50.0}
+    """
+    by_task: dict[str, list[int]] = {}
+    correct = total = 0
+    for task, ok in rows:
+        if ok is None and reference_exact:
+            continue
+        entry = by_task.setdefault(task, [0, 0])
+        entry[0] += int(bool(ok))
+        entry[1] += 1
+        correct += int(bool(ok))
+        total += 1
+    out = {task: 100 * c / n for task, (c, n) in by_task.items()}
+    out["overall"] = 100 * correct / total if total else float("nan")
+    return out
+
+
+@evaluators.register("mvu_eval_acc")
+class MVUEvalAccuracy(Evaluator):
+    """MVU-Eval accuracy as its ``inference/analyze.py`` scores: the reply's first character against the answer letter.
+
+    Per task in the table breakdown (``metadata["task_type"]``), and all of
+    them at once with :func:`mvu_eval_aggregate`. By default a failed sample
+    given to :meth:`aggregate` counts as wrong and the comparison is with the
+    sample's answer letter; ``reference_exact=True`` (key ``mvu_eval_acc_ref``)
+    leaves failed samples out and compares with ``metadata["official_answer"]``
+    (``ground_truth`` as written), as the script does.
+    """
+
+    needs_answer = True
+
+    def __init__(self, reference_exact: bool = False) -> None:
+        self.reference_exact = bool(reference_exact)
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        return (self.name + REFERENCE_SUFFIX if self.reference_exact else self.name,)
+
+    def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
+        reply = "" if answer is None else answer.text
+        truth = _official_answer(sample) if self.reference_exact else (sample.answer or "")
+        return {self.metrics[0]: float(bool(truth) and mvu_eval_correct(reply, truth))}  # no ground truth: never right
+
+    def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, float]:
+        key = self.metrics[0]
+        rows: list[tuple[str, bool | None]] = []
+        for r in records:
+            task = str(r.metadata.get("task_type", ""))
+            if r.status == "ok" and key in r.metrics:
+                rows.append((task, r.metrics[key] >= 1.0))
+            elif r.status != "ok":
+                rows.append((task, None))
+        return {key: mvu_eval_aggregate(rows, self.reference_exact)["overall"] / 100 if rows else float("nan")}
