@@ -303,3 +303,37 @@ def test_token_budgets_refuse_before_the_first_sample(suite: tuple[Path, list[Sa
         frameselect.evaluate(selector="uniform", tokens=3000, token_policy="fixed_k", **{**kw, "k": 2})
     with Store(db) as st:
         assert st.runs() == []  # nothing stored
+
+
+# -- the command line ---------------------------------------------------------------------
+
+
+def test_the_run_command_takes_router_and_tokens_with_a_budget_policy(
+    suite: tuple[Path, list[Sample]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from frameselect.cli import main
+
+    root, samples = suite
+    db = tmp_path / "c.db"
+    common = ["run", "-d", "haystack_cross", "-D", "n_videos=3", "-D", "minutes=0.5", "-D", f"root={root}", "-k", "8", "--store", str(db)]
+    common += ["--cache-dir", str(tmp_path / "cache"), "--no-progress", "--evaluator", "evidence_recall"]
+    assert main([*common, "-s", "uniform", "--router", "text_cue", "--budget-policy", "duration"]) == 0
+    assert main([*common, "-s", "uniform", "--tokens", "3000", "--token-model", "qwen2_5_vl", "--budget-policy", "equal"]) == 0
+    assert main([*common, "-s", "uniform", "--router", "text_cue", "--tokens", "3000", "--token-model", "qwen2_5_vl"]) == 0
+    with Store(db) as st:
+        runs = st.runs()
+        assert len(runs) == 3 and all(st.count(r.run_id) == {"ok": len(samples)} for r in runs)
+        labels = {r.config["label"] for r in runs}
+        assert labels == {"text_cue[uniform]@B=8", "uniform@tokens=3000", "text_cue[uniform]@tokens=3000"}
+    capsys.readouterr()
+    refused = [
+        (["-s", "uniform", "--router", "text_cue", "--budget-policy", "per_video"], "budget policy 'per_video' does not keep a question's total"),
+        (["-s", "topk_union", "-e", "imagenet_label", "--tokens", "3000", "--token-model", "qwen2_5_vl"], "joint selector 'topk_union' decides"),
+        (["-s", "uniform", "--tokens", "120", "--token-model", "qwen2_5_vl"], "video 'video_1': its share of 60 of the question's 120 tokens"),
+    ]
+    for extra, message in refused:
+        assert main([*common, *extra]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("frameselect: error: ") and message in err and "Traceback" not in err and err.count("\n") == 1
+    with Store(db) as st:
+        assert len(st.runs()) == 3  # the refused runs stored nothing
