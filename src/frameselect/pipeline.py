@@ -17,6 +17,7 @@ resumes it: samples already stored are skipped, failed ones are retried.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -50,7 +51,18 @@ from frameselect.run import (
 )
 from frameselect.selectors.base import Selector
 from frameselect.store import Store
-from frameselect.token_budget import FramePlan, priced_selection, token_plans
+from frameselect.token_budget import (
+    AcrossFramePlan,
+    FramePlan,
+    TokenBudgetError,
+    plan_across,
+    plan_frames,
+    priced_selection,
+    sample_budgets,
+    share_tokens,
+    token_plans,
+    video_size,
+)
 from frameselect.types import CandidatePool, Features, Sample, SampleRecord
 
 if TYPE_CHECKING:
@@ -162,7 +174,8 @@ def run_plan(
     with Run(plan, store=store, cache_dir=cache_dir, progress=progress, on_record=on_record, by=by) as run:
         routes = route(plan, plan.router, run.ctx) if plan.router is not None else None
         frames = token_plans(plan, run.ctx, routes) if plan.tokens is not None else None  # a budget below one frame refuses the run here
-        return run.execute_with(SelectStep(routes, frames), executor, workers=workers)
+        across = across_token_plans(plan, run.ctx, routes) if plan.tokens is not None else None  # so does a video's share below one frame
+        return run.execute_with(SelectStep(routes, frames, across or None), executor, workers=workers)
 
 
 @dataclass(frozen=True)
@@ -172,12 +185,21 @@ class SelectStep:
     routes: RouteSet | None = None
     #: a run at a token budget: each sample's frames x resolution (:func:`frameselect.token_budget.token_plans`)
     frames: Mapping[str, FramePlan] | None = None
+    #: a run at a token budget: each question over several videos' plan, one per video (:func:`across_token_plans`)
+    across: Mapping[str, AcrossFramePlan] | None = None
 
     def __call__(self, p: Prepared, plan: Plan, ctx: RunContext) -> None:
-        select_step(p, plan, ctx, self.routes, self.frames)
+        select_step(p, plan, ctx, self.routes, self.frames, self.across)
 
 
-def select_step(p: Prepared, plan: Plan, ctx: RunContext, routes: RouteSet | None = None, frames: Mapping[str, FramePlan] | None = None) -> None:
+def select_step(
+    p: Prepared,
+    plan: Plan,
+    ctx: RunContext,
+    routes: RouteSet | None = None,
+    frames: Mapping[str, FramePlan] | None = None,
+    across: Mapping[str, AcrossFramePlan] | None = None,
+) -> None:
     """The prepare step of ``evaluate``: the sample's pool, features and selection (sized and priced in tokens where the run has a cost model)."""
     sample, selector = p.sample, plan.selector
     if routes is not None:
@@ -191,7 +213,7 @@ def select_step(p: Prepared, plan: Plan, ctx: RunContext, routes: RouteSet | Non
     if selector is None:
         raise ConfigError("this plan names no selector; plans of evaluate() come from plan_run()")
     if sample.is_multi_video or not isinstance(selector, Selector):  # several videos, or a joint selector: docs/crossvideo.md
-        select_step_across(p, plan, ctx, selector)
+        select_step_across(p, plan, ctx, selector, across.get(sample.id) if across is not None else None)
         return
     for video in sample_videos(sample):
         pool = build_pool(sample, plan.pool, ctx, video)
@@ -206,8 +228,15 @@ def select_step(p: Prepared, plan: Plan, ctx: RunContext, routes: RouteSet | Non
         p.put(video, pool, selection, features)
 
 
-def select_step_across(p: Any, plan: Any, ctx: Any, selector: Any) -> None:
-    """The main loop's prepare step for a question over several videos (or a joint selector): pools keyed by ``VideoRef.id``."""
+def select_step_across(p: Any, plan: Any, ctx: Any, selector: Any, tokens: AcrossFramePlan | None = None) -> None:
+    """The main loop's prepare step for a question over several videos (or a joint selector): pools keyed by ``VideoRef.id``.
+
+    ``p.k`` is the question's total (a router's budget for it, routed). At a
+    token budget, ``tokens`` is the question's plan: each video gets the frames
+    its token share buys, priced per video (each video is its own entry for the
+    answerer), and the record's metadata holds the budget, each video's share,
+    tokens and frame size; the ``tokens`` metric is their sum.
+    """
     from frameselect.crossvideo.holmes import Holmes, filled_selection
     from frameselect.crossvideo.joint import one_video_sample, select_across_videos
     from frameselect.errors import ContractError
@@ -224,7 +253,12 @@ def select_step_across(p: Any, plan: Any, ctx: Any, selector: Any) -> None:
         features[ref.id] = featurize(pools[ref.id], view, needs, plan.encoder, ctx) if needs else Features()
     if isinstance(selector, Holmes):
         selector.encoder = plan.encoder
-    multi = select_across_videos(sample, pools, features, p.k, selector=selector, policy=policy, seed=sample_seed(plan.seed, sample.id))
+    if getattr(plan, "tokens", None) is not None and tokens is None:
+        raise FrameselectError(f"sample {sample.id!r} has no token plan: one of its videos could not be read when the run was planned")
+    shares = {vid: fp.k for vid, fp in tokens.plans.items()} if tokens is not None else None
+    if shares is not None:
+        p.k = sum(shares.values())
+    multi = select_across_videos(sample, pools, features, p.k, selector=selector, policy=policy, seed=sample_seed(plan.seed, sample.id), shares=shares)
     ctx.counters.selector_calls += 1
     for vid, sel in multi.by_video.items():
         idx = list(sel.indices)
@@ -232,6 +266,20 @@ def select_step_across(p: Any, plan: Any, ctx: Any, selector: Any) -> None:
         if idx != sorted(set(idx)) or (idx and not 0 <= idx[0] <= idx[-1] < n):
             raise ContractError(
                 f"selector {multi.selector!r} gave video {vid!r} of sample {sample.id!r} indices that are not unique, ascending and within its pool of {n}"
+            )
+    if getattr(plan, "token_model", None) is not None:  # each video's frames priced as the answerer sends them: one entry per video
+        priced = {}
+        for vid, sel in multi.by_video.items():
+            fp = tokens.plans[vid] if tokens is not None else None
+            priced[vid] = priced_selection(sel, plan, pools[vid], ctx, fp, fp.budget if fp is not None else None)
+        multi = dataclasses.replace(multi, by_video=priced)
+        used = {vid: sel.tokens for vid, sel in priced.items()}
+        p.metadata = {**p.metadata, "video_tokens": used}
+        if tokens is not None:
+            p.metadata.update(
+                token_budget=tokens.budget,
+                video_token_budgets=tokens.shares,
+                video_frame_sizes={vid: list(fp.size) for vid, fp in tokens.plans.items()},
             )
     for ref in sample.video_refs:
         p.put(ref.id, pools[ref.id], multi.by_video[ref.id], features[ref.id])
@@ -286,19 +334,131 @@ def sample_seed(seed: int, sample_id: str) -> int:
 
 
 def route(plan: Plan, router: Router, ctx: RunContext) -> RouteSet:
-    """Budget routing sees all samples (pool duration and, if it asks, relevance) before selection."""
+    """Budget routing sees all samples (pool duration and, if it asks, relevance) before selection.
+
+    A question over several videos is seen over the union of its videos' pools
+    (:func:`union_features`): its duration and candidate count are the sums
+    over its videos, its features theirs end to end in the sample's order. The
+    budget it is given is the question's total.
+    """
     from frameselect.routing.base import RouteContext
 
     contexts: dict[str, RouteContext] = {}
     needs = set(router.needs)
     for s in plan.samples:
         try:
+            if s.is_multi_video:
+                pools, feats_by_video = _video_pools(s, plan, ctx, needs)
+                durations = [pool.duration for pool in pools.values()]
+                duration = sum(d for d in durations if d is not None) if all(d is not None for d in durations) else None
+                feats = union_features([feats_by_video[v] for v in pools]) if needs else None
+                contexts[s.id] = RouteContext(features=feats, duration=duration, n_candidates=sum(len(pool) for pool in pools.values()))
+                continue
             pool = build_pool(s, plan.pool, ctx)
             feats = featurize(pool, s, needs, plan.encoder, ctx) if needs else None
             contexts[s.id] = RouteContext(features=feats, duration=pool.duration, n_candidates=len(pool))
         except Exception:
             continue  # the sample will fail again, and be recorded, when it is run
     return router.allocate(list(plan.samples), contexts, plan.k, list(plan.bank))
+
+
+def _video_pools(sample: Sample, plan: Plan, ctx: RunContext, needs: set[str]) -> tuple[dict[str, CandidatePool], dict[str, Features]]:
+    """A question's pools and (``needs``) features per video, keyed by ``VideoRef.id``, as its prepare step computes them (so the cache serves both)."""
+    from frameselect.crossvideo.joint import one_video_sample
+
+    pools: dict[str, CandidatePool] = {}
+    features: dict[str, Features] = {}
+    for ref in sample.video_refs:
+        pools[ref.id] = build_pool(sample, plan.pool, ctx, ref.path)
+        features[ref.id] = featurize(pools[ref.id], one_video_sample(sample, ref.id), needs, plan.encoder, ctx) if needs else Features()
+    return pools, features
+
+
+def _frames_bought(share: int, model: Any, video: tuple[str, tuple[int, int], int], policy: str, ks: Mapping[str, int] | None) -> int:
+    """The frames ``share`` tokens buy of one video under ``policy`` (0 where not one)."""
+    vid, size, n_pool = video
+    try:
+        return plan_frames(share, model, size, policy, k=None if ks is None else ks[vid], max_frames=n_pool).k
+    except TokenBudgetError:
+        return 0
+
+
+def union_features(parts: Sequence[Features]) -> Features:
+    """Several videos' features as one pool's: each array end to end in the order given (the union of the pools).
+
+    ``text`` is the question's (the same for every video); ``scores`` are kept
+    only when every video has them, and ``pixels`` only when every video's
+    frames have one size (else left out).
+    """
+    if not parts:
+        return Features()
+
+    def joined(name: str) -> Any:
+        values = [getattr(f, name) for f in parts]
+        if any(v is None for v in values):
+            return None
+        if name == "pixels" and len({v.shape[1:] for v in values}) > 1:
+            return None
+        return np.concatenate(values, axis=0)
+
+    return Features(embeddings=joined("embeddings"), text=parts[0].text, scores=joined("scores"), pixels=joined("pixels"), encoder_id=parts[0].encoder_id)
+
+
+def across_token_plans(plan: Plan, ctx: RunContext, routes: RouteSet | None = None) -> dict[str, AcrossFramePlan]:
+    """Each question over several videos' token plan (:func:`~frameselect.token_budget.plan_across`), before the first sample is selected.
+
+    The question's budget (the run's ``tokens``, or its share of the mean when
+    routed) is shared among its videos by the budget policy's weights
+    (:meth:`~frameselect.crossvideo.BudgetPolicy.weights`; default ``equal``),
+    and each share planned for its video. ``relevance`` reads the most relevant
+    frames among as many as the budget buys shared equally. Under ``fixed_k``,
+    ``k`` (a router's budget, routed) is the question's frame count, shared by
+    the policy in frames. A share below one frame of its video refuses the run
+    (:class:`~frameselect.errors.ConfigError` naming the sample and the video);
+    a question whose videos cannot be read gets no plan and fails when it is run.
+    """
+    from frameselect.crossvideo.budget import EqualShare
+
+    multi = [s for s in plan.samples if s.is_multi_video]
+    if plan.tokens is None or plan.token_model is None or not multi:
+        return {}
+    model = plan.token_model
+    budgets = sample_budgets(plan, routes)
+    policy = plan.budget_policy if plan.budget_policy is not None else EqualShare()
+    out: dict[str, AcrossFramePlan] = {}
+    for s in multi:
+        if s.id not in budgets:
+            continue
+        try:
+            pools, features = _video_pools(s, plan, ctx, set(policy.needs))
+            videos = [(vid, video_size(pool, ctx), len(pool)) for vid, pool in pools.items()]
+        except Exception:
+            continue  # the sample will fail again, and be recorded, when it is run
+        route_ = routes.routes.get(s.id) if routes is not None else None
+        selector = route_.selector if route_ is not None else plan.selector
+        k = route_.k if route_ is not None else plan.k
+        mixed = selector is not None and selector.frame_scales(1) is not None
+        budget = budgets[s.id]
+        ks = None
+        if plan.token_policy == "fixed_k":
+            ks = policy.shares(s, pools, k, features)
+            empty = [vid for vid, n in ks.items() if n == 0]
+            if empty:
+                raise ConfigError(
+                    f"sample {s.id!r}: the token policy fixed_k shares k={k} frames among its {len(ks)} videos by policy {policy.name!r}, "
+                    f"which leaves video {empty[0]!r} no frame; raise k (-k) to at least one frame per video"
+                )
+        frames = k
+        if "relevance" in policy.needs:  # the most relevant frames among as many as the budget buys shared equally
+            frames = max(
+                1, sum(_frames_bought(share, model, video, plan.token_policy, ks) for share, video in zip(share_tokens(budget, [1.0] * len(videos)), videos))
+            )
+        weights = policy.weights(s, pools, frames, features)
+        if weights is None:
+            raise ConfigError(f"budget policy {policy.name!r} gives no weights to share a token budget by: use equal, duration or relevance (--budget-policy)")
+        scales_for = selector.frame_scales if mixed and selector is not None else None
+        out[s.id] = plan_across(budget, model, videos, weights, plan.token_policy, ks=ks, scales_for=scales_for, sample_id=s.id)
+    return out
 
 
 # -- features ---------------------------------------------------------------------------

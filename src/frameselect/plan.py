@@ -298,23 +298,51 @@ def resolve_budget_policy(policy: Any) -> BudgetPolicy | None:
     raise ConfigError(f"budget_policy must be a name or a BudgetPolicy, got {type(policy).__name__}")
 
 
-def check_across(sel: Any, policy: BudgetPolicy | None, enc: Any, ans: Any, router: Any, tokens: int | None, samples: Sequence[Sample]) -> None:
-    """A plan's checks for questions over several videos and joint selectors (each a ConfigError before the first sample)."""
+def check_across(
+    sel: Any,
+    policy: BudgetPolicy | None,
+    enc: Any,
+    ans: Any,
+    router: Any,
+    tokens: int | None,
+    samples: Sequence[Sample],
+    bank: Sequence[Any] = (),
+) -> None:
+    """A plan's checks for questions over several videos and joint selectors (each a ConfigError before the first sample).
+
+    A router gives a question over several videos its total (the budget
+    policy shares it among the videos, or a joint selector spends it), and a
+    token budget is the question's total in visual tokens; both need a policy
+    that keeps the total (``equal``, ``duration``, ``relevance``). A joint
+    selector decides each video's frame count only when it selects, so it
+    takes a frame budget, not a token budget.
+    """
     from frameselect.crossvideo.holmes import Holmes
     from frameselect.crossvideo.joint import JointSelector
 
-    joint = isinstance(sel, JointSelector)
-    if joint and policy is not None:
-        raise ConfigError(f"joint selector {sel.name!r} shares the budget itself: give no budget_policy (CLI --budget-policy)")
+    parts = [sel, *(b for b in bank if b is not sel)]
+    joints = [p for p in parts if isinstance(p, JointSelector)]
+    if joints and policy is not None:
+        raise ConfigError(f"joint selector {joints[0].name!r} shares the budget itself: give no budget_policy (CLI --budget-policy)")
     if policy is not None and "relevance" in policy.needs and (enc is None or not enc.has_text):
         raise ConfigError(f"budget policy {policy.name!r} shares the budget by query relevance: pass a text-capable encoder (encoder=, e.g. 'imagenet_label')")
-    if isinstance(sel, Holmes) and ans is None:
+    if any(isinstance(p, Holmes) for p in parts) and ans is None:
         raise ConfigError("joint selector 'holmes' reads its answer out through an answerer: pass answerer= (e.g. 'label_ocr_reader')")
-    multi = any(s.is_multi_video for s in samples)
-    if (joint or multi or policy is not None) and router is not None:
-        raise ConfigError("routers assign one budget per video: a joint selector, a budget policy or questions over several videos take no router")
-    if (joint or multi) and tokens is not None:
-        raise ConfigError("token budgets are planned per video: questions over several videos and joint selectors take a frame budget k")
+    if router is not None and len(parts) > 1 and any(isinstance(p, Holmes) for p in parts):
+        raise ConfigError(
+            "joint selector 'holmes' reads out the answer of every question it selects for: a router may assign it only as its one selector (no other --bank entries)"
+        )
+    if policy is not None and not policy.keeps_total and (router is not None or tokens is not None):
+        what = "a router's budgets" if router is not None else "a token budget"
+        raise ConfigError(
+            f"budget policy {policy.name!r} does not keep a question's total, so {what} would not hold over its videos: "
+            "use a policy that keeps it (equal, duration, relevance; CLI --budget-policy), or run at a frame budget k without --router/--tokens"
+        )
+    if joints and tokens is not None:
+        raise ConfigError(
+            f"joint selector {joints[0].name!r} decides how many frames each video gets only as it selects, so a token budget cannot be planned for it: "
+            "run it at a frame budget k (CLI -k, no --tokens), or use a per-video selector with a budget policy (e.g. -s topk --budget-policy equal) at --tokens"
+        )
 
 
 def plan_run(
@@ -360,7 +388,7 @@ def plan_run(
     rt = resolve("routers", router) if router is not None else None
     if bank and rt is None:
         raise ConfigError("bank= names the selectors a router may assign: pass router= too (CLI --router), or drop bank=")
-    bank_parts: list[Selector] = [resolve("selectors", b) for b in bank] if bank else [sel]
+    bank_parts: list[Selector] = [resolve_selector(b, {}) for b in bank] if bank else [sel]
     for kind, part in [("selectors", sel), *(("selectors", b) for b in bank_parts), *(("evaluators", e) for e in evs)]:
         check_needs(kind, part, enc)
     if rt is not None:
@@ -375,7 +403,7 @@ def plan_run(
         tokens = check_token_budget(tokens, cost_model, token_policy, k)
     ds = _dataset(dataset, dataset_params)
     samples = load_samples(ds, limit)
-    check_across(sel, across_policy, enc, ans, rt, tokens, samples)
+    check_across(sel, across_policy, enc, ans, rt, tokens, samples, bank_parts if rt is not None else ())
     config: dict[str, Any] = {
         "selector": part_config(sel),
         "evaluators": [part_config(e) for e in evs],

@@ -243,6 +243,9 @@ def score_across(p: Any, plan: Any, answer: Answer | None) -> tuple[SampleRecord
         vals = [v[key] for v in per_video.values() if key in v and not math.isnan(v[key])]
         metrics[key] = sum(vals) / len(vals) if vals else math.nan
     metrics["frames"] = float(len(multi))
+    spent = [sel.tokens for sel in multi.by_video.values()]
+    if spent and all(t is not None for t in spent):  # each video is its own entry for the answerer: the question costs their sum
+        metrics["tokens"] = float(sum(t for t in spent if t is not None))
     entities = sample.metadata.get("entities")
     if multi.bindings and isinstance(entities, Mapping):
         metrics["binding_accuracy"] = binding_accuracy(multi, p.pools, entities)

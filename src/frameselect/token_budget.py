@@ -24,6 +24,10 @@ Frames are resized only when the plan shrinks them, and then to the size the
 model itself would resize them to (a fixed point of its resize rule), so
 what the model receives is what was costed.
 
+A question over several videos (:func:`plan_across`) has ``N`` tokens for
+all its videos: the budget policy's weights share them (largest remainder,
+summing to ``N``), and each video's share is planned as above for that video.
+
 A routed run shares a *mean* token budget across its questions
 (:func:`split_mean_budget`): the router's frame-count allocation, exact at
 its mean, scaled to tokens with the largest-remainder rule, so the per-sample
@@ -41,7 +45,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from frameselect.errors import ConfigError, FrameselectError
@@ -73,6 +77,9 @@ __all__ = [
     "mixed_cost",
     "plan_mixed",
     "video_size",
+    "AcrossFramePlan",
+    "share_tokens",
+    "plan_across",
 ]
 
 #: the policies a token budget is spent under
@@ -469,6 +476,8 @@ def token_plans(plan: Plan, ctx: RunContext, routes: RouteSet | None = None) -> 
     made: dict[tuple[object, ...], FramePlan] = {}
     plans: dict[str, FramePlan] = {}
     for sample in plan.samples:
+        if sample.is_multi_video:  # a question over several videos is planned per video: plan_across
+            continue
         if sample.video not in facts:
             try:
                 facts[sample.video] = _video_facts(sample, plan.pool, ctx)
@@ -562,3 +571,92 @@ def priced_selection(selection: Selection, plan: Plan, pool: CandidatePool, ctx:
     if budget is not None and tokens is not None and tokens > budget:
         raise TokenBudgetError(f"the selection of {n} frames costs {tokens} tokens, over the sample's budget of {budget}")
     return dataclasses.replace(selection, sizes=sizes, tokens=tokens)
+
+
+# -- questions over several videos ---------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class AcrossFramePlan:
+    """What a question's token budget buys over its videos: one :class:`FramePlan` per video, keyed by :attr:`~frameselect.types.VideoRef.id`.
+
+    Each video's plan was made for its share of ``budget`` (``plans[v].budget``);
+    the shares sum to ``budget``, so the question's cost never exceeds it.
+    """
+
+    budget: int
+    plans: Mapping[str, FramePlan]
+
+    @property
+    def k(self) -> int:
+        """Frames planned over all the videos."""
+        return sum(p.k for p in self.plans.values())
+
+    @property
+    def tokens(self) -> int:
+        """What the planned frames cost, summed over the videos (each video is its own entry for the answerer)."""
+        return sum(p.tokens for p in self.plans.values())
+
+    @property
+    def shares(self) -> dict[str, int]:
+        """Each video's token share."""
+        return {v: p.budget for v, p in self.plans.items()}
+
+
+def share_tokens(tokens: int, weights: Sequence[float]) -> list[int]:
+    """Whole token shares of ``tokens`` in proportion to ``weights``, summing to ``tokens`` exactly (largest remainder, ties to the earlier video).
+
+    >>> share_tokens(1000, [1, 1, 1])
+    [334, 333, 333]
+    >>> share_tokens(6000, [30.0, 90.0])
+    [1500, 4500]
+    """
+    from frameselect.crossvideo.budget import largest_remainder
+
+    return largest_remainder(list(weights), int(tokens))
+
+
+def plan_across(
+    budget: int,
+    model: TokenModel,
+    videos: Sequence[tuple[str, tuple[int, int], int]],
+    weights: Sequence[float],
+    policy: str = "fixed_res",
+    *,
+    ks: Mapping[str, int] | None = None,
+    scales_for: Callable[[int], Sequence[float] | None] | None = None,
+    sample_id: str = "",
+) -> AcrossFramePlan:
+    """A question's ``budget`` tokens over its ``videos`` (``(video_id, (height, width), pool size)`` each, in order).
+
+    The tokens are shared by ``weights`` (:func:`share_tokens`), and each
+    video's share becomes frames x resolution for that video under ``policy``
+    (:func:`plan_frames`; ``ks[v]`` is ``fixed_k``'s frame count for video
+    ``v``), or by a mixed-resolution selector's ``scales_for``
+    (:func:`plan_mixed`). A share that cannot buy one frame of its video is a
+    :class:`~frameselect.errors.ConfigError` naming the sample and the video.
+
+    >>> from frameselect.tokens import token_model
+    >>> plan = plan_across(1200, token_model("qwen2_5_vl"), [("video_1", (360, 640), 30), ("video_2", (360, 640), 30)], [1, 1])
+    >>> plan.shares, {v: p.k for v, p in plan.plans.items()}, plan.tokens
+    ({'video_1': 600, 'video_2': 600}, {'video_1': 4, 'video_2': 4}, 1196)
+    """
+    if len(weights) != len(videos):
+        raise ValueError(f"one weight per video: {len(weights)} weights for {len(videos)} videos")
+    shares = share_tokens(budget, weights)
+    plans: dict[str, FramePlan] = {}
+    for (vid, size, n_pool), share in zip(videos, shares, strict=True):
+        try:
+            if scales_for is not None:
+                if policy != "fixed_res":
+                    raise ConfigError(f"a mixed-resolution selector sets its own frame sizes: run it under the token policy fixed_res, not {policy!r}")
+                plans[vid] = plan_mixed(share, model, size, scales_for, n_pool)
+            else:
+                plans[vid] = plan_frames(share, model, size, policy, k=None if ks is None else ks[vid], max_frames=n_pool)
+        except TokenBudgetError as exc:
+            of = f"sample {sample_id!r}, " if sample_id else ""
+            raise ConfigError(
+                f"{of}video {vid!r}: its share of {share} of the question's {budget} tokens cannot be spent: {exc}; "
+                "raise the token budget (--tokens) or share it differently (--budget-policy)"
+            ) from None
+    return AcrossFramePlan(int(budget), plans)

@@ -209,8 +209,8 @@ def test_evaluate_refuses_wrong_cross_video_configuration_before_the_first_sampl
         frameselect.evaluate(selector="topk_union", dataset=ds, k=4, encoder=_MeanColour(), budget_policy="equal")
     with pytest.raises(ConfigError, match="holmes.*answerer"):
         frameselect.evaluate(selector="holmes", dataset=ds, k=4, encoder=_MeanColour())
-    with pytest.raises(ConfigError, match="routers"):
-        frameselect.evaluate(selector="uniform", dataset=ds, k=4, router="constant")
+    with pytest.raises(ConfigError, match="'per_video' does not keep a question's total, so a router's budgets would not hold"):
+        frameselect.evaluate(selector="uniform", dataset=ds, k=4, router="constant", budget_policy="per_video")
     with pytest.raises(ConfigError, match="unknown budget policy"):
         frameselect.evaluate(selector="uniform", dataset=ds, k=4, budget_policy="fair")
 

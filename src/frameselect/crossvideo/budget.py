@@ -123,6 +123,26 @@ class BudgetPolicy(Part):
                 raise SelectionError(f"budget policy {self.name!r} needs query relevance for every video; none for {missing}")
         return self._shares(ids, pools, int(total), features or {})
 
+    def weights(self, sample: Sample, pools: Mapping[str, CandidatePool], total: int, features: Mapping[str, Features] | None = None) -> list[float] | None:
+        """What the policy shares a question's budget in proportion to, one weight per video in the sample's order.
+
+        A budget counted in other units than frames (visual tokens:
+        :mod:`frameselect.token_budget`) is shared by these weights; ``total``
+        is the frame count that budget stands for (``relevance`` reads the
+        ``total`` most relevant frames). None for a policy whose shares are no
+        proportion (a fixed count per video, or an official script's rounding).
+        """
+        ids = [v.id for v in sample.video_refs]
+        if "relevance" in self.needs:
+            missing = [i for i in ids if features is None or i not in features]
+            if missing:
+                raise SelectionError(f"budget policy {self.name!r} needs query relevance for every video; none for {missing}")
+        found = self._weights(ids, pools, int(total), features or {})
+        return None if found is None else [float(w) for w in found]
+
+    def _weights(self, ids: list[str], pools: Mapping[str, CandidatePool], total: int, features: Mapping[str, Features]) -> list[float] | None:
+        return None
+
     def _shares(self, ids: list[str], pools: Mapping[str, CandidatePool], total: int, features: Mapping[str, Features]) -> dict[str, int]:
         raise NotImplementedError
 
@@ -138,6 +158,9 @@ class EqualShare(BudgetPolicy):
     def _shares(self, ids: list[str], pools: Mapping[str, CandidatePool], total: int, features: Mapping[str, Features]) -> dict[str, int]:
         return dict(zip(ids, largest_remainder([1.0] * len(ids), total, _caps(ids, pools))))
 
+    def _weights(self, ids: list[str], pools: Mapping[str, CandidatePool], total: int, features: Mapping[str, Features]) -> list[float] | None:
+        return [1.0] * len(ids)
+
 
 @budget_policies.register("duration")
 class DurationShare(BudgetPolicy):
@@ -151,6 +174,9 @@ class DurationShare(BudgetPolicy):
     def _shares(self, ids: list[str], pools: Mapping[str, CandidatePool], total: int, features: Mapping[str, Features]) -> dict[str, int]:
         weights = [pool_duration(pools[i]) for i in ids]
         return dict(zip(ids, largest_remainder(weights, total, _caps(ids, pools), self.min_per_video)))
+
+    def _weights(self, ids: list[str], pools: Mapping[str, CandidatePool], total: int, features: Mapping[str, Features]) -> list[float] | None:
+        return [pool_duration(pools[i]) for i in ids]
 
 
 def union_relevance(ids: list[str], features: Mapping[str, Features]) -> dict[str, NDArray[np.float64]]:
@@ -183,14 +209,17 @@ class RelevanceShare(BudgetPolicy):
         self.min_per_video = int(min_per_video)
 
     def _shares(self, ids: list[str], pools: Mapping[str, CandidatePool], total: int, features: Mapping[str, Features]) -> dict[str, int]:
+        weights = self._weights(ids, pools, total, features)
+        return dict(zip(ids, largest_remainder(weights, total, _caps(ids, pools), self.min_per_video)))
+
+    def _weights(self, ids: list[str], pools: Mapping[str, CandidatePool], total: int, features: Mapping[str, Features]) -> list[float]:
         rel = union_relevance(ids, features)
         owner = np.concatenate([np.full(len(rel[i]), j) for j, i in enumerate(ids)])
         values = np.concatenate([rel[i] for i in ids])
         top = np.lexsort((np.arange(values.shape[0]), -values))[:total]
         mass = np.bincount(owner[top], weights=values[top], minlength=len(ids))
         mass = mass / mass.sum() if mass.sum() > 0 else np.full(len(ids), 1.0 / len(ids))
-        weights = self.floor / len(ids) + mass
-        return dict(zip(ids, largest_remainder(weights, total, _caps(ids, pools), self.min_per_video)))
+        return [float(w) for w in self.floor / len(ids) + mass]
 
 
 @budget_policies.register("per_video")

@@ -190,6 +190,7 @@ def select_across_videos(
     selector: Selector | JointSelector,
     policy: BudgetPolicy | None = None,
     seed: int = 0,
+    shares: Mapping[str, int] | None = None,
 ) -> MultiSelection:
     """The sample's frames, one :class:`Selection` per video, keyed by :attr:`VideoRef.id`.
 
@@ -198,7 +199,9 @@ def select_across_videos(
     share ``policy`` (default ``equal``) gives it; a video whose share is 0
     gets an empty selection. ``pools``/``features`` are keyed by video id.
     The loop calls this once per sample; a one-video sample gets its one
-    selection under the key ``"video_1"``.
+    selection under the key ``"video_1"``. ``shares`` (``{video_id: k_v}``)
+    gives shares planned beforehand (a token budget's plan), in place of the
+    policy's; ``total_budget`` is then their sum.
     """
     total = check_budget(total_budget)
     if isinstance(selector, JointSelector):
@@ -206,7 +209,12 @@ def select_across_videos(
             raise SelectionError(f"joint selector {selector.name!r} chooses over all videos itself; give no budget policy")
         return selector.select(sample, pools, features, total)
     policy = policy if policy is not None else EqualShare()
-    shares = policy.shares(sample, pools, total, features)
+    if shares is None:
+        shares = policy.shares(sample, pools, total, features)
+    else:
+        missing = [r.id for r in sample.video_refs if r.id not in shares]
+        if missing:
+            raise SelectionError(f"sample {sample.id!r}: no planned share for video(s) {missing}")
     by_video = {}
     for ref in sample.video_refs:
         k = shares[ref.id]
