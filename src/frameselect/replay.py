@@ -214,8 +214,13 @@ def apply_stored_across(p: Prepared, stored: StoredAcross | None, parent_id: str
             )
         pool = build_pool(sample, plan.pool, ctx, ref.path)
         _check_fits(sample, row.selection, {"video_id": row.video_id, "timestamps": row.timestamps}, pool.video_id, pool.timestamps, parent_id, ref)
-        by_video[ref.id] = row.selection
-        p.put(ref.id, pool, row.selection)
+        selection = row.selection
+        if plan.token_model is not None:  # each video's stored frames, priced for this answerer; the record's tokens are their sum
+            from frameselect.token_budget import priced_selection
+
+            selection = priced_selection(selection, plan, pool, ctx, None, None)
+        by_video[ref.id] = selection
+        p.put(ref.id, pool, selection)
     first = by_video[sample.video_refs[0].id]
     multi = MultiSelection(by_video, budget=stored.k, selector=first.selector, policy=stored.policy, bindings=stored.bindings)
     p.k, p.policy = stored.k, stored.policy

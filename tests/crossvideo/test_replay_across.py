@@ -181,3 +181,28 @@ def test_cli_replays_a_run_over_several_videos(suite: dict[str, Any], tmp_path: 
     with Store(db) as st:
         (rep,) = [r for r in st.runs() if r.parent_run == parent.run_id]
         assert st.count(rep.run_id) == {"ok": len(suite["samples"])}
+
+
+class PaysQwen(SaysA):
+    """SaysA, declaring Qwen2.5-VL's cost model: a replay prices each video's stored frames for it."""
+
+    def token_model(self) -> Any:
+        from frameselect.tokens import token_model
+
+        return token_model("qwen2_5_vl")
+
+
+def test_replay_prices_each_videos_stored_frames_for_the_new_answerer(suite: dict[str, Any], tmp_path: Path) -> None:
+    from frameselect.tokens import token_model
+    from frameselect.video.decode import probe
+
+    db = tmp_path / "t.db"
+    parent = _parent(suite, db)
+    assert "tokens" not in parent.records[0].metrics  # the oracle declares no cost model
+    rep = replay(parent.run_id, PaysQwen(), store=db, cache_dir=suite["cache"])
+    qwen = token_model("qwen2_5_vl")
+    for sample, record in zip(suite["samples"], rep.records, strict=True):
+        sizes = [(probe(v.path).height, probe(v.path).width) for v in sample.videos]
+        # 3 frames a video (equal shares of 6), each video priced on its own (3 frames pad to 2 temporal pairs), summed
+        assert record.metrics["tokens"] == float(sum(qwen.visual_tokens([size] * 3) for size in sizes))
+    assert rep.table["tokens"] == rep.records[0].metrics["tokens"]
