@@ -537,20 +537,24 @@ def priced_selection(selection: Selection, plan: Plan, pool: CandidatePool, ctx:
     than planned) is a :class:`TokenBudgetError`.
     """
     model = plan.token_model
-    if selection.scales is not None:
-        selection = sized_selection(selection, video_size(pool, ctx), model)
+    scales = selection.scales
+    if scales is not None and model is None:
+        return sized_selection(selection, video_size(pool, ctx))
     if model is None:
         return selection
-    n = len(selection)
-    if selection.scales is not None:
-        size, sizes = video_size(pool, ctx), selection.sizes
-    elif frame_plan is not None and not frame_plan.mixed:
-        size, sizes = frame_plan.size, ((frame_plan.size,) * n if frame_plan.resized else None)
+    n = len(selection.indices)
+    planned = frame_plan if frame_plan is not None and not frame_plan.mixed else None
+    sizes: tuple[tuple[int, int], ...] | None
+    if scales is not None:
+        size = video_size(pool, ctx)
+        sizes = sent_sizes(size, scales, model)
+    elif planned is not None:
+        size, sizes = planned.size, ((planned.size,) * n if planned.resized else None)
     else:
         size, sizes = video_size(pool, ctx), selection.sizes
     try:
-        if frame_plan is not None and not frame_plan.mixed and selection.scales is None and n == frame_plan.k:
-            tokens: int | None = frame_plan.tokens  # the planned frames, already priced
+        if planned is not None and scales is None and n == planned.k:
+            tokens: int | None = planned.tokens  # the planned frames, already priced
         elif sizes is None or len(set(sizes)) == 1:
             tokens = _uniform_cost(model, size if sizes is None else sizes[0], n)
         else:
@@ -561,4 +565,29 @@ def priced_selection(selection: Selection, plan: Plan, pool: CandidatePool, ctx:
         tokens = None  # frames this model's processor refuses are not priced; the answerer reports its own failure
     if budget is not None and tokens is not None and tokens > budget:
         raise TokenBudgetError(f"the selection of {n} frames costs {tokens} tokens, over the sample's budget of {budget}")
+    trusted = sizes is None or sizes is selection.sizes or (scales is None and _valid_size(size))
+    if trusted and type(selection) is Selection:
+        return _with_price(selection, sizes, None if tokens is None else int(tokens))
     return dataclasses.replace(selection, sizes=sizes, tokens=tokens)
+
+
+def _valid_size(size: object) -> bool:
+    """Whether ``size`` is a (height, width) of plain ints of at least one pixel, as :class:`Selection` keeps its sizes."""
+    return type(size) is tuple and len(size) == 2 and all(type(v) is int and v >= 1 for v in size)
+
+
+def _with_price(selection: Selection, sizes: tuple[tuple[int, int], ...] | None, tokens: int | None) -> Selection:
+    """A copy of ``selection`` with ``sizes`` and ``tokens``, its other fields as they are.
+
+    The fields were checked and normalised when ``selection`` was made, and
+    ``sizes`` is one already checked (the selection's own, or one valid size
+    once per frame), so the copy skips :class:`Selection`'s checks, which
+    convert every index and score again (most of a pricing's time at 180
+    frames, against ``dataclasses.replace``).
+    """
+    out = object.__new__(Selection)
+    fields = out.__dict__
+    fields.update(selection.__dict__)
+    fields["sizes"] = sizes
+    fields["tokens"] = tokens
+    return out
