@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from frameselect.token_budget import FramePlan, TokenBudgetError, priced_selection
-from frameselect.tokens import token_model
+from frameselect.token_budget import FramePlan, TokenBudgetError, priced_selection, sent_sizes
+from frameselect.tokens import TokenCostError, token_model
 from frameselect.types import CandidatePool, Selection
 
 QWEN = token_model("qwen2_5_vl")
@@ -84,3 +84,46 @@ def test_a_selection_over_its_budget_is_refused() -> None:
     four = FramePlan(2, (168, 308), 66, resized=True, budget=66)
     with pytest.raises(TokenBudgetError, match="costs 132 tokens, over the sample's budget of 66"):
         priced_selection(_selection(), SimpleNamespace(token_model=QWEN), _pool(), _ctx(720, 1280), four, 66)  # type: ignore[arg-type]
+
+
+def test_a_model_with_its_own_mixed_rule_prices_a_mixed_selection_by_it() -> None:
+    # Qwen2.5-VL frames sent as images: each frame its own image (the image doubled in time): 52 * 92 / 4 = 1196 and 12 * 22 / 4 = 66 twice
+    images = token_model("qwen2_5_vl_images")
+    mixed = _selection(scales=(1.0, 0.25, 0.25))
+    got = priced_selection(mixed, SimpleNamespace(token_model=images), _pool(), _ctx(720, 1280), None, None)  # type: ignore[arg-type]
+    assert got.sizes == ((720, 1280), (168, 308), (168, 308)) and got.tokens == 1196 + 66 + 66
+
+
+def _own_rule(model: Any, sizes: Any) -> int | None:
+    try:
+        return int(model.selection_tokens(list(sizes)))
+    except TokenCostError:
+        return None  # refused (a one-frame Qwen3-VL video): the selection is left unpriced
+
+
+@pytest.mark.parametrize("family", ["qwen2_vl", "qwen2_5_vl", "qwen3_vl", "llava_onevision", "internvl", "smolvlm", "qwen2_vl_images", "qwen2_5_vl_images"])
+def test_mixed_selections_cost_what_the_models_own_rule_says(family: str) -> None:
+    model = token_model(family)
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        n = int(rng.integers(2, 12))
+        scales = tuple(float(x) for x in rng.choice([1.0, 0.5, 0.25, 0.125], size=n))
+        ctx = _ctx(int(rng.integers(100, 1200)), int(rng.integers(100, 1200)))
+        height, width = ctx.probes["v"].height, ctx.probes["v"].width
+        sizes = tuple((max(1, int(height * s)), max(1, int(width * s))) for s in scales)  # sizes given: priced as they are
+        selection = Selection(tuple(range(n)), sizes=sizes)
+        got = priced_selection(selection, SimpleNamespace(token_model=model), _pool(), ctx, None, None)  # type: ignore[arg-type]
+        assert got.tokens == _own_rule(model, sizes)
+        scaled = priced_selection(Selection(tuple(range(n)), scales=scales), SimpleNamespace(token_model=model), _pool(), ctx, None, None)  # type: ignore[arg-type]
+        assert scaled.sizes == sent_sizes((height, width), scales, model) and scaled.tokens == _own_rule(model, scaled.sizes)
+
+
+def test_mixed_plans_are_memoised_by_the_selectors_parameters() -> None:
+    from frameselect.selectors.multires import MultiRes
+    from frameselect.token_budget import _mixed_plan_cached, plan_mixed
+
+    two, six = MultiRes(high=2), MultiRes(high=6)
+    for selector in (two, six, MultiRes(high=2), six):
+        assert _mixed_plan_cached(1200, QWEN, (360, 640), selector, 60) == plan_mixed(1200, QWEN, (360, 640), selector.frame_scales, 60)
+    # more sharp frames leave fewer tokens for small ones: the memo keeps the two apart
+    assert _mixed_plan_cached(1200, QWEN, (360, 640), two, 60).k > _mixed_plan_cached(1200, QWEN, (360, 640), six, 60).k

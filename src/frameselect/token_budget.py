@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from frameselect.plan import Plan
     from frameselect.routing.base import RouteSet
     from frameselect.run import RunContext
+    from frameselect.selectors.base import Selector
 
 __all__ = [
     "FramePlan",
@@ -257,6 +258,17 @@ def _plan_cached(budget: int, model: TokenModel, size: tuple[int, int], policy: 
     return plan
 
 
+def _mixed_plan_cached(budget: int, model: TokenModel, size: tuple[int, int], selector: Selector, max_frames: int) -> FramePlan:
+    """:func:`plan_mixed` by the selector's own scales, memoised with the other plans (a selector's scales follow from its parameters, which its equality compares)."""
+    key = ("mixed", type(model), repr(model), budget, size, max_frames, selector)
+    plan = _PLANS.get(key)
+    if plan is None:
+        if len(_PLANS) >= _PLANS_MAX:
+            _PLANS.clear()
+        plan = _PLANS[key] = plan_mixed(budget, model, size, selector.frame_scales, max_frames)
+    return plan
+
+
 def _plan(budget: int, model: TokenModel, size: tuple[int, int], policy: str, k: int | None, max_frames: int, min_side: int) -> FramePlan:
     if policy == "fixed_res":
         return _policy_fixed_res(budget, model, size, max_frames)
@@ -324,6 +336,12 @@ def sent_sizes(video_size: tuple[int, int], scales: Sequence[float], model: Toke
     counts: dict[float, int] = {}
     for scale in scales:
         counts[scale] = counts.get(scale, 0) + 1
+    by_scale = _sizes_by_scale(video_size, counts, model)
+    return tuple(by_scale[scale] for scale in scales)
+
+
+def _sizes_by_scale(video_size: tuple[int, int], counts: dict[float, int], model: TokenModel | None) -> dict[float, tuple[int, int]]:
+    """The size frames of each scale are sent at, for ``counts[scale]`` frames of that scale (:func:`sent_sizes`)."""
     by_scale: dict[float, tuple[int, int]] = {}
     for scale, n in counts.items():
         if scale >= 1.0:
@@ -338,6 +356,27 @@ def sent_sizes(video_size: tuple[int, int], scales: Sequence[float], model: Toke
             except TokenCostError:
                 pass
         by_scale[scale] = scaled
+    return by_scale
+
+
+#: sizes by scale by (model identity, decoded size, frames per scale); each entry keeps its model, as :data:`_COSTS`
+_SENT: dict[tuple[object, ...], tuple[TokenModel, dict[float, tuple[int, int]]]] = {}
+
+
+def _sent_sizes_cached(video_size: tuple[int, int], scales: Sequence[float], model: TokenModel) -> tuple[tuple[int, int], ...]:
+    """:func:`sent_sizes` for a run's pricing, memoised: a mixed-resolution selector sends the same few scales at the same few counts."""
+    counts: dict[float, int] = {}
+    for scale in scales:
+        counts[scale] = counts.get(scale, 0) + 1
+    key = (id(model), video_size, tuple(counts.items()))
+    entry = _SENT.get(key)
+    if entry is not None and entry[0] is model:
+        by_scale = entry[1]
+    else:
+        if len(_SENT) >= _PLANS_MAX:
+            _SENT.clear()
+        by_scale = _sizes_by_scale(video_size, counts, model)
+        _SENT[key] = (model, by_scale)
     return tuple(by_scale[scale] for scale in scales)
 
 
@@ -494,7 +533,7 @@ def token_plans(plan: Plan, ctx: RunContext, routes: RouteSet | None = None) -> 
                             f"selector {selector.name!r} sets its own frame sizes (mixed resolution); run it under the token policy fixed_res "
                             f"(--token-policy fixed_res), not {plan.token_policy!r}"
                         )
-                    frame_plan = plan_mixed(budget, model, size, selector.frame_scales, n_pool)
+                    frame_plan = _mixed_plan_cached(budget, model, size, selector, n_pool)
                 else:
                     frame_plan = plan_frames(budget, model, size, plan.token_policy, k=k, max_frames=n_pool)
                 made[key] = frame_plan
@@ -547,7 +586,7 @@ def priced_selection(selection: Selection, plan: Plan, pool: CandidatePool, ctx:
     sizes: tuple[tuple[int, int], ...] | None
     if scales is not None:
         size = video_size(pool, ctx)
-        sizes = sent_sizes(size, scales, model)
+        sizes = _sent_sizes_cached(size, scales, model)
     elif planned is not None:
         size, sizes = planned.size, ((planned.size,) * n if planned.resized else None)
     else:
@@ -558,17 +597,32 @@ def priced_selection(selection: Selection, plan: Plan, pool: CandidatePool, ctx:
         elif sizes is None or len(set(sizes)) == 1:
             tokens = _uniform_cost(model, size if sizes is None else sizes[0], n)
         else:
-            tokens = model.selection_tokens(list(sizes))
+            tokens = _mixed_tokens(model, sizes)
     except TokenCostError:
         if budget is not None:
             raise
         tokens = None  # frames this model's processor refuses are not priced; the answerer reports its own failure
     if budget is not None and tokens is not None and tokens > budget:
         raise TokenBudgetError(f"the selection of {n} frames costs {tokens} tokens, over the sample's budget of {budget}")
-    trusted = sizes is None or sizes is selection.sizes or (scales is None and _valid_size(size))
+    if sizes is None or sizes is selection.sizes:
+        trusted = True  # none, or the selection's own (checked when it was made)
+    elif scales is None:
+        trusted = _valid_size(size)  # the plan's size, once per frame
+    else:
+        trusted = all(_valid_size(one) for one in set(sizes))  # the few sizes of a mixed selection's scales
     if trusted and type(selection) is Selection:
         return _with_price(selection, sizes, None if tokens is None else int(tokens))
     return dataclasses.replace(selection, sizes=sizes, tokens=tokens)
+
+
+def _mixed_tokens(model: TokenModel, sizes: Sequence[tuple[int, int]]) -> int:
+    """:meth:`~frameselect.tokens.TokenModel.selection_tokens` of ``sizes``; where a model keeps the base rule (one video per size), each video's cost memoised."""
+    if type(model).selection_tokens is not TokenModel.selection_tokens:
+        return model.selection_tokens(list(sizes))
+    groups: dict[tuple[int, int], int] = {}
+    for size in sizes:
+        groups[size] = groups.get(size, 0) + 1
+    return sum(_uniform_cost(model, size, n) for size, n in groups.items())
 
 
 def _valid_size(size: object) -> bool:
