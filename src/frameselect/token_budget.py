@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -359,25 +360,31 @@ def _sizes_by_scale(video_size: tuple[int, int], counts: dict[float, int], model
     return by_scale
 
 
-#: sizes by scale by (model identity, decoded size, frames per scale); each entry keeps its model, as :data:`_COSTS`
-_SENT: dict[tuple[object, ...], tuple[TokenModel, dict[float, tuple[int, int]]]] = {}
+#: sizes by scale, and frames by size, by (model identity, decoded size, frames per scale); each entry keeps its model, as :data:`_COSTS`
+_SENT: dict[tuple[object, ...], tuple[TokenModel, dict[float, tuple[int, int]], dict[tuple[int, int], int]]] = {}
 
 
-def _sent_sizes_cached(video_size: tuple[int, int], scales: Sequence[float], model: TokenModel) -> tuple[tuple[int, int], ...]:
-    """:func:`sent_sizes` for a run's pricing, memoised: a mixed-resolution selector sends the same few scales at the same few counts."""
-    counts: dict[float, int] = {}
-    for scale in scales:
-        counts[scale] = counts.get(scale, 0) + 1
+def _sent_sizes_cached(
+    video_size: tuple[int, int], scales: Sequence[float], model: TokenModel
+) -> tuple[tuple[tuple[int, int], ...], dict[tuple[int, int], int]]:
+    """:func:`sent_sizes` for a run's pricing, with the frames of each size (sizes in order of first appearance), memoised.
+
+    A mixed-resolution selector sends the same few scales at the same few counts, so a run works each size out once.
+    """
+    counts = Counter(scales)  # scales in order of first appearance
     key = (id(model), video_size, tuple(counts.items()))
     entry = _SENT.get(key)
     if entry is not None and entry[0] is model:
-        by_scale = entry[1]
+        by_scale, groups = entry[1], entry[2]
     else:
         if len(_SENT) >= _PLANS_MAX:
             _SENT.clear()
         by_scale = _sizes_by_scale(video_size, counts, model)
-        _SENT[key] = (model, by_scale)
-    return tuple(by_scale[scale] for scale in scales)
+        groups = {}
+        for scale, n in counts.items():  # scales in order of first appearance, so sizes are too
+            groups[by_scale[scale]] = groups.get(by_scale[scale], 0) + n
+        _SENT[key] = (model, by_scale, groups)
+    return tuple(map(by_scale.__getitem__, scales)), groups
 
 
 def mixed_cost(model: TokenModel, video_size: tuple[int, int], scales: Sequence[float]) -> int | None:
@@ -584,9 +591,10 @@ def priced_selection(selection: Selection, plan: Plan, pool: CandidatePool, ctx:
     n = len(selection.indices)
     planned = frame_plan if frame_plan is not None and not frame_plan.mixed else None
     sizes: tuple[tuple[int, int], ...] | None
+    groups: dict[tuple[int, int], int] | None = None  # a mixed selection's frames by size
     if scales is not None:
         size = video_size(pool, ctx)
-        sizes = _sent_sizes_cached(size, scales, model)
+        sizes, groups = _sent_sizes_cached(size, scales, model)
     elif planned is not None:
         size, sizes = planned.size, ((planned.size,) * n if planned.resized else None)
     else:
@@ -594,6 +602,8 @@ def priced_selection(selection: Selection, plan: Plan, pool: CandidatePool, ctx:
     try:
         if planned is not None and scales is None and n == planned.k:
             tokens: int | None = planned.tokens  # the planned frames, already priced
+        elif groups is not None and (len(groups) == 1 or type(model).selection_tokens is TokenModel.selection_tokens):
+            tokens = sum(_uniform_cost(model, one, count) for one, count in groups.items())  # one video per size (the base rule)
         elif sizes is None or len(set(sizes)) == 1:
             tokens = _uniform_cost(model, size if sizes is None else sizes[0], n)
         else:
@@ -606,10 +616,10 @@ def priced_selection(selection: Selection, plan: Plan, pool: CandidatePool, ctx:
         raise TokenBudgetError(f"the selection of {n} frames costs {tokens} tokens, over the sample's budget of {budget}")
     if sizes is None or sizes is selection.sizes:
         trusted = True  # none, or the selection's own (checked when it was made)
-    elif scales is None:
-        trusted = _valid_size(size)  # the plan's size, once per frame
+    elif groups is not None:
+        trusted = all(_valid_size(one) for one in groups)  # the few sizes of a mixed selection's scales
     else:
-        trusted = all(_valid_size(one) for one in set(sizes))  # the few sizes of a mixed selection's scales
+        trusted = _valid_size(size)  # the plan's size, once per frame
     if trusted and type(selection) is Selection:
         return _with_price(selection, sizes, None if tokens is None else int(tokens))
     return dataclasses.replace(selection, sizes=sizes, tokens=tokens)
