@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
     from frameselect.plan import Plan
     from frameselect.routing.base import RouteSet
     from frameselect.run import RunContext
+    from frameselect.selectors.base import Selector
 
 __all__ = [
     "FramePlan",
@@ -264,6 +266,17 @@ def _plan_cached(budget: int, model: TokenModel, size: tuple[int, int], policy: 
     return plan
 
 
+def _mixed_plan_cached(budget: int, model: TokenModel, size: tuple[int, int], selector: Selector, max_frames: int) -> FramePlan:
+    """:func:`plan_mixed` by the selector's own scales, memoised with the other plans (a selector's scales follow from its parameters, which its equality compares)."""
+    key = ("mixed", type(model), repr(model), budget, size, max_frames, selector)
+    plan = _PLANS.get(key)
+    if plan is None:
+        if len(_PLANS) >= _PLANS_MAX:
+            _PLANS.clear()
+        plan = _PLANS[key] = plan_mixed(budget, model, size, selector.frame_scales, max_frames)
+    return plan
+
+
 def _plan(budget: int, model: TokenModel, size: tuple[int, int], policy: str, k: int | None, max_frames: int, min_side: int) -> FramePlan:
     if policy == "fixed_res":
         return _policy_fixed_res(budget, model, size, max_frames)
@@ -331,6 +344,12 @@ def sent_sizes(video_size: tuple[int, int], scales: Sequence[float], model: Toke
     counts: dict[float, int] = {}
     for scale in scales:
         counts[scale] = counts.get(scale, 0) + 1
+    by_scale = _sizes_by_scale(video_size, counts, model)
+    return tuple(by_scale[scale] for scale in scales)
+
+
+def _sizes_by_scale(video_size: tuple[int, int], counts: dict[float, int], model: TokenModel | None) -> dict[float, tuple[int, int]]:
+    """The size frames of each scale are sent at, for ``counts[scale]`` frames of that scale (:func:`sent_sizes`)."""
     by_scale: dict[float, tuple[int, int]] = {}
     for scale, n in counts.items():
         if scale >= 1.0:
@@ -345,7 +364,34 @@ def sent_sizes(video_size: tuple[int, int], scales: Sequence[float], model: Toke
             except TokenCostError:
                 pass
         by_scale[scale] = scaled
-    return tuple(by_scale[scale] for scale in scales)
+    return by_scale
+
+
+#: sizes by scale, and frames by size, by (model identity, decoded size, frames per scale); each entry keeps its model, as :data:`_COSTS`
+_SENT: dict[tuple[object, ...], tuple[TokenModel, dict[float, tuple[int, int]], dict[tuple[int, int], int]]] = {}
+
+
+def _sent_sizes_cached(
+    video_size: tuple[int, int], scales: Sequence[float], model: TokenModel
+) -> tuple[tuple[tuple[int, int], ...], dict[tuple[int, int], int]]:
+    """:func:`sent_sizes` for a run's pricing, with the frames of each size (sizes in order of first appearance), memoised.
+
+    A mixed-resolution selector sends the same few scales at the same few counts, so a run works each size out once.
+    """
+    counts = Counter(scales)  # scales in order of first appearance
+    key = (id(model), video_size, tuple(counts.items()))
+    entry = _SENT.get(key)
+    if entry is not None and entry[0] is model:
+        by_scale, groups = entry[1], entry[2]
+    else:
+        if len(_SENT) >= _PLANS_MAX:
+            _SENT.clear()
+        by_scale = _sizes_by_scale(video_size, counts, model)
+        groups = {}
+        for scale, n in counts.items():  # scales in order of first appearance, so sizes are too
+            groups[by_scale[scale]] = groups.get(by_scale[scale], 0) + n
+        _SENT[key] = (model, by_scale, groups)
+    return tuple(map(by_scale.__getitem__, scales)), groups
 
 
 def mixed_cost(model: TokenModel, video_size: tuple[int, int], scales: Sequence[float]) -> int | None:
@@ -503,7 +549,7 @@ def token_plans(plan: Plan, ctx: RunContext, routes: RouteSet | None = None) -> 
                             f"selector {selector.name!r} sets its own frame sizes (mixed resolution); run it under the token policy fixed_res "
                             f"(--token-policy fixed_res), not {plan.token_policy!r}"
                         )
-                    frame_plan = plan_mixed(budget, model, size, selector.frame_scales, n_pool)
+                    frame_plan = _mixed_plan_cached(budget, model, size, selector, n_pool)
                 else:
                     frame_plan = plan_frames(budget, model, size, plan.token_policy, k=k, max_frames=n_pool)
                 made[key] = frame_plan
@@ -546,31 +592,78 @@ def priced_selection(selection: Selection, plan: Plan, pool: CandidatePool, ctx:
     than planned) is a :class:`TokenBudgetError`.
     """
     model = plan.token_model
-    if selection.scales is not None:
-        selection = sized_selection(selection, video_size(pool, ctx), model)
+    scales = selection.scales
+    if scales is not None and model is None:
+        return sized_selection(selection, video_size(pool, ctx))
     if model is None:
         return selection
-    n = len(selection)
-    if selection.scales is not None:
-        size, sizes = video_size(pool, ctx), selection.sizes
-    elif frame_plan is not None and not frame_plan.mixed:
-        size, sizes = frame_plan.size, ((frame_plan.size,) * n if frame_plan.resized else None)
+    n = len(selection.indices)
+    planned = frame_plan if frame_plan is not None and not frame_plan.mixed else None
+    sizes: tuple[tuple[int, int], ...] | None
+    groups: dict[tuple[int, int], int] | None = None  # a mixed selection's frames by size
+    if scales is not None:
+        size = video_size(pool, ctx)
+        sizes, groups = _sent_sizes_cached(size, scales, model)
+    elif planned is not None:
+        size, sizes = planned.size, ((planned.size,) * n if planned.resized else None)
     else:
         size, sizes = video_size(pool, ctx), selection.sizes
     try:
-        if frame_plan is not None and not frame_plan.mixed and selection.scales is None and n == frame_plan.k:
-            tokens: int | None = frame_plan.tokens  # the planned frames, already priced
+        if planned is not None and scales is None and n == planned.k:
+            tokens: int | None = planned.tokens  # the planned frames, already priced
+        elif groups is not None and (len(groups) == 1 or type(model).selection_tokens is TokenModel.selection_tokens):
+            tokens = sum(_uniform_cost(model, one, count) for one, count in groups.items())  # one video per size (the base rule)
         elif sizes is None or len(set(sizes)) == 1:
             tokens = _uniform_cost(model, size if sizes is None else sizes[0], n)
         else:
-            tokens = model.selection_tokens(list(sizes))
+            tokens = _mixed_tokens(model, sizes)
     except TokenCostError:
         if budget is not None:
             raise
         tokens = None  # frames this model's processor refuses are not priced; the answerer reports its own failure
     if budget is not None and tokens is not None and tokens > budget:
         raise TokenBudgetError(f"the selection of {n} frames costs {tokens} tokens, over the sample's budget of {budget}")
+    if sizes is None or sizes is selection.sizes:
+        trusted = True  # none, or the selection's own (checked when it was made)
+    elif groups is not None:
+        trusted = all(_valid_size(one) for one in groups)  # the few sizes of a mixed selection's scales
+    else:
+        trusted = _valid_size(size)  # the plan's size, once per frame
+    if trusted and type(selection) is Selection:
+        return _with_price(selection, sizes, None if tokens is None else int(tokens))
     return dataclasses.replace(selection, sizes=sizes, tokens=tokens)
+
+
+def _mixed_tokens(model: TokenModel, sizes: Sequence[tuple[int, int]]) -> int:
+    """:meth:`~frameselect.tokens.TokenModel.selection_tokens` of ``sizes``; where a model keeps the base rule (one video per size), each video's cost memoised."""
+    if type(model).selection_tokens is not TokenModel.selection_tokens:
+        return model.selection_tokens(list(sizes))
+    groups: dict[tuple[int, int], int] = {}
+    for size in sizes:
+        groups[size] = groups.get(size, 0) + 1
+    return sum(_uniform_cost(model, size, n) for size, n in groups.items())
+
+
+def _valid_size(size: object) -> bool:
+    """Whether ``size`` is a (height, width) of plain ints of at least one pixel, as :class:`Selection` keeps its sizes."""
+    return type(size) is tuple and len(size) == 2 and all(type(v) is int and v >= 1 for v in size)
+
+
+def _with_price(selection: Selection, sizes: tuple[tuple[int, int], ...] | None, tokens: int | None) -> Selection:
+    """A copy of ``selection`` with ``sizes`` and ``tokens``, its other fields as they are.
+
+    The fields were checked and normalised when ``selection`` was made, and
+    ``sizes`` is one already checked (the selection's own, or one valid size
+    once per frame), so the copy skips :class:`Selection`'s checks, which
+    convert every index and score again (most of a pricing's time at 180
+    frames, against ``dataclasses.replace``).
+    """
+    out = object.__new__(Selection)
+    fields = out.__dict__
+    fields.update(selection.__dict__)
+    fields["sizes"] = sizes
+    fields["tokens"] = tokens
+    return out
 
 
 # -- questions over several videos ---------------------------------------------------
