@@ -390,3 +390,26 @@ def test_the_mvu_eval_prompt_lays_the_message_out_as_its_official_script() -> No
         OpenAIHTTPAnswerer(prompt="mvu")
     with pytest.raises(ValueError, match="frames_as='images'"):
         OpenAIHTTPAnswerer(prompt="mvu_eval", frames_as="video", image_format="jpeg")
+
+
+def test_max_side_shrinks_frames_as_mvu_evals_script_does_before_encoding() -> None:
+    from frameselect.answerers.http import fit_side
+    from frameselect.errors import ConfigError
+    from frameselect.plan import resolve
+
+    # MVU-Eval's encode_video (inference/main.py): int(720 * side / longer side) for each side when the longer is above 720
+    assert fit_side(np.zeros((1080, 1920, 3), np.uint8), 720).shape == (405, 720, 3)
+    assert fit_side(np.zeros((1920, 1081, 3), np.uint8), 720).shape == (720, 405, 3)  # int(720 * 1081 / 1920) = 405
+    small = np.zeros((720, 500, 3), np.uint8)
+    assert fit_side(small, 720) is small  # at or under the limit: as it is
+    mock = Mock(lambda n, body, prompt: {"text": "B"})
+    ans = OpenAIHTTPAnswerer(base_url="http://vlm.test/v1", image_format="png", max_side=4, transport=mock.transport, **FAST)
+    (answer,) = ans.answer([_request()])
+    assert answer.error is None and "max_side=4" in ans.id
+    sent = [_decode_data_url(u) for u in image_urls(mock.bodies[0])]
+    assert [f.shape for f in sent] == [(3, 4, 3)] * 2  # 6 x 8 frames: int(4 * 6 / 8) = 3, 4
+    np.testing.assert_array_equal(sent[1], np.full((3, 4, 3), 80, dtype=np.uint8))  # a flat frame stays flat
+    with pytest.raises(ConfigError, match="max_side shrinks frames after the run priced them"):
+        resolve("answerers", "openai_http", max_side=720, tokens="qwen2_5_vl")
+    with pytest.raises(ConfigError, match="max_side"):
+        resolve("answerers", "openai_http", max_side=0)

@@ -94,6 +94,7 @@ __all__ = [
     "build_messages_mvu_eval",
     "PROMPTS",
     "video_parts",
+    "fit_side",
     "question_text",
     "chat_completion",
     "API_KEY_ENV_VARS",
@@ -244,6 +245,26 @@ def _frame_parts(timestamps: Sequence[float], image_urls: Sequence[str]) -> list
     return content
 
 
+def fit_side(rgb: NDArray[np.uint8], max_side: int) -> NDArray[np.uint8]:
+    """``rgb`` shrunk so its longer side is at most ``max_side`` (aspect ratio kept, sides truncated), else as it is.
+
+    The rule of MVU-Eval's ``encode_video`` (NJU-LINK/MVU-Eval a5937ad, ``inference/main.py``,
+    its ``--max_pixels`` 720): ``int(max_side * side / longer side)`` for each side. The
+    resampling is Pillow's bicubic (the script has decord resize as it decodes).
+
+    >>> fit_side(np.zeros((1080, 1920, 3), np.uint8), 720).shape
+    (405, 720, 3)
+    """
+    height, width = int(rgb.shape[0]), int(rgb.shape[1])
+    longer = max(height, width)
+    if longer <= max_side:
+        return rgb
+    from PIL import Image
+
+    size = (max(1, int(max_side * width / longer)), max(1, int(max_side * height / longer)))
+    return np.asarray(Image.fromarray(np.ascontiguousarray(rgb, dtype=np.uint8), mode="RGB").resize(size, Image.Resampling.BICUBIC))
+
+
 def video_parts(timestamps: Sequence[float], frames: Sequence[NDArray[np.uint8]], jpeg_quality: int = 90) -> list[dict[str, Any]]:
     """One video's frames as ``video_url`` parts: vLLM's frame-list form, ``data:video/jpeg;base64,<frame>,<frame>,...``.
 
@@ -366,7 +387,8 @@ class OpenAIHTTPAnswerer(Answerer):
     resizes the frames before encoding them. ``frames_as`` is how the frames
     travel: ``"images"`` (one ``image_url`` part each, after its time) or
     ``"video"`` (each video one ``video_url`` part of JPEG frames, vLLM's
-    frame-list form: :func:`video_parts`). ``prompt`` is the message layout:
+    frame-list form: :func:`video_parts`). ``max_side`` shrinks every frame whose longer side is above it, before
+    encoding (:func:`fit_side`; MVU-Eval's script sends 720). ``prompt`` is the message layout:
     ``"default"`` (the module docstring) or ``"mvu_eval"`` (MVU-Eval's
     official layout, :func:`build_messages_mvu_eval`; frames as images, no
     time windows asked for). A server prices the two differently
@@ -384,6 +406,7 @@ class OpenAIHTTPAnswerer(Answerer):
         "max_retries": Range(ge=0, integer=True),
         "concurrency": Range(ge=1, integer=True),
         "jpeg_quality": Range(ge=1, le=100, integer=True),
+        "max_side": Range(ge=1, integer=True),
         "backoff_s": Range(ge=0),
         "max_backoff_s": Range(ge=0),
     }
@@ -434,6 +457,7 @@ class OpenAIHTTPAnswerer(Answerer):
         transport: httpx.AsyncBaseTransport | None = None,
         tokens: str | None = None,
         frames_as: str = "images",
+        max_side: int | None = None,
         prompt: str = "default",
     ) -> None:
         try:
@@ -476,6 +500,14 @@ class OpenAIHTTPAnswerer(Answerer):
         if frames_as == "video" and image_format != "jpeg":
             raise ValueError("openai_http: frames_as='video' sends JPEG frames (data:video/jpeg): use image_format='jpeg' (needs Pillow)")
         self.frames_as = frames_as
+        if max_side is not None and not _pillow_available():
+            raise ImportError("openai_http: max_side resizes frames with Pillow: pip install pillow")
+        if max_side is not None and tokens is not None:
+            raise ValueError(
+                "openai_http: max_side shrinks frames after the run priced them, so the recorded tokens would not be what the server counts; "
+                "give tokens= (and let a token budget size the frames) or max_side=, not both"
+            )
+        self.max_side = max_side
         if prompt not in PROMPTS:
             raise ValueError(f"openai_http: unknown prompt {prompt!r}; use one of {', '.join(PROMPTS)}")
         if prompt == "mvu_eval" and frames_as != "images":
@@ -542,31 +574,36 @@ class OpenAIHTTPAnswerer(Answerer):
             return []
         return _run_sync(self._answer_all(list(requests)))
 
+    def _sent(self, frames: Sequence[NDArray[np.uint8]]) -> list[NDArray[np.uint8]]:
+        """The frames as they are sent: within ``max_side`` where one is given (:func:`fit_side`)."""
+        return [fit_side(f, self.max_side) for f in frames] if self.max_side is not None else list(frames)
+
     def request_body(self, request: AnswerRequest) -> dict[str, Any]:
         """The JSON body sent for one request (decodes the selected frames)."""
         windows = window_request(request.sample, request.pool.duration)
         if self.prompt == "mvu_eval":
             windows = None
             videos = [
-                (name, [encode_image(f, self.image_format, self.jpeg_quality) for f in v.frames()]) for name, v in zip(_video_names(request), request.inputs)
+                (name, [encode_image(f, self.image_format, self.jpeg_quality) for f in self._sent(v.frames())])
+                for name, v in zip(_video_names(request), request.inputs)
             ]
             messages = build_messages_mvu_eval(request.sample.query, videos, self.system_prompt)
         elif self.frames_as == "video":
             content: list[dict[str, Any]] = []
             if request.is_multi_video:
                 for i, v in enumerate(request.inputs):
-                    content += [{"type": "text", "text": f"{video_label(i)}:"}, *video_parts(v.timestamps, v.frames(), self.jpeg_quality)]
+                    content += [{"type": "text", "text": f"{video_label(i)}:"}, *video_parts(v.timestamps, self._sent(v.frames()), self.jpeg_quality)]
             else:
-                content = video_parts(request.timestamps, request.frames(), self.jpeg_quality)
+                content = video_parts(request.timestamps, self._sent(request.frames()), self.jpeg_quality)
             messages = _user_turn(content, request.sample.query, self.system_prompt, windows)
         elif request.is_multi_video:
             groups = [
-                (video_label(i), v.timestamps, [encode_image(frame, self.image_format, self.jpeg_quality) for frame in v.frames()])
+                (video_label(i), v.timestamps, [encode_image(frame, self.image_format, self.jpeg_quality) for frame in self._sent(v.frames())])
                 for i, v in enumerate(request.inputs)
             ]
             messages = build_messages_across(request.sample.query, groups, self.system_prompt, windows)
         else:
-            urls = [encode_image(frame, self.image_format, self.jpeg_quality) for frame in request.frames()]
+            urls = [encode_image(frame, self.image_format, self.jpeg_quality) for frame in self._sent(request.frames())]
             messages = build_messages(request.sample.query, request.timestamps, urls, self.system_prompt, windows)
         max_tokens = self.max_tokens if windows is None else max(self.max_tokens, WINDOW_MAX_TOKENS)
         return {"model": self.model, "messages": messages, "max_tokens": max_tokens, "temperature": self.temperature, "stream": False}
