@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 import frameselect
-from frameselect.encoders.base import Encoder
+from colour_encoder import MeanColour
 from frameselect.registry import datasets
 from frameselect.replay import replay
 from frameselect.store import Store
@@ -20,20 +18,6 @@ from frameselect.types import SampleRecord
 pytestmark = pytest.mark.slow  # process pools and Ray clusters
 
 EVALUATORS = ("evidence_recall", "mc_accuracy")
-
-
-class _MeanColour(Encoder):
-    """A cheap text-capable encoder: mean colour; any text maps to one colour direction."""
-
-    has_text = True
-
-    def encode_frames(self, frames: np.ndarray) -> np.ndarray:
-        e = frames.reshape(len(frames), -1, 3).mean(axis=1) + 1.0
-        return (e / np.linalg.norm(e, axis=1, keepdims=True)).astype(np.float32)
-
-    def encode_text(self, texts: Sequence[str]) -> np.ndarray:
-        t = np.array([[1.0, 0.5, 0.25]] * len(texts))
-        return (t / np.linalg.norm(t, axis=1, keepdims=True)).astype(np.float32)
 
 
 def comparable(records: list[SampleRecord]) -> list[tuple[Any, ...]]:
@@ -75,18 +59,21 @@ def ray_cluster() -> Any:
     from frameselect.executors.transports import _runtime_env
 
     cloudpickle = cloudpickle_module()
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # this module's test encoder travels by value
+    travelling = [sys.modules[__name__], sys.modules[MeanColour.__module__]]  # the test encoder's module is on no worker's path
+    for module in travelling:
+        cloudpickle.register_pickle_by_value(module)  # travels by value
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env=_runtime_env())
     yield ray
     ray.shutdown()
-    cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    for module in travelling:
+        cloudpickle.unregister_pickle_by_value(module)
 
 
 #: a budget policy over single-video selectors; a joint selector with bindings; holmes (its audit made on the worker, read out here)
 ARMS: list[dict[str, Any]] = [
     {"selector": "uniform", "budget_policy": "duration"},
-    {"selector": "binding", "encoder": _MeanColour()},
-    {"selector": "holmes", "encoder": _MeanColour()},
+    {"selector": "binding", "encoder": MeanColour()},
+    {"selector": "holmes", "encoder": MeanColour()},
 ]
 
 

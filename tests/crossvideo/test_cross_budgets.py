@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import frameselect
+from colour_encoder import MeanColour
 from frameselect.crossvideo._registry import budget_policies
 from frameselect.datasets.base import InMemoryDataset
-from frameselect.encoders.base import Encoder
 from frameselect.errors import ConfigError
 from frameselect.pipeline import union_features
 from frameselect.registry import datasets
@@ -21,20 +20,6 @@ from frameselect.store import Store
 from frameselect.token_budget import plan_across, plan_frames, share_tokens, split_mean_budget
 from frameselect.tokens import token_model
 from frameselect.types import CandidatePool, Features, Query, Sample, VideoRef
-
-
-class _MeanColour(Encoder):
-    """A cheap text-capable encoder: mean colour; any text maps to one colour direction."""
-
-    has_text = True
-
-    def encode_frames(self, frames: np.ndarray) -> np.ndarray:
-        e = frames.reshape(len(frames), -1, 3).mean(axis=1) + 1.0
-        return (e / np.linalg.norm(e, axis=1, keepdims=True)).astype(np.float32)
-
-    def encode_text(self, texts: Sequence[str]) -> np.ndarray:
-        t = np.array([[1.0, 0.5, 0.25]] * len(texts))
-        return (t / np.linalg.norm(t, axis=1, keepdims=True)).astype(np.float32)
 
 
 @pytest.fixture(scope="module")
@@ -153,7 +138,7 @@ def test_a_routed_question_is_shared_by_the_policy_given(suite: tuple[Path, list
         dataset=InMemoryDataset(samples),
         k=8,
         router="text_cue",
-        encoder=_MeanColour(),
+        encoder=MeanColour(),
         budget_policy="relevance",
         evaluators=("evidence_recall",),
         store=tmp_path / "r.db",
@@ -173,7 +158,7 @@ def test_a_relevance_router_reads_a_question_over_the_union_of_its_videos(suite:
     from frameselect.run import Run
 
     _, samples = suite
-    enc = _MeanColour()
+    enc = MeanColour()
     question = next(s for s in samples if len(s.video_refs) == 3)
     result = frameselect.evaluate(
         selector="uniform",
@@ -196,7 +181,7 @@ def test_a_joint_selector_takes_a_routed_total(suite: tuple[Path, list[Sample]],
     _, samples = suite
     ds = _mixed(samples)
     result = frameselect.evaluate(
-        selector="topk_union", dataset=ds, k=8, router="text_cue", encoder=_MeanColour(), evaluators=("evidence_recall",), cache_dir=tmp_path / "c"
+        selector="topk_union", dataset=ds, k=8, router="text_cue", encoder=MeanColour(), evaluators=("evidence_recall",), cache_dir=tmp_path / "c"
     )
     assert all(r.status == "ok" for r in result.records)
     assert all(r.metrics["frames"] == r.k for r in result.records)  # the joint selector spends the question's routed total
@@ -211,10 +196,10 @@ def test_routers_refuse_what_would_not_hold_before_the_first_sample(suite: tuple
             frameselect.evaluate(selector="uniform", dataset=ds, k=8, router="text_cue", budget_policy=policy, store=db)
     with pytest.raises(ConfigError, match="give no budget_policy"):  # a joint selector in the bank shares the budget itself
         frameselect.evaluate(
-            selector="uniform", bank=["uniform", "topk_union"], encoder=_MeanColour(), dataset=ds, k=8, router="text_cue", budget_policy="equal"
+            selector="uniform", bank=["uniform", "topk_union"], encoder=MeanColour(), dataset=ds, k=8, router="text_cue", budget_policy="equal"
         )
     with pytest.raises(ConfigError, match="holmes.*only as its one selector"):
-        frameselect.evaluate(selector="uniform", bank=["uniform", "holmes"], encoder=_MeanColour(), answerer="oracle", dataset=ds, k=8, router="text_cue")
+        frameselect.evaluate(selector="uniform", bank=["uniform", "holmes"], encoder=MeanColour(), answerer="oracle", dataset=ds, k=8, router="text_cue")
     with Store(db) as st:
         assert st.runs() == []
 
@@ -255,7 +240,7 @@ def test_tokens_are_shared_by_the_policy_and_fixed_k_shares_k(suite: tuple[Path,
     _, samples = suite
     ds = InMemoryDataset(samples)
     kw = {"dataset": ds, "k": 6, "token_model": "qwen2_5_vl", "evaluators": ("evidence_recall",), "cache_dir": tmp_path / "c"}
-    rel = frameselect.evaluate(selector="topk", tokens=3000, encoder=_MeanColour(), budget_policy="relevance", **kw)
+    rel = frameselect.evaluate(selector="topk", tokens=3000, encoder=MeanColour(), budget_policy="relevance", **kw)
     for rec in rel.records:
         assert rec.status == "ok" and sum(rec.metadata["video_token_budgets"].values()) == 3000 and rec.metrics["tokens"] <= 3000
     fixed = frameselect.evaluate(selector="uniform", tokens=3000, token_policy="fixed_k", **kw)
@@ -290,7 +275,7 @@ def test_token_budgets_refuse_before_the_first_sample(suite: tuple[Path, list[Sa
     db = tmp_path / "t.db"
     kw = {"dataset": ds, "k": 8, "token_model": "qwen2_5_vl", "store": db, "cache_dir": tmp_path / "c"}
     with pytest.raises(ConfigError, match="joint selector 'topk_union' decides how many frames each video gets only as it selects"):
-        frameselect.evaluate(selector="topk_union", encoder=_MeanColour(), tokens=3000, **kw)
+        frameselect.evaluate(selector="topk_union", encoder=MeanColour(), tokens=3000, **kw)
     with pytest.raises(ConfigError, match="budget policy 'per_video' does not keep a question's total, so a token budget would not hold"):
         frameselect.evaluate(selector="uniform", tokens=3000, budget_policy="per_video", **kw)
     first = samples[0]

@@ -8,33 +8,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-import numpy as np
 import pytest
 
 import frameselect
+from colour_encoder import MeanColour
 from frameselect.answerers.base import Answerer, AnswerRequest
 from frameselect.cli import main
 from frameselect.datasets.base import InMemoryDataset
-from frameselect.encoders.base import Encoder
 from frameselect.errors import ConfigError
 from frameselect.registry import datasets
 from frameselect.replay import replay
 from frameselect.store import Store
 from frameselect.types import Answer
-
-
-class _MeanColour(Encoder):
-    """A cheap text-capable encoder: mean colour; any text maps to one colour direction."""
-
-    has_text = True
-
-    def encode_frames(self, frames: np.ndarray) -> np.ndarray:
-        e = frames.reshape(len(frames), -1, 3).mean(axis=1) + 1.0
-        return (e / np.linalg.norm(e, axis=1, keepdims=True)).astype(np.float32)
-
-    def encode_text(self, texts: Sequence[str]) -> np.ndarray:
-        t = np.array([[1.0, 0.5, 0.25]] * len(texts))
-        return (t / np.linalg.norm(t, axis=1, keepdims=True)).astype(np.float32)
 
 
 class SaysA(Answerer):
@@ -76,7 +61,7 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 def _parent(suite: dict[str, Any], store: Path, selector: str = "uniform", **kw: Any) -> Any:
-    kw = {"budget_policy": "equal", **kw} if selector == "uniform" else {"encoder": _MeanColour(), **kw}
+    kw = {"budget_policy": "equal", **kw} if selector == "uniform" else {"encoder": MeanColour(), **kw}
     return frameselect.evaluate(
         selector=selector,
         dataset=suite["dataset"],

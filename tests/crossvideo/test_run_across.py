@@ -7,31 +7,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar
 
-import numpy as np
 import pytest
 
+from colour_encoder import MeanColour
 from frameselect.answerers.base import Answerer, AnswerRequest
 from frameselect.crossvideo.run import evaluate_across
 from frameselect.datasets.base import InMemoryDataset
-from frameselect.encoders.base import Encoder
 from frameselect.errors import ConfigError
 from frameselect.registry import datasets
 from frameselect.store import Store
 from frameselect.types import Answer
-
-
-class _MeanColour(Encoder):
-    """A cheap text-capable encoder: mean colour; any text maps to one colour direction."""
-
-    has_text = True
-
-    def encode_frames(self, frames: np.ndarray) -> np.ndarray:
-        e = frames.reshape(len(frames), -1, 3).mean(axis=1) + 1.0
-        return (e / np.linalg.norm(e, axis=1, keepdims=True)).astype(np.float32)
-
-    def encode_text(self, texts: Sequence[str]) -> np.ndarray:
-        t = np.array([[1.0, 0.5, 0.25]] * len(texts))
-        return (t / np.linalg.norm(t, axis=1, keepdims=True)).astype(np.float32)
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +62,7 @@ def test_a_missing_video_fails_that_sample_only(suite: tuple[Path, list], tmp_pa
 def test_holmes_reads_out_and_stores_its_slots(suite: tuple[Path, list], tmp_path: Path) -> None:
     _, samples = suite
     ds = InMemoryDataset(samples[:3])
-    result = evaluate_across(ds, "holmes", 6, encoder=_MeanColour(), answerer="oracle", cache_dir=tmp_path / "cache", store=tmp_path / "h.db")
+    result = evaluate_across(ds, "holmes", 6, encoder=MeanColour(), answerer="oracle", cache_dir=tmp_path / "cache", store=tmp_path / "h.db")
     for r in result.records:
         assert r.status == "ok", r.error
         rec = r.metadata["holmes"]
@@ -89,9 +74,9 @@ def test_holmes_reads_out_and_stores_its_slots(suite: tuple[Path, list], tmp_pat
 def test_wrong_configuration_fails_before_the_first_sample(suite: tuple[Path, list], tmp_path: Path) -> None:
     ds = InMemoryDataset(suite[1][:1])
     with pytest.raises(ConfigError, match="holmes.*answerer"):
-        evaluate_across(ds, "holmes", 4, encoder=_MeanColour())
+        evaluate_across(ds, "holmes", 4, encoder=MeanColour())
     with pytest.raises(ConfigError, match="give no budget_policy"):
-        evaluate_across(ds, "topk_union", 4, budget_policy="equal", encoder=_MeanColour())
+        evaluate_across(ds, "topk_union", 4, budget_policy="equal", encoder=MeanColour())
     with pytest.raises(ConfigError, match="text-capable encoder"):
         evaluate_across(ds, "uniform", 4, budget_policy="relevance")
     with pytest.raises(ConfigError, match="unknown budget policy"):
@@ -196,7 +181,7 @@ def test_frameselect_evaluate_runs_questions_over_several_videos(suite: tuple[Pa
         rows = st.video_selections(result.run_id, samples[0].id)
         assert [r.video for r in rows] == ["video_1", "video_2"] and [r.selection.indices for r in rows] == [(0, 14, 29), (0, 14, 29)]
         assert st.run(result.run_id).config["budget_policy"]["name"] == "equal"
-    joint = frameselect.evaluate(selector="holmes", k=6, encoder=_MeanColour(), **{**kw, "store": tmp_path / "h.db"})
+    joint = frameselect.evaluate(selector="holmes", k=6, encoder=MeanColour(), **{**kw, "store": tmp_path / "h.db"})
     assert all(r.status == "ok" and "slot_fill_rate" in r.metrics and "holmes" in r.metadata for r in joint.records)
     assert all(r.metrics.get("frames") == 6.0 for r in joint.records)
 
@@ -206,9 +191,9 @@ def test_evaluate_refuses_wrong_cross_video_configuration_before_the_first_sampl
 
     ds = InMemoryDataset(suite[1][:1])
     with pytest.raises(ConfigError, match="give no budget_policy"):
-        frameselect.evaluate(selector="topk_union", dataset=ds, k=4, encoder=_MeanColour(), budget_policy="equal")
+        frameselect.evaluate(selector="topk_union", dataset=ds, k=4, encoder=MeanColour(), budget_policy="equal")
     with pytest.raises(ConfigError, match="holmes.*answerer"):
-        frameselect.evaluate(selector="holmes", dataset=ds, k=4, encoder=_MeanColour())
+        frameselect.evaluate(selector="holmes", dataset=ds, k=4, encoder=MeanColour())
     with pytest.raises(ConfigError, match="'per_video' does not keep a question's total, so a router's budgets would not hold"):
         frameselect.evaluate(selector="uniform", dataset=ds, k=4, router="constant", budget_policy="per_video")
     with pytest.raises(ConfigError, match="unknown budget policy"):
@@ -274,8 +259,8 @@ def test_the_wrapper_gives_the_records_of_the_former_serial_loop(suite: tuple[Pa
     topk_union, binding and holmes, with and without an answerer."""
     root, samples = suite
     kw = {"dataset_params": {"n_videos": 2, "minutes": 0.5, "root": root}, "cache_dir": tmp_path / "cache", "store": tmp_path / "w.db"}
-    binding = evaluate_across("haystack_cross", "binding", 6, encoder=_MeanColour(), answerer="oracle", **kw)
-    holmes = evaluate_across("haystack_cross", "holmes", 6, encoder=_MeanColour(), answerer="oracle", **kw)
+    binding = evaluate_across("haystack_cross", "binding", 6, encoder=MeanColour(), answerer="oracle", **kw)
+    holmes = evaluate_across("haystack_cross", "holmes", 6, encoder=MeanColour(), answerer="oracle", **kw)
     ids = ["more_often", "retrieval", "where_when", "total_count", "after_event"]
     assert [r.sample_id for r in binding.records] == [f"haystack_00+haystack_01/{i}" for i in ids]
     assert [r.answer for r in binding.records] == ["B", "A", "A", "B", "A"]

@@ -19,6 +19,7 @@ transformers = pytest.importorskip("transformers")
 if not hasattr(transformers, "Qwen2VLImageProcessorPil"):
     pytest.skip("needs transformers 5", allow_module_level=True)
 
+from colour_encoder import MeanColour  # noqa: E402
 from frameselect.answerers._vlm_inputs import QwenVideoConfig, QwenVLInputs  # noqa: E402
 from frameselect.answerers.transformers_vlm import Qwen2VL  # noqa: E402
 from frameselect.errors import ConfigError  # noqa: E402
@@ -129,26 +130,6 @@ def test_a_budget_below_one_frame_of_the_video_is_refused_before_any_sample(qwen
         assert st.runs() == []
 
 
-class _MeanColour:
-    """A cheap text-capable encoder for a query-aware selector: mean colour; the query a fixed colour direction."""
-
-    def __new__(cls) -> Any:
-        import numpy as np
-
-        from frameselect.encoders.base import Encoder, l2_normalize
-
-        class MeanColour(Encoder):
-            has_text = True
-
-            def encode_frames(self, frames: Any) -> Any:
-                return l2_normalize(frames.reshape(len(frames), -1, 3).mean(axis=1) + 1.0)
-
-            def encode_text(self, texts: Any) -> Any:
-                return l2_normalize(np.array([[1.0, 0.5, 0.25]] * len(texts)))
-
-        return MeanColour()
-
-
 def test_a_mixed_resolution_selection_reaches_the_model_as_one_video_per_size(qwen: tuple[Qwen2VL, _Spy, int], tiny: Any, tmp_path: Path) -> None:
     answerer, spy, video_pad = qwen
     result = evaluate(
@@ -157,7 +138,7 @@ def test_a_mixed_resolution_selection_reaches_the_model_as_one_video_per_size(qw
         tiny,
         8,
         answerer=answerer,
-        encoder=_MeanColour(),
+        encoder=MeanColour(),
         selector_params={"high": 2, "high_scale": 1.0, "low_scale": 0.5},
         tokens=95,
         store=tmp_path / "s.sqlite",
