@@ -330,20 +330,24 @@ def test_evaluate_records_failures_and_a_rerun_retries_only_them(tiny, tmp_path:
         assert "sk-" not in str([info.config for info in st.runs()])
 
 
-def test_several_videos_go_as_one_labelled_group_each_to_a_real_server() -> None:
+def _two_video_request(paths: Sequence[str] = ("/a.mp4", "/b.mp4"), policy: str = "fps=1", metadata: dict[str, Any] | None = None) -> AnswerRequest:
+    """A question over two videos of three flat 6 x 8 frames each (video 1: 50, 60, 70; video 2: 100, 110, 120); two frames of the first selected, one of the second."""
     from frameselect.types import VideoRef
 
     pools, selections = {}, {}
     for v, n in enumerate((2, 1)):
         frames = [np.full((6, 8, 3), 50 * (v + 1) + 10 * i, dtype=np.uint8) for i in range(3)]
         pools[f"video_{v + 1}"] = CandidatePool(
-            video_id=f"h{v}", timestamps=np.arange(3) * 2.0, frame_indices=np.arange(3), policy="fps=1", source=InMemoryFrames(frames)
+            video_id=f"h{v}", timestamps=np.arange(3) * 2.0, frame_indices=np.arange(3), policy=policy, source=InMemoryFrames(frames)
         )
         selections[f"video_{v + 1}"] = Selection(tuple(range(n)))
-    sample = Sample.across(
-        "m", [VideoRef("video_1", "/a.mp4"), VideoRef("video_2", "/b.mp4")], Query("Which video shows the cat?", ("Video 1", "Video 2")), "B"
-    )
-    request = AnswerRequest.across(sample, pools, selections)
+    refs = [VideoRef(f"video_{i + 1}", path) for i, path in enumerate(paths)]
+    sample = Sample.across("m", refs, Query("Which video shows the cat?", ("Video 1", "Video 2")), "B", metadata or {})
+    return AnswerRequest.across(sample, pools, selections)
+
+
+def test_several_videos_go_as_one_labelled_group_each_to_a_real_server() -> None:
+    request = _two_video_request()
     with ChatServer(lambda n, body, prompt: {"text": "B"}) as server:
         ans = OpenAIHTTPAnswerer(base_url=server.base_url, model="m", image_format="png", **FAST)
         (answer,) = ans.answer([request])
@@ -360,19 +364,9 @@ def test_several_videos_go_as_one_labelled_group_each_to_a_real_server() -> None
 def test_the_mvu_eval_prompt_lays_the_message_out_as_its_official_script() -> None:
     # NJU-LINK/MVU-Eval@a5937ad inference/main.py build_messages_base: "[Video i] <file name>" then that video's frames as
     # image_url parts, then the question, the instruction and the options joined by new lines, each its own text part
-    from frameselect.types import VideoRef
-
-    pools, selections = {}, {}
-    for v, n in enumerate((2, 1)):
-        frames = [np.full((6, 8, 3), 50 * (v + 1) + 10 * i, dtype=np.uint8) for i in range(3)]
-        pools[f"video_{v + 1}"] = CandidatePool(
-            video_id=f"h{v}", timestamps=np.arange(3) * 2.0, frame_indices=np.arange(3), policy="all", source=InMemoryFrames(frames)
-        )
-        selections[f"video_{v + 1}"] = Selection(tuple(range(n)))
-    refs = [VideoRef("video_1", "/data/videos/street/a.mp4"), VideoRef("video_2", "/data/videos/b.mp4")]
-    sample = Sample.across("m", refs, Query("Which video shows the cat?", ("Video 1", "Video 2")), "B", {"video_paths": ["street/a.mp4", "b.mp4"]})
+    request = _two_video_request(("/data/videos/street/a.mp4", "/data/videos/b.mp4"), "all", {"video_paths": ["street/a.mp4", "b.mp4"]})
     answerer = OpenAIHTTPAnswerer(model="m", image_format="png", prompt="mvu_eval")
-    content = answerer.request_body(AnswerRequest.across(sample, pools, selections))["messages"][-1]["content"]
+    content = answerer.request_body(request)["messages"][-1]["content"]
     kinds = [p["text"] if p["type"] == "text" else "<image>" for p in content]
     assert kinds == [
         "[Video 1] street/a.mp4", "<image>", "<image>", "[Video 2] b.mp4", "<image>", "Which video shows the cat?",
@@ -380,12 +374,12 @@ def test_the_mvu_eval_prompt_lays_the_message_out_as_its_official_script() -> No
     ]  # fmt: skip
     assert [int(_decode_data_url(p["image_url"]["url"])[0, 0, 0]) for p in content if p["type"] == "image_url"] == [50, 60, 100]
     # without the loader's names, each file's name; the default layout and its id are unchanged
-    bare = Sample.across("m", refs, sample.query, "B")
-    content = answerer.request_body(AnswerRequest.across(bare, pools, selections))["messages"][-1]["content"]
+    bare = _two_video_request(("/data/videos/street/a.mp4", "/data/videos/b.mp4"), "all")
+    content = answerer.request_body(bare)["messages"][-1]["content"]
     assert content[0]["text"] == "[Video 1] a.mp4"
     default = OpenAIHTTPAnswerer(model="m", image_format="png")
     assert "prompt" not in default.id and "prompt=mvu_eval" in answerer.id
-    assert default.request_body(AnswerRequest.across(sample, pools, selections))["messages"][-1]["content"][0]["text"] == "Video 1:"
+    assert default.request_body(request)["messages"][-1]["content"][0]["text"] == "Video 1:"
     with pytest.raises(ValueError, match="unknown prompt"):
         OpenAIHTTPAnswerer(prompt="mvu")
     with pytest.raises(ValueError, match="frames_as='images'"):
