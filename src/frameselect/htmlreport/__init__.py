@@ -6,7 +6,8 @@ bump chart of ranks across datasets and question kinds, Kendall τ_b between
 those rankings as a heat map, the significant inversions); per-sample
 timelines (duration, evidence spans, the query relevance curve where the
 feature cache holds it, each selector's chosen frames as ticks, thumbnails of
-the chosen frames) with filters by question kind and outcome; routed runs'
+the chosen frames; a question over several videos has all of these per video,
+one panel each) with filters by question kind and outcome; routed runs'
 budgets per question kind; cost against accuracy; replays side by side; and,
 for streaming runs, the headline metric against memory size (one line per
 streaming selector) and, per question, what each memory held when it was
