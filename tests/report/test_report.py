@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -131,60 +131,40 @@ def test_report_command(store_path: tuple[Path, Path], tmp_path: Path, capsys: p
     assert "no store" in capsys.readouterr().err
 
 
-def _chrome() -> object:
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install selenium)")
-    binary = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-    driver = shutil.which("chromedriver")
-    if not binary or not driver:
-        pytest.skip("no headless Chromium and chromedriver on this machine (Debian: apt-get install chromium chromium-driver)")
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = binary
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,2000"):
-        opts.add_argument(arg)
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
-    return webdriver.Chrome(service=Service(executable_path=driver), options=opts)
-
-
-def test_report_in_headless_chromium(store_path: tuple[Path, Path], tmp_path: Path) -> None:
+def test_report_in_headless_chromium(store_path: tuple[Path, Path], tmp_path: Path, browser: Any) -> None:
     store, cache = store_path
     page = write_report(store, tmp_path / "report.html", options=_options(cache, samples=50))
     expected = _expected_ticks(store)
-    browser = _chrome()
-    try:
-        url = page.resolve().as_uri()
-        browser.get(url)  # type: ignore[attr-defined]
-        run = browser.execute_script  # type: ignore[attr-defined]
-        assert run("return document.readyState") == "complete"
-        assert run("return window.__pwned === undefined") is True
-        # the escaped question is shown as text
-        assert "<script>window.__pwned = 1;</script>" in run("return document.body.innerText")
-        assert run("return document.querySelectorAll('table.results').length") == 2
-        for css in (".bump svg", ".tau svg", ".routing svg", ".cost svg"):
-            assert run(f"return document.querySelectorAll('{css}').length") >= 1, css
-        cards = run("return Array.from(document.querySelectorAll('.timeline')).map(c => [c.querySelectorAll('[id*=\"-tick-\"]').length, +c.dataset.ticks])")
-        assert sorted(c[0] for c in cards) == sorted(expected.values())
-        assert all(a == b for a, b in cards)
-        # sorting a column reorders the rows by value
-        run("document.querySelectorAll('table.results th')[2].click(); document.querySelectorAll('table.results th')[2].click();")
-        values = run("return Array.from(document.querySelectorAll('#table-1 tbody tr')).map(r => parseFloat(r.cells[2].dataset.value))")
-        assert values == sorted(values, reverse=True)
-        # the kind filter hides the other kinds
-        kinds = run("return Array.from(document.querySelectorAll('.f-kind option')).map(o => o.value).filter(v => v)")
-        run(f"var s = document.querySelector('.f-kind'); s.value = {json.dumps(kinds[0])}; s.dispatchEvent(new Event('change'));")
-        shown = run("return Array.from(document.querySelectorAll('.timeline')).filter(c => !c.hidden).map(c => c.dataset.kind)")
-        assert shown and set(shown) == {kinds[0]}
-        severe = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]  # type: ignore[attr-defined]
-        assert severe == []
-        requests = []
-        for entry in browser.get_log("performance"):  # type: ignore[attr-defined]
-            msg = json.loads(entry["message"])["message"]
-            if msg["method"] == "Network.requestWillBeSent":
-                requests.append(msg["params"]["request"]["url"])
-        assert [u for u in requests if u != url and not u.startswith("data:")] == []
-    finally:
-        browser.quit()  # type: ignore[attr-defined]
+    url = page.resolve().as_uri()
+    browser.get(url)
+    run = browser.execute_script
+    assert run("return document.readyState") == "complete"
+    assert run("return window.__pwned === undefined") is True
+    # the escaped question is shown as text
+    assert "<script>window.__pwned = 1;</script>" in run("return document.body.innerText")
+    assert run("return document.querySelectorAll('table.results').length") == 2
+    for css in (".bump svg", ".tau svg", ".routing svg", ".cost svg"):
+        assert run(f"return document.querySelectorAll('{css}').length") >= 1, css
+    cards = run("return Array.from(document.querySelectorAll('.timeline')).map(c => [c.querySelectorAll('[id*=\"-tick-\"]').length, +c.dataset.ticks])")
+    assert sorted(c[0] for c in cards) == sorted(expected.values())
+    assert all(a == b for a, b in cards)
+    # sorting a column reorders the rows by value
+    run("document.querySelectorAll('table.results th')[2].click(); document.querySelectorAll('table.results th')[2].click();")
+    values = run("return Array.from(document.querySelectorAll('#table-1 tbody tr')).map(r => parseFloat(r.cells[2].dataset.value))")
+    assert values == sorted(values, reverse=True)
+    # the kind filter hides the other kinds
+    kinds = run("return Array.from(document.querySelectorAll('.f-kind option')).map(o => o.value).filter(v => v)")
+    run(f"var s = document.querySelector('.f-kind'); s.value = {json.dumps(kinds[0])}; s.dispatchEvent(new Event('change'));")
+    shown = run("return Array.from(document.querySelectorAll('.timeline')).filter(c => !c.hidden).map(c => c.dataset.kind)")
+    assert shown and set(shown) == {kinds[0]}
+    severe = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert severe == []
+    requests = []
+    for entry in browser.get_log("performance"):
+        msg = json.loads(entry["message"])["message"]
+        if msg["method"] == "Network.requestWillBeSent":
+            requests.append(msg["params"]["request"]["url"])
+    assert [u for u in requests if u != url and not u.startswith("data:")] == []
 
 
 def test_rank_charts_and_timelines_show_the_best_runs_only(store_path: tuple[Path, Path]) -> None:

@@ -6,7 +6,8 @@ bump chart of ranks across datasets and question kinds, Kendall τ_b between
 those rankings as a heat map, the significant inversions); per-sample
 timelines (duration, evidence spans, the query relevance curve where the
 feature cache holds it, each selector's chosen frames as ticks, thumbnails of
-the chosen frames) with filters by question kind and outcome; routed runs'
+the chosen frames; a question over several videos has all of these per video,
+one panel each) with filters by question kind and outcome; routed runs'
 budgets per question kind; cost against accuracy; replays side by side; and,
 for streaming runs, the headline metric against memory size (one line per
 streaming selector) and, per question, what each memory held when it was
@@ -94,6 +95,8 @@ class Thumb:
     time: float
     uri: str
     chosen_by: str
+    #: the video's label ("Video 2") in a question over several videos; empty for one video
+    video: str = ""
 
 
 @dataclass
@@ -109,6 +112,14 @@ class TimelineView:
     right: list[str]
     wrong: list[str]
     thumbs: list[Thumb] = field(default_factory=list)
+
+    @property
+    def thumb_groups(self) -> list[tuple[str, list[Thumb]]]:
+        """The thumbnails by video, in the question's order (one group, labelled "", for one video)."""
+        groups: dict[str, list[Thumb]] = {}
+        for thumb in self.thumbs:
+            groups.setdefault(thumb.video, []).append(thumb)
+        return list(groups.items())
 
 
 @dataclass
@@ -254,9 +265,8 @@ def _correct(record_metrics: Mapping[str, float], metric: str) -> bool | None:
     return bool(value >= 0.5)
 
 
-def _relevance(run: StoredRun, sample: Sample, video_id: str, policy: str, cache: Any, times: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """The query relevance curve from the feature cache, when the run's encoder has a text side."""
-    from frameselect.cache import Cache
+def _text_encoder(run: StoredRun) -> Any | None:
+    """The run's encoder, re-created from its configuration, when its relevance is a function of cached embeddings (a text side, not pairwise)."""
     from frameselect.registry import revive
 
     enc_cfg = run.info.config.get("encoder") or {}
@@ -266,7 +276,15 @@ def _relevance(run: StoredRun, sample: Sample, video_id: str, policy: str, cache
         encoder = revive(enc_cfg, kind="encoders")  # encoders load their models lazily: nothing is loaded here
     except Exception:
         return None
-    if not encoder.has_text or encoder.pairwise_relevance:
+    return encoder if encoder.has_text and not encoder.pairwise_relevance else None
+
+
+def _relevance(run: StoredRun, sample: Sample, video_id: str, policy: str, cache: Any, times: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The query relevance curve from the feature cache, when the run's encoder has a text side."""
+    from frameselect.cache import Cache
+
+    encoder = _text_encoder(run)
+    if encoder is None:
         return None
     frames = cache.load_array("frames", Cache.embedding_key(video_id, policy, encoder.id))
     text = cache.load_array("text", Cache.text_key(encoder.id, sample.query.text))
@@ -275,8 +293,22 @@ def _relevance(run: StoredRun, sample: Sample, video_id: str, policy: str, cache
     return times, np.asarray(encoder.relevance(frames, text), dtype=np.float64)
 
 
-def _thumbnails(sample: Sample, video_id: str, policy: str, picks: Mapping[int, tuple[float, list[str]]], cache_root: Path, limit: int) -> list[Thumb]:
-    """Small JPEGs of the chosen pool frames, decoded once and kept under the cache."""
+def _pool_times(probe: Any, policy: str) -> np.ndarray | None:
+    """The times of a video's pool under ``policy``, from its cached probe (None when they cannot be had)."""
+    if probe is None or not policy:
+        return None
+    from frameselect.video.decode import parse_policy, select_pool_indices
+
+    try:
+        return np.asarray(probe.timestamps[select_pool_indices(probe.timestamps, probe.duration, parse_policy(policy))])
+    except Exception:
+        return None
+
+
+def _thumbnails(
+    path: str, video_id: str, policy: str, picks: Mapping[int, tuple[float, list[str]]], cache_root: Path, limit: int, video: str = ""
+) -> list[Thumb]:
+    """Small JPEGs of the chosen pool frames of the video at ``path``, decoded once and kept under the cache."""
     from PIL import Image
 
     from frameselect.video.decode import candidates
@@ -288,7 +320,7 @@ def _thumbnails(sample: Sample, video_id: str, policy: str, picks: Mapping[int, 
     paths = {i: folder / f"{i}.jpg" for i in chosen}
     todo = [i for i in chosen if not paths[i].exists()]
     if todo:
-        pool = candidates(sample.video, policy, video_id=video_id)
+        pool = candidates(path, policy, video_id=video_id)
         source: Any = pool.source  # a video's frame source: decodes straight to the asked size
         folder.mkdir(parents=True, exist_ok=True)
         first = source.get([todo[0]])[0]
@@ -301,8 +333,26 @@ def _thumbnails(sample: Sample, video_id: str, policy: str, picks: Mapping[int, 
     for i in chosen:
         data = base64.b64encode(paths[i].read_bytes()).decode("ascii")
         t, labels = picks[i]
-        thumbs.append(Thumb(t, f"data:image/jpeg;base64,{data}", ", ".join(labels)))
+        thumbs.append(Thumb(t, f"data:image/jpeg;base64,{data}", ", ".join(labels), video))
     return thumbs
+
+
+def _thumb_shares(counts: Sequence[int], limit: int) -> list[int]:
+    """How many of ``limit`` thumbnails each video gets, for ``counts`` frames chosen in each: one at a time
+    round the videos in order, so the shares differ by at most one until a video has no frames left (its
+    unused share goes to the others); the shares sum to ``min(limit, sum(counts))``.
+
+    >>> _thumb_shares([10, 10], 5), _thumb_shares([1, 10, 10], 6), _thumb_shares([2, 3], 24)
+    ([3, 2], [1, 3, 2], [2, 3])
+    """
+    shares = [0] * len(counts)
+    left = max(0, int(limit))
+    while left > 0 and any(s < c for s, c in zip(shares, counts)):
+        for i, c in enumerate(counts):
+            if left > 0 and shares[i] < c:
+                shares[i] += 1
+                left -= 1
+    return shares
 
 
 def _pick_samples(ids_by_kind: Mapping[str, list[str]], limit: int) -> list[str]:
@@ -339,7 +389,7 @@ def _timelines(store: Store, runs: Sequence[StoredRun], metric: str, by: str | N
         ids_by_kind[str(first.metadata.get(by, "")) if by else ""].append(sid)
     views: list[TimelineView] = []
     for n, sid in enumerate(_pick_samples(ids_by_kind, opts.samples)):
-        across = _timeline_across(store, runs, records, sid, samples.get(sid), metric, by, cache, f"tl{n}")
+        across = _timeline_across(store, runs, records, sid, samples.get(sid), metric, by, cache, f"tl{n}", opts, cache_root)
         if across is not None:
             views.append(across)
             continue
@@ -377,12 +427,7 @@ def _timelines(store: Store, runs: Sequence[StoredRun], metric: str, by: str | N
         probe = cache.load_probe(video_id) if video_id else None
         if probe is not None:
             duration = float(probe.duration)
-            from frameselect.video.decode import parse_policy, select_pool_indices
-
-            try:
-                times_all = probe.timestamps[select_pool_indices(probe.timestamps, probe.duration, parse_policy(policy))]
-            except Exception:
-                times_all = None
+            times_all = _pool_times(probe, policy)
         duration = max(duration, max((t for r in rows for t in r.times), default=0.0) + 0.5)
         evidence = [(s.start, s.end) for s in sample.evidence] if sample is not None else []
         relevance = None
@@ -396,7 +441,7 @@ def _timelines(store: Store, runs: Sequence[StoredRun], metric: str, by: str | N
         thumbs: list[Thumb] = []
         if opts.thumbnails and sample is not None and video_id:
             try:
-                thumbs = _thumbnails(sample, video_id, policy, picks, cache_root, opts.thumbs_per_sample)
+                thumbs = _thumbnails(sample.video, video_id, policy, picks, cache_root, opts.thumbs_per_sample)
             except (OSError, FrameselectError, ValueError):
                 thumbs = []
         views.append(
@@ -417,6 +462,16 @@ def _timelines(store: Store, runs: Sequence[StoredRun], metric: str, by: str | N
     return views
 
 
+def _run_pool(run: StoredRun) -> str:
+    """The run's pool policy in its canonical form ("" when its configuration has none that parses)."""
+    from frameselect.video.decode import parse_policy
+
+    try:
+        return str(parse_policy(run.info.config["pool"]))
+    except Exception:
+        return ""
+
+
 def _timeline_across(
     store: Store,
     runs: Sequence[StoredRun],
@@ -427,10 +482,21 @@ def _timeline_across(
     by: str | None,
     cache: Any,
     gid: str,
+    opts: ReportOptions,
+    cache_root: Path,
 ) -> TimelineView | None:
-    """A question over several videos: one timeline row per video and run (None for a one-video sample)."""
+    """A question over several videos: one panel per video, each with what a one-video timeline has (a row per run,
+    the query relevance curve, thumbnails of the chosen frames); None for a one-video sample.
+
+    A video's relevance curve is the first run's (in the runs' order) that the feature cache holds for that
+    video, as for one video; a video without one says why in its panel when some run's encoder has a text side.
+    The question's thumbnails are at most ``opts.thumbs_per_sample`` over all its videos (:func:`_thumb_shares`).
+    """
     per_video: dict[str, list[figures.TimelineRow]] = {}
     hashes: dict[str, str] = {}
+    #: per video and pool policy: pool index -> (time, the runs that chose it)
+    picks: dict[str, dict[str, dict[int, tuple[float, list[str]]]]] = {}
+    shown: list[StoredRun] = []
     right: list[str] = []
     wrong: list[str] = []
     meta: Mapping[str, Any] = {}
@@ -439,35 +505,64 @@ def _timeline_across(
         rows = store.video_selections(run.info.run_id, sid) if rec is not None else []
         if rec is None or not rows:
             continue
+        shown.append(run)
         meta = rec.metadata
         ok = _correct(rec.metrics, metric)
         if ok is not None:
             (right if ok else wrong).append(run.label)
+        policy = _run_pool(run)
         for row in rows:
             hashes.setdefault(row.video, row.video_id)
             per_video.setdefault(row.video, []).append(figures.TimelineRow(run.label, tuple(row.timestamps), ok))
+            if policy and row.video_id == hashes[row.video]:
+                chosen = picks.setdefault(row.video, {}).setdefault(policy, {})
+                for idx, t in zip(row.selection.indices, row.timestamps):
+                    chosen.setdefault(int(idx), (float(t), []))[1].append(run.label)
     if not per_video:
         return None
     refs = {r.id: r for r in sample.video_refs} if sample is not None else {}
-    order = [r.id for r in sample.video_refs] if sample is not None else list(per_video)
+    order = [r.id for r in sample.video_refs if r.id in per_video] if sample is not None else list(per_video)
+    labels = {vid: f"Video {j + 1}" for j, vid in enumerate(order)}
+    text_runs = [run for run in shown if _text_encoder(run) is not None]
     videos = []
-    for j, vid in enumerate(v for v in order if v in per_video):
+    for vid in order:
         probe = cache.load_probe(hashes[vid]) if hashes.get(vid) else None
         longest = max((t for r in per_video[vid] for t in r.times), default=0.0) + 0.5
         duration = max(float(probe.duration) if probe is not None else 0.0, longest)
         evidence = tuple((s.start, s.end) for s in refs[vid].evidence) if vid in refs else ()
-        videos.append(figures.VideoTimeline(f"Video {j + 1}", duration, evidence, tuple(per_video[vid])))
+        relevance = None
+        if sample is not None:
+            for run in text_runs:
+                times = _pool_times(probe, _run_pool(run))
+                relevance = _relevance(run, sample, hashes[vid], _run_pool(run), cache, times) if times is not None else None
+                if relevance is not None:
+                    break
+        note = ""
+        if relevance is None and text_runs:
+            note = "no relevance curve: the question's dataset cannot be read" if sample is None else "no relevance curve: not in the feature cache"
+        videos.append(figures.VideoTimeline(labels[vid], duration, evidence, tuple(per_video[vid]), relevance, note))
+    thumbs: list[Thumb] = []
+    if opts.thumbnails and sample is not None:
+        groups = [(vid, policy, chosen) for vid in order if vid in refs for policy, chosen in picks.get(vid, {}).items()]
+        for (vid, policy, chosen), share in zip(groups, _thumb_shares([len(c) for _, _, c in groups], opts.thumbs_per_sample)):
+            if share <= 0:
+                continue
+            try:
+                thumbs += _thumbnails(refs[vid].path, hashes[vid], policy, chosen, cache_root, share, labels[vid])
+            except (OSError, FrameselectError, ValueError):
+                continue  # as for one video: no thumbnails of a video that cannot be decoded
     return TimelineView(
         sample_id=sid,
         question=sample.query.text if sample is not None else "",
         options=list(sample.query.options) if sample is not None else [],
         answer=str(sample.answer or "") if sample is not None else "",
         kind=str(meta.get(by, "")) if by else "",
-        video=", ".join(os.path.basename(r.path) for r in sample.video_refs) if sample is not None else "",
+        video=", ".join(r.path if opts.include_paths else os.path.basename(r.path) for r in sample.video_refs) if sample is not None else "",
         svg=figures.timeline_across(videos, gid=gid),
         ticks=sum(len(r.times) for v in videos for r in v.rows),
         right=right,
         wrong=wrong,
+        thumbs=thumbs,
     )
 
 

@@ -235,26 +235,54 @@ def timeline(
 
 @dataclass(frozen=True)
 class VideoTimeline:
-    """One video of a question over several videos: its label, duration, evidence spans and each run's frames in it."""
+    """One video of a question over several videos: its label, duration, evidence spans and each run's frames in it.
+
+    ``relevance``: the query relevance curve over the video's pool (times, values), as a
+    one-video timeline draws it; ``note``: said in the panel instead (why there is no curve).
+    """
 
     label: str
     duration: float
     evidence: tuple[tuple[float, float], ...]
     rows: tuple[TimelineRow, ...]
+    relevance: tuple[np.ndarray, np.ndarray] | None = None
+    note: str = ""
 
 
 def timeline_across(videos: Sequence[VideoTimeline], *, gid: str = "tl") -> str:
     """A question over several videos: one panel per video (its own time axis and evidence), a row of ticks per run in each.
 
-    Each chosen frame is one tick, an SVG element with id ``{gid}-v{video}-tick-{row}-{j}``.
+    A video with a relevance curve gets it above its ticks, as :func:`timeline` draws
+    it (an SVG element with id ``{gid}-v{video}-relevance``); a video with a note
+    shows it in its panel (id ``{gid}-v{video}-note``). Each chosen frame is one
+    tick, an SVG element with id ``{gid}-v{video}-tick-{row}-{j}``.
     """
     plt = _plt()
-    heights = [max(0.9, 0.28 * len(v.rows) + 0.45) for v in videos]
-    fig, axes = plt.subplots(len(videos), 1, figsize=(7.5, sum(heights) + 0.3), gridspec_kw={"height_ratios": heights}, squeeze=False)
-    for v, (video, ax) in enumerate(zip(videos, axes[:, 0])):
+    heights: list[float] = []
+    for each in videos:
+        if each.relevance is not None and len(each.relevance[0]) > 1:
+            heights.append(0.8)
+        heights.append(max(0.9, 0.28 * len(each.rows) + 0.45))
+    fig = plt.figure(figsize=(7.5, sum(heights) + 0.3))
+    grid = fig.add_gridspec(len(heights), 1, height_ratios=heights)
+    slot = 0
+    last: Any = None
+    for v, video in enumerate(videos):
         n = len(video.rows)
-        for s, e in video.evidence:
-            ax.axvspan(s, e, color="#2ca02c", alpha=0.18, linewidth=0)
+        has_rel = video.relevance is not None and len(video.relevance[0]) > 1
+        rel_ax = fig.add_subplot(grid[slot, 0]) if has_rel else None
+        slot += int(has_rel)
+        ax = fig.add_subplot(grid[slot, 0], sharex=rel_ax)
+        slot += 1
+        last = ax
+        for panel in (rel_ax, ax):
+            if panel is not None:
+                for s, e in video.evidence:
+                    panel.axvspan(s, e, color="#2ca02c", alpha=0.18, linewidth=0)
+        if rel_ax is not None and video.relevance is not None:
+            rel_ax.plot(video.relevance[0], video.relevance[1], color="#555555", linewidth=1.0)[0].set_gid(f"{gid}-v{v}-relevance")
+            rel_ax.set_ylabel("relevance", fontsize=7)
+            rel_ax.tick_params(labelsize=7, labelbottom=False)
         for r, row in enumerate(video.rows):
             y = n - 1 - r
             mark = "" if row.correct is None else (" ✓" if row.correct else " ✗")
@@ -265,9 +293,13 @@ def timeline_across(videos: Sequence[VideoTimeline], *, gid: str = "tl") -> str:
         ax.set_yticks([])
         ax.set_ylim(-0.6, max(n, 1) - 0.4)
         ax.set_xlim(0, max(video.duration, 1e-6))
-        ax.set_title(video.label, fontsize=8, loc="left")
+        top = rel_ax if rel_ax is not None else ax
+        top.set_title(video.label, fontsize=8, loc="left")
+        if video.note:
+            top.text(1.0, 1.02, video.note, transform=top.transAxes, ha="right", va="bottom", fontsize=7, color="#777777").set_gid(f"{gid}-v{v}-note")
         ax.tick_params(labelsize=7)
-    axes[-1, 0].set_xlabel("time in each video (s)", fontsize=8)
+    if last is not None:
+        last.set_xlabel("time in each video (s)", fontsize=8)
     fig.tight_layout()
     return _svg(fig)
 
