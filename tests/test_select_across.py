@@ -308,3 +308,29 @@ def test_cli_errors_are_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFi
     assert rc == 2 and out == ""
     assert err.startswith("frameselect: error: ") and err.count("\n") == 1 and "Traceback" not in err
     assert re.search(message, err), err
+
+
+def test_the_same_selection_as_a_run_stores(tmp_path: Path) -> None:
+    """Two videos of 8 s and 20 s at 10 fps, pools at 1 fps (frames at 0, 1, ... s): the run's stored rows equal select_across on those times."""
+    from frameselect.pipeline import evaluate, sample_seed
+    from frameselect.store import Store
+    from frameselect.types import Query, Sample, VideoRef
+    from frameselect.video.synth import write_video
+
+    def draw(i: int) -> np.ndarray:
+        frame = np.zeros((24, 32, 3), dtype=np.uint8)
+        frame[..., 0] = i
+        return frame
+
+    a = write_video(tmp_path / "a.mp4", 80, draw, fps=10)
+    b = write_video(tmp_path / "b.mp4", 200, draw, fps=10)
+    sample = Sample.across("q", [VideoRef("video_1", str(a)), VideoRef("video_2", str(b))], Query("which?"))
+    db = tmp_path / "runs.db"
+    run = evaluate("random", ["frame_precision"], [sample], 7, budget_policy="duration", store=db, cache_dir=tmp_path / "cache", pool="fps=1", seed=3)
+    assert run.records[0].status == "ok"
+    with Store(db) as st:
+        stored = [(row.video, list(row.selection.indices), list(row.timestamps)) for row in st.video_selections(run.run_id, "q")]
+    videos = [{"timestamps": np.arange(8.0), "duration": 8.0}, {"timestamps": np.arange(20.0), "duration": 20.0}]
+    out = select_across("random", 7, videos, budget_policy="duration", seed=sample_seed(3, "q"))
+    assert [(v["id"], v["indices"], v["timestamps"]) for v in out["videos"]] == stored
+    assert [len(indices) for _, indices, _ in stored] == [2, 5]  # 1 each, the other 5 by 8:20 -> 1.43, 3.57 -> 1 + 3, the last to video_2
