@@ -29,7 +29,8 @@ ARRAYS = ("embeddings", "text", "scores", "timestamps", "pixels")
 PER_VIDEO = ("embeddings", "scores", "timestamps", "pixels", "detections", "video_id", "duration")
 
 DESCRIPTION = """\
-Run one selector on features you bring as .npy files and print the chosen frames as JSON.
+Run one selector on features you bring as .npy files and print the chosen
+frames as JSON.
 
 One video: {"selector", "k", "indices", "timestamps", "params"}.
 
