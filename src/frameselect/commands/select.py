@@ -6,6 +6,11 @@
 Prints (or writes to ``--output``) the JSON of
 :func:`frameselect.arrays.select_from_arrays`: selector, k, indices,
 timestamps and the selector's parameters.
+
+A question over several videos repeats the per-video flags once per video, in
+order, and prints the JSON of :func:`frameselect.arrays.select_across`::
+
+    frameselect select -s topk -k 16 --scores a.npy --scores b.npy --budget-policy relevance
 """
 
 from __future__ import annotations
@@ -20,6 +25,31 @@ from frameselect.commands._common import parse_params
 from frameselect.errors import FrameselectError
 
 ARRAYS = ("embeddings", "text", "scores", "timestamps", "pixels")
+#: flags given once per video (repeated for a question over several videos)
+PER_VIDEO = ("embeddings", "scores", "timestamps", "pixels", "detections", "video_id", "duration")
+
+DESCRIPTION = """\
+Run one selector on features you bring as .npy files and print the chosen
+frames as JSON.
+
+One video: {"selector", "k", "indices", "timestamps", "params"}.
+
+Several videos: give each per-video flag (--embeddings, --scores, --timestamps,
+--pixels, --detections, --video-id, --duration) once per video, in the same
+order, or leave it out; --text, the query, is given once. The total budget -k is
+shared among the videos by --budget-policy (default equal), or a joint selector
+(-s topk_union, -s binding) chooses over all videos itself. The same output is
+given for one video with --budget-policy, a joint selector, --video-id or
+--duration:
+
+  {"selector", "k" (the total), "policy" (its name, or "joint"), "params",
+   "policy_params" (under a policy),
+   "videos": [{"id", "k" (its share), "indices", "timestamps", "scores" (when
+               the selector gives them)}, ...],
+   "bindings": [[video_a, index_a, video_b, index_b], ...] (joint selectors)}
+
+Videos are video_1, video_2, ... unless --video-id names them.
+"""
 
 
 def _load(option: str, path: str) -> Any:
@@ -33,48 +63,126 @@ def _load(option: str, path: str) -> Any:
         raise FrameselectError(f"--{option} {path}: not a readable .npy array ({exc})") from None
 
 
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _video_count(args: argparse.Namespace) -> int:
+    """How many videos the per-video flags describe; a flag given a different number of times (or --text more than once) is an error."""
+    texts = args.text or []
+    if len(texts) > 1:
+        raise FrameselectError(f"--text is the one query embedding for every video: give it once (it was given {len(texts)} times)")
+    counts = {name: len(getattr(args, name) or []) for name in PER_VIDEO}
+    given = {name: n for name, n in counts.items() if n}
+    if len(set(given.values())) > 1:
+        listed = ", ".join(f"{_flag(name)} {n} time{'s' if n > 1 else ''}" for name, n in given.items())
+        raise FrameselectError(f"the per-video flags disagree on the number of videos ({listed}): give each once per video, in the same order, or leave it out")
+    return max(given.values(), default=0)
+
+
+def _detections(paths: list[str]) -> tuple[list[Any], list[str]]:
+    """Each video's detection matrix over the objects named in any of the files (in order of first appearance; absent: 0)."""
+    import numpy as np
+
+    from frameselect.selectors.tstar import load_detections
+
+    loaded = [load_detections(path) for path in paths]
+    names: list[str] = []
+    for _, found in loaded:
+        names += [o for o in found if o not in names]
+    matrices = []
+    for conf, found in loaded:
+        full = np.zeros((conf.shape[0], len(names)), dtype=np.float64)
+        full[:, [names.index(o) for o in found]] = conf
+        matrices.append(full)
+    return matrices, names
+
+
+def _is_joint(selector: str) -> bool:
+    from frameselect.crossvideo import joint_selectors
+
+    return selector in joint_selectors.names()
+
+
 def run(args: argparse.Namespace) -> int:
-    from frameselect.arrays import select_from_arrays
+    from frameselect.arrays import select_across, select_from_arrays
 
     params = parse_params(args.param)
     clash = sorted(set(params) & {*ARRAYS, "seed"})
     if clash:
         raise FrameselectError(f"--param {clash[0]}=... names an input, not a selector parameter; use --{clash[0]} instead")
-    arrays = {name: _load(name, getattr(args, name)) for name in ARRAYS if getattr(args, name) is not None}
-    if getattr(args, "detections", None):
-        if "embeddings" in arrays:
+    n_videos = _video_count(args)
+    per_video: list[dict[str, Any]] = [{} for _ in range(max(n_videos, 1))]
+    for name in ("embeddings", "scores", "timestamps", "pixels"):
+        for i, path in enumerate(getattr(args, name) or []):
+            per_video[i][name] = _load(name, path)
+    text = _load("text", args.text[0]) if args.text else None
+    if args.detections:
+        if args.embeddings:
             raise FrameselectError("--detections and --embeddings both give the per-frame matrix; pass one")
-        from frameselect.selectors.tstar import load_detections
-
-        arrays["embeddings"], names = load_detections(args.detections)
+        matrices, names = _detections(args.detections)
+        for i, matrix in enumerate(matrices):
+            per_video[i]["embeddings"] = matrix
         params.setdefault("detector", "matrix")
         params.setdefault("objects", list(names))
-    result = select_from_arrays(args.selector, args.k, seed=args.seed, **arrays, **params)
-    text = json.dumps(result, indent=2)
+    across = n_videos > 1 or bool(args.budget_policy or args.video_id or args.duration) or _is_joint(args.selector)
+    if across:
+        for i, seconds in enumerate(args.duration or []):
+            per_video[i]["duration"] = seconds
+        result = select_across(args.selector, args.k, per_video, text=text, budget_policy=args.budget_policy, ids=args.video_id, seed=args.seed, **params)
+    else:
+        arrays = {**per_video[0], **({"text": text} if text is not None else {})}
+        result = select_from_arrays(args.selector, args.k, seed=args.seed, **arrays, **params)
+    out = json.dumps(result, indent=2)
     if args.output:
         try:
-            Path(args.output).write_text(text + "\n", encoding="utf-8")
+            Path(args.output).write_text(out + "\n", encoding="utf-8")
         except OSError as exc:
             raise FrameselectError(f"--output {args.output}: cannot write ({exc})") from None
     else:
-        sys.stdout.write(text + "\n")
+        sys.stdout.write(out + "\n")
     return 0
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("select", help="run one selector on your own features (.npy files) and print the chosen frames as JSON")
-    p.add_argument("--selector", "-s", required=True, help="registered selector name (see 'frameselect list selectors')")
-    p.add_argument("--k", "-k", type=int, required=True, help="frame budget")
-    p.add_argument("--embeddings", metavar="F.npy", help="frame embeddings, shape (N, D)")
-    p.add_argument("--text", metavar="F.npy", help="query embedding, shape (D,) or (1, D)")
-    p.add_argument("--scores", metavar="F.npy", help="per-frame query relevance, shape (N,)")
-    p.add_argument("--timestamps", metavar="F.npy", help="frame times in seconds, shape (N,), ascending (default: 0, 1, ..., N-1)")
+    p = sub.add_parser(
+        "select",
+        help="run one selector on your own features (.npy files) and print the chosen frames as JSON",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--selector", "-s", required=True, help="registered selector name (see 'frameselect list selectors'), or a joint selector over several videos"
+    )
+    p.add_argument("--k", "-k", type=int, required=True, help="frame budget (over several videos: the total)")
+    p.add_argument("--embeddings", action="append", metavar="F.npy", help="frame embeddings, shape (N, D); once per video")
+    p.add_argument("--text", action="append", metavar="F.npy", help="query embedding, shape (D,) or (1, D); once, for every video")
+    p.add_argument("--scores", action="append", metavar="F.npy", help="per-frame query relevance, shape (N,); once per video")
+    p.add_argument(
+        "--timestamps", action="append", metavar="F.npy", help="frame times in seconds, shape (N,), ascending (default: 0, 1, ..., N-1); once per video"
+    )
     p.add_argument(
         "--detections",
+        action="append",
         metavar="F.json|F.npy",
-        help="per-frame object confidences for detection-driven selectors (tstar, vsls): JSON [{object: confidence}, ...] or .npy (N, objects)",
+        help="per-frame object confidences for detection-driven selectors (tstar, vsls): JSON [{object: confidence}, ...] or .npy (N, objects); once per video",
     )
-    p.add_argument("--pixels", metavar="F.npy", help="downscaled RGB frames, shape (N, h, w, 3) uint8, for pixel-based selectors")
+    p.add_argument(
+        "--pixels", action="append", metavar="F.npy", help="downscaled RGB frames, shape (N, h, w, 3) uint8, for pixel-based selectors; once per video"
+    )
+    p.add_argument(
+        "--budget-policy",
+        metavar="NAME",
+        help="how the total -k is shared among several videos: equal (the default), duration, relevance, per_video, crossvid, mvu_eval (docs/crossvideo.md)",
+    )
+    p.add_argument("--video-id", action="append", metavar="ID", help="a video's id in the output (default: video_1, video_2, ...); once per video")
+    p.add_argument(
+        "--duration",
+        action="append",
+        type=float,
+        metavar="SECONDS",
+        help="a video's duration for --budget-policy duration (default: its timestamps' span); once per video",
+    )
     p.add_argument(
         "--param", "-p", action="append", metavar="NAME=VALUE", help="selector hyper-parameter (repeatable); values parse as JSON: 0.7, true, [1, 2]"
     )
