@@ -318,3 +318,41 @@ def test_report_draws_accuracy_against_tokens_per_selector(tmp_path: Path) -> No
     frameselect.evaluate(selector="uniform", k=2, dataset=tiny, store=plain, cache_dir=cache, progress=False, evaluators=["evidence_recall"])
     frameselect.evaluate(selector="uniform", k=4, dataset=tiny, store=plain, cache_dir=cache, progress=False, evaluators=["evidence_recall"])
     assert "figure tokens" not in build_report(plain, options=_options(cache, thumbnails=False))
+
+
+def test_thumbnails_show_each_runs_own_frames_when_runs_pool_a_video_differently(tmp_path: Path) -> None:
+    import base64
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    from frameselect.datasets.tiny import _COLOURS, TINY_VIDEOS
+
+    root = tmp_path / "tiny"
+    assert next(iter(TinyDataset(root).samples())).id.startswith("tiny_a/")
+    store, cache = tmp_path / "runs.sqlite", tmp_path / "cache"
+    times: set[float] = set()
+    for pool in ("fps=1", "fps=0.5"):  # 12 and 6 candidates: the same pool index is a different frame in each
+        result = frameselect.evaluate(
+            selector="uniform",
+            evaluators=["evidence_recall"],
+            dataset=TinyDataset(root),
+            limit=1,
+            k=4,
+            pool=pool,
+            store=store,
+            cache_dir=cache / "features",
+            label=f"uniform {pool}",
+        )
+        times |= {round(t, 1) for t in result.records[0].timestamps}
+    html = build_report(store, options=_options(cache, samples=1))
+    figs = re.findall(r'<figure title="chosen by ([^"]*)"><img src="data:image/jpeg;base64,([^"]+)"[^>]*><figcaption>([\d.]+) s</figcaption>', html)
+    assert {float(t) for _, _, t in figs} == times and len(figs) == len(times)  # a frame both pools hold is shown once
+    assert [by for by, _, t in figs if t == "0.0"] == ["uniform fps=1, uniform fps=0.5"]
+    spec = TINY_VIDEOS[0]
+    for _, data, t in figs:
+        thumb = np.asarray(Image.open(io.BytesIO(base64.b64decode(data))).convert("RGB"), dtype=float)
+        # the scene's colour at that time (a pool frame at t is drawn at t + 0.05 s); a little texture darkens a 4-pixel stripe
+        colour = next(c for c, s, e in spec.scenes if s <= float(t) + 0.05 < e)
+        assert np.abs(np.median(thumb.reshape(-1, 3), axis=0) - _COLOURS[colour]).max() < 25, (t, colour)

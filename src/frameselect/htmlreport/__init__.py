@@ -337,6 +337,21 @@ def _thumbnails(
     return thumbs
 
 
+def _one_per_time(picks: dict[tuple[str, str], dict[int, tuple[float, list[str]]]]) -> dict[tuple[str, str], dict[int, tuple[float, list[str]]]]:
+    """The chosen frames with each time kept once: a frame two pool policies both hold (at different
+    indices) is shown under the first, chosen by the runs of both (``picks`` is changed in place)."""
+    kept: dict[float, list[str]] = {}
+    for chosen in picks.values():
+        for idx, (t, labels) in list(chosen.items()):
+            first = kept.get(round(t, 6))
+            if first is None:
+                kept[round(t, 6)] = labels
+                continue
+            first.extend(label for label in labels if label not in first)
+            del chosen[idx]
+    return picks
+
+
 def _thumb_shares(counts: Sequence[int], limit: int) -> list[int]:
     """How many of ``limit`` thumbnails each video gets, for ``counts`` frames chosen in each: one at a time
     round the videos in order, so the shares differ by at most one until a video has no frames left (its
@@ -395,7 +410,8 @@ def _timelines(store: Store, runs: Sequence[StoredRun], metric: str, by: str | N
             continue
         rows: list[figures.TimelineRow] = []
         seen: set[tuple[str, tuple[float, ...]]] = set()
-        picks: dict[int, tuple[float, list[str]]] = {}
+        #: chosen pool frames by (video content hash, pool policy): a pool index means a frame only under its run's pool policy
+        picks: dict[tuple[str, str], dict[int, tuple[float, list[str]]]] = {}
         right: list[str] = []
         wrong: list[str] = []
         video_id = policy = ""
@@ -419,8 +435,9 @@ def _timelines(store: Store, runs: Sequence[StoredRun], metric: str, by: str | N
                 continue
             seen.add(key)
             rows.append(figures.TimelineRow(run.label, times, ok))
+            chosen = picks.setdefault((video_id, policy), {})
             for idx, t in zip(selection.indices, times):
-                picks.setdefault(int(idx), (t, []))[1].append(run.label)
+                chosen.setdefault(int(idx), (t, []))[1].append(run.label)
         if not rows:
             continue
         sample = samples.get(sid)
@@ -439,11 +456,14 @@ def _timelines(store: Store, runs: Sequence[StoredRun], metric: str, by: str | N
         gid = f"tl{n}"
         svg = figures.timeline(duration, rows, evidence, relevance, gid=gid)
         thumbs: list[Thumb] = []
-        if opts.thumbnails and sample is not None and video_id:
-            try:
-                thumbs = _thumbnails(sample.video, video_id, policy, picks, cache_root, opts.thumbs_per_sample)
-            except (OSError, FrameselectError, ValueError):
-                thumbs = []
+        if opts.thumbnails and sample is not None:
+            groups = [(key, chosen) for key, chosen in _one_per_time(picks).items() if key[0] and chosen]
+            for ((hashed, pool_policy), chosen), share in zip(groups, _thumb_shares([len(c) for _, c in groups], opts.thumbs_per_sample)):
+                try:
+                    thumbs += _thumbnails(sample.video, hashed, pool_policy, chosen, cache_root, share) if share else []
+                except (OSError, FrameselectError, ValueError):
+                    continue
+            thumbs.sort(key=lambda th: th.time)
         views.append(
             TimelineView(
                 sample_id=sid,
