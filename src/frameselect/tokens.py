@@ -279,48 +279,42 @@ class Qwen25VL(Qwen2VL):
     checkpoint: ClassVar[str] = "Qwen/Qwen2.5-VL-7B-Instruct"
 
 
-class _QwenImages:
-    """Frames sent as separate images (an OpenAI-style server given ``image_url`` parts), not as one video.
+@dataclasses.dataclass(frozen=True)
+class Qwen2VLImages(Qwen2VL):
+    """Qwen2-VL priced for frames sent as separate images (``Qwen2VLImageProcessor`` + ``Qwen2VLProcessor``), as an OpenAI-style server given ``image_url`` parts sees them.
 
-    The Qwen image processor resizes each image by the same ``smart_resize`` rule and pads
-    it to ``temporal_patch_size`` frames on its own, so every frame costs what a one-frame
-    video costs: no two frames share a temporal patch, which is what sending a video saves
-    (a selection of ``n`` frames of one size costs about twice its video price). Frames may
-    differ in size. The defaults are the checkpoint's ``preprocessor_config.json``, the
-    image processor's own configuration.
+    The image processor resizes each image by the same ``smart_resize`` rule and pads it
+    to ``temporal_patch_size`` frames on its own, so every frame costs what a one-frame
+    video costs, ``(H'/14) * (W'/14) // 4`` ``<|image_pad|>`` tokens: no two frames share a
+    temporal patch, which is what sending a video saves (``n`` frames of one size cost
+    about twice their video price). Frames may differ in size. The defaults are the
+    checkpoint's ``preprocessor_config.json``, the image processor's own configuration.
     """
 
+    family: ClassVar[str] = "qwen2_vl_images"
     placeholder: ClassVar[str] = "<|image_pad|>"
-    family: ClassVar[str]
+    processor: ClassVar[str] = "Qwen2VLImageProcessor, Qwen2VLProcessor"
 
     def __post_init__(self) -> None:
-        super().__post_init__()  # type: ignore[misc]
-        if getattr(self, "cap_pixels_per_frame", False):
+        super().__post_init__()
+        if self.cap_pixels_per_frame:
             raise ConfigError(f"token model {self.family!r}: images have no per-video pixel cap; cap_pixels_per_frame applies to videos only")
 
     def visual_tokens(self, frames: Sequence[tuple[int, int]]) -> int:
         checked = _frames(self.family, frames)
-        one = super().visual_tokens  # type: ignore[misc]
-        return sum(int(one([frame])) for frame in checked)
+        return sum(Qwen2VL.visual_tokens(self, [frame]) for frame in checked)
 
     def selection_tokens(self, frames: Sequence[tuple[int, int]]) -> int:
         return self.visual_tokens(frames)
 
 
 @dataclasses.dataclass(frozen=True)
-class Qwen2VLImages(_QwenImages, Qwen2VL):
-    """Qwen2-VL priced for frames sent as images (``Qwen2VLImageProcessor`` + ``Qwen2VLProcessor``): each frame ``(H'/14) * (W'/14) // 4`` ``<|image_pad|>`` tokens."""
-
-    family: ClassVar[str] = "qwen2_vl_images"
-    processor: ClassVar[str] = "Qwen2VLImageProcessor, Qwen2VLProcessor"
-
-
-@dataclasses.dataclass(frozen=True)
-class Qwen25VLImages(_QwenImages, Qwen25VL):
-    """Qwen2.5-VL priced for frames sent as images (``Qwen2VLImageProcessor`` + ``Qwen2_5_VLProcessor``)."""
+class Qwen25VLImages(Qwen2VLImages):
+    """Qwen2.5-VL priced for frames sent as images (``Qwen2VLImageProcessor`` + ``Qwen2_5_VLProcessor``): Qwen2-VL's image rule and defaults."""
 
     family: ClassVar[str] = "qwen2_5_vl_images"
     processor: ClassVar[str] = "Qwen2VLImageProcessor, Qwen2_5_VLProcessor"
+    checkpoint: ClassVar[str] = "Qwen/Qwen2.5-VL-7B-Instruct"
 
 
 #: a video family's cost model for the same frames sent as separate images, where one is known
