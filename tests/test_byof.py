@@ -10,26 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from cli_arrays import run_cli, save
 from frameselect.arrays import select_from_arrays
-from frameselect.cli import main
 from frameselect.errors import SelectionError, UnknownNameError
 from frameselect.registry import selectors
 from frameselect.selectors.base import Selector
 from frameselect.types import CandidatePool, Features, Query
 
 SCORES = np.array([0.1, 0.9, 0.4, 0.8, 0.05, 0.7, 0.3, 0.2, 0.6, 0.0])
-
-
-def save(tmp_path: Path, name: str, array: np.ndarray) -> str:
-    path = tmp_path / f"{name}.npy"
-    np.save(path, array)
-    return str(path)
-
-
-def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    rc = main(args)
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 def test_cli_topk_on_scores_with_timestamps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pytest
 
+from colour_encoder import MeanColour
 from frameselect.cli import main
-from frameselect.encoders.base import Encoder, l2_normalize
 from frameselect.registry import encoders, selectors
 from frameselect.selectors.base import Selector
 from frameselect.store import Store
@@ -86,18 +84,6 @@ def _tiny_init(tiny_root: Path):  # type: ignore[no-untyped-def]
 # -- input errors and failures, as a CLI user sees them -------------------------------------
 
 
-class _MeanColour(Encoder):
-    """A cheap text-capable encoder for CLI tests: mean colour; a query maps to a fixed colour direction."""
-
-    has_text = True
-
-    def encode_frames(self, frames: np.ndarray) -> np.ndarray:
-        return l2_normalize(frames.reshape(len(frames), -1, 3).mean(axis=1) + 1.0)
-
-    def encode_text(self, texts: Sequence[str]) -> np.ndarray:
-        return l2_normalize(np.array([[1.0, 0.5, 0.25]] * len(texts)))
-
-
 @dataclass(frozen=True)
 class _AlwaysFails(Selector):
     def _select(self, pool, query, k, features, rng):  # type: ignore[no-untyped-def]
@@ -116,7 +102,7 @@ class _FailsOnB(Selector):
 def cli_parts(monkeypatch: pytest.MonkeyPatch) -> None:
     """The parts above, registered for one test only (so registry-wide suites never see them)."""
     for name, part, registry in (
-        ("cli_mean_colour", _MeanColour, encoders),
+        ("cli_mean_colour", MeanColour, encoders),
         ("cli_always_fails", _AlwaysFails, selectors),
         ("cli_fails_on_b", _FailsOnB, selectors),
     ):

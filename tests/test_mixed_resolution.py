@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from colour_encoder import MeanColour
 from frameselect.answerers.base import Answerer, AnswerRequest
-from frameselect.encoders.base import Encoder, l2_normalize
 from frameselect.errors import ConfigError
 from frameselect.pipeline import evaluate
 from frameselect.replay import replay
@@ -140,18 +140,6 @@ def test_qframe_multires_matches_the_reference_step(video_size: tuple[int, int],
 # -- runs, the store and replay -----------------------------------------------------------------
 
 
-class _MeanColour(Encoder):
-    """A cheap text-capable encoder: mean colour; the query maps to a fixed colour direction."""
-
-    has_text = True
-
-    def encode_frames(self, frames: np.ndarray) -> np.ndarray:
-        return l2_normalize(frames.reshape(len(frames), -1, 3).mean(axis=1) + 1.0)
-
-    def encode_text(self, texts: Sequence[str]) -> np.ndarray:
-        return l2_normalize(np.array([[1.0, 0.5, 0.25]] * len(texts)))
-
-
 class _SizeRecorder(Answerer):
     """Answers "A" and keeps the size of every frame it was handed."""
 
@@ -165,7 +153,7 @@ class _SizeRecorder(Answerer):
 
 def test_a_multires_run_at_a_token_budget_prices_stores_and_replays_its_sizes(tiny: Any, tmp_path: Path) -> None:
     store = tmp_path / "s.sqlite"
-    kw: dict[str, Any] = dict(dataset=tiny, store=store, cache_dir=tmp_path / "c", progress=False, encoder=_MeanColour())
+    kw: dict[str, Any] = dict(dataset=tiny, store=store, cache_dir=tmp_path / "c", progress=False, encoder=MeanColour())
     # tiny's 96 x 160 frames: as decoded 84 x 168 to Qwen, 18 a pair; at a half 48 x 80 -> 56 x 84, 6 a pair
     result = evaluate(
         "multires", ["evidence_recall"], k=8, tokens=40, token_model="qwen2_5_vl", selector_params={"selector": "uniform", "high": 2, "low_scale": 0.5}, **kw
@@ -191,14 +179,14 @@ def test_a_mixed_resolution_selector_runs_only_under_fixed_res(tiny: Any, tmp_pa
     with pytest.raises(ConfigError, match="sets its own frame sizes.*fixed_res"):
         evaluate(
             "multires", ["evidence_recall"], tiny, 8, tokens=40, token_policy="search", token_model="qwen2_5_vl",
-            encoder=_MeanColour(), store=tmp_path / "s.sqlite", cache_dir=tmp_path / "c", progress=False,
+            encoder=MeanColour(), store=tmp_path / "s.sqlite", cache_dir=tmp_path / "c", progress=False,
         )  # fmt: skip
     assert not (tmp_path / "s.sqlite").exists()  # refused when planned: no store opened
 
 
 def test_a_frame_count_run_sends_the_scaled_sizes(tiny: Any, tmp_path: Path) -> None:
     result = evaluate(
-        "multires", ["evidence_recall"], tiny, 4, encoder=_MeanColour(), selector_params={"high": 1, "low_scale": 0.25},
+        "multires", ["evidence_recall"], tiny, 4, encoder=MeanColour(), selector_params={"high": 1, "low_scale": 0.25},
         store=tmp_path / "s.sqlite", cache_dir=tmp_path / "c", progress=False,
     )  # fmt: skip
     with Store(tmp_path / "s.sqlite") as st:
@@ -232,5 +220,5 @@ def test_an_answerer_that_takes_one_video_size_refuses_a_mixed_selector_at_plan_
 
     assert LlavaOneVision.takes_mixed_sizes is False and Qwen2_5VL.takes_mixed_sizes is True and _SizeRecorder.takes_mixed_sizes is True
     with pytest.raises(ConfigError, match="sends frames at several sizes, and answerer .* takes a video of one size"):
-        plan_run("qframe", ["mc_accuracy"], tiny, 8, answerer=_OneVideo(), encoder=_MeanColour(), selector_params={"multires": True})
-    plan_run("qframe", ["mc_accuracy"], tiny, 8, answerer=_OneVideo(), encoder=_MeanColour())  # one size: fine
+        plan_run("qframe", ["mc_accuracy"], tiny, 8, answerer=_OneVideo(), encoder=MeanColour(), selector_params={"multires": True})
+    plan_run("qframe", ["mc_accuracy"], tiny, 8, answerer=_OneVideo(), encoder=MeanColour())  # one size: fine

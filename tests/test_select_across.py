@@ -17,25 +17,13 @@ from typing import Any
 import numpy as np
 import pytest
 
+from cli_arrays import run_cli, save
 from frameselect.arrays import select_across
-from frameselect.cli import main
 from frameselect.crossvideo.budget import DurationShare
 from frameselect.errors import SelectionError, UnknownNameError
 
 TEN = {"timestamps": np.arange(10.0)}
 TWENTY = {"timestamps": np.arange(20.0)}
-
-
-def save(tmp_path: Path, name: str, array: np.ndarray) -> str:
-    path = tmp_path / f"{name}.npy"
-    np.save(path, array)
-    return str(path)
-
-
-def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    rc = main(args)
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 def picked(out: dict[str, Any]) -> list[tuple[str, int, list[int]]]:

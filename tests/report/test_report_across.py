@@ -16,8 +16,8 @@ pytest.importorskip("jinja2")
 pytest.importorskip("matplotlib")
 
 import frameselect
+from colour_encoder import MeanColour
 from frameselect.cache import Cache
-from frameselect.encoders.base import Encoder, l2_normalize
 from frameselect.htmlreport import THUMB_WIDTH, ReportOptions, build_report, figures, write_report
 from frameselect.registry import datasets, encoders
 from frameselect.store import Store
@@ -31,26 +31,14 @@ ENCODER = "report_mean_colour"
 SUITE = {"n_videos": 2, "minutes": 0.5}
 
 
-class _MeanColour(Encoder):
-    """A cheap text-capable encoder: mean colour; every query maps to one colour direction (registered for these tests)."""
-
-    has_text = True
-
-    def encode_frames(self, frames: np.ndarray) -> np.ndarray:
-        return l2_normalize(frames.reshape(len(frames), -1, 3).mean(axis=1) + 1.0)
-
-    def encode_text(self, texts: Sequence[str]) -> np.ndarray:
-        return l2_normalize(np.array([[1.0, 0.5, 0.25]] * len(texts)))
-
-
 @pytest.fixture(scope="module")
 def cross_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """A haystack_cross suite (5 questions over the same 2 videos of 30 s) and a store of two runs over it:
     ``topk`` under the mean-colour encoder (its relevance in the feature cache), ``uniform`` without an encoder."""
     with pytest.MonkeyPatch.context() as mp:
         encoders.names()  # built-ins and plug-ins first
-        mp.setitem(encoders._entries, ENCODER, _MeanColour)
-        mp.setattr(_MeanColour, "registered_name", ENCODER, raising=False)
+        mp.setitem(encoders._entries, ENCODER, MeanColour)
+        mp.setattr(MeanColour, "registered_name", ENCODER, raising=False)
         tmp = tmp_path_factory.mktemp("cross-report")
         ds = datasets.create("haystack_cross", root=str(tmp / "suite"), **SUITE)
         store, cache = tmp / "runs.sqlite", tmp / "cache"
@@ -87,7 +75,7 @@ def _pool_relevance(path: str) -> tuple[np.ndarray, np.ndarray]:
     """What the run computed for the video, recomputed here: the encoder's relevance over every frame of its pool."""
     pool = candidates(path, POOL)
     frames = np.stack(pool.source.get(list(range(len(pool)))))
-    enc = _MeanColour()
+    enc = MeanColour()
     return np.asarray(pool.timestamps, dtype=float), enc.relevance(enc.encode_frames(frames), enc.encode_text(["any"])[0])
 
 
@@ -119,7 +107,7 @@ def test_a_video_without_cached_relevance_says_so_in_its_panel(cross_store: dict
     sample = cross_store["samples"][0]
     with Store(cross_store["store"]) as st:
         second = st.video_selections(cross_store["runs"][0], sample.id)[1]
-    enc_id = _MeanColour().id
+    enc_id = MeanColour().id
     entry = cache / "features" / "frames" / Cache.embedding_key(second.video_id, POOL, enc_id)[:2] / f"{Cache.embedding_key(second.video_id, POOL, enc_id)}.npy"
     assert entry.exists()
     entry.unlink()
