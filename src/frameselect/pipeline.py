@@ -238,12 +238,15 @@ def select_step_across(p: Any, plan: Any, ctx: Any, selector: Any, tokens: Acros
     tokens and frame size; the ``tokens`` metric is their sum.
     """
     from frameselect.crossvideo.holmes import Holmes, filled_selection
-    from frameselect.crossvideo.joint import one_video_sample, select_across_videos
+    from frameselect.crossvideo.joint import JointSelector, one_video_sample, select_across_videos
     from frameselect.errors import ContractError
     from frameselect.run import AcrossPrepared
 
+
     sample = p.sample
     policy = getattr(plan, "budget_policy", None)
+    # the record's policy column names how the budget is shared, from the start: a question that fails before it is selected says so too
+    p.policy = "joint" if isinstance(selector, JointSelector) else (policy.name if policy is not None else "equal")
     needs = set(selector.needs).union(*(e.needs for e in plan.evaluators)) | (set(policy.needs) if policy is not None else set())
     pools: dict[str, CandidatePool] = {}
     features: dict[str, Features] = {}

@@ -57,6 +57,11 @@ def test_a_missing_video_fails_that_sample_only(suite: tuple[Path, list], tmp_pa
     assert [r.status for r in result.records] == ["failed", "ok"]
     assert "gone.mp4" in (result.records[0].error or "")
     assert result.table["failed"] == 1.0
+    # the failed record names the budget policy the question was run under, as an answered one does
+    assert [r.policy for r in result.records] == ["equal", "equal"]
+    shared = evaluate_across(ds, "uniform", 4, budget_policy="duration", cache_dir=tmp_path / "cache", store=tmp_path / "d.db")
+    joint = evaluate_across(ds, "topk_union", 4, encoder=MeanColour(), cache_dir=tmp_path / "cache", store=tmp_path / "j.db")
+    assert [r.policy for r in shared.records] == ["duration", "duration"] and [r.policy for r in joint.records] == ["joint", "joint"]
 
 
 def test_holmes_reads_out_and_stores_its_slots(suite: tuple[Path, list], tmp_path: Path) -> None:
