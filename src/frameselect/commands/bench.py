@@ -55,12 +55,15 @@ def run_stream(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_cross_video(args: argparse.Namespace) -> int:
-    """``--cross-video``: the cross-video section (arms x budgets on questions over 2-4 haystack videos)."""
+def run_cross_video(args: argparse.Namespace, *, default_arms: bool = False) -> int:
+    """``--cross-video``: the cross-video section (arms x budgets on questions over 2-4 haystack videos).
+
+    ``default_arms``: every arm whatever ``-s`` says (the section as part of the default run).
+    """
     from frameselect.bench.cross_runner import ARMS, CrossBenchConfig, format_cross_report, run_cross_bench
 
     answerers = split_names(args.answerer)
-    arms = split_names(args.selector)
+    arms = [] if default_arms else split_names(args.selector)
     config = CrossBenchConfig(
         budgets=tuple(args.k or (8, 16)),
         arms=tuple(arms) or tuple(ARMS),
@@ -125,9 +128,22 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"time: {total:.1f} s (suite {t.get('suite', 0):.1f} s, encoder {t.get('encode', 0):.1f} s, selectors x budgets x answerers {t.get('selectors', 0):.1f} s)"
     )
+    if with_cross_video(args):  # the full default run also poses questions across several of the suite's videos
+        print("\n## Questions across several videos (the same footage, 2-4 videos a question; docs/crossvideo.md)\n")
+        start = time.perf_counter()
+        code = run_cross_video(args, default_arms=True)
+        if code:
+            return code
+        print(f"\ncross-video section: {time.perf_counter() - start:.1f} s")
     if not args.no_report:
         _write_report(args)
     return 0
+
+
+def with_cross_video(args: argparse.Namespace) -> bool:
+    """Whether the main run ends with the cross-video section: the full default run only (no ``-s`` subset, no
+    ``--tokens`` section, not ``--no-cross-video``, and an encoder for its query-aware arms)."""
+    return not (args.selector or args.tokens or args.no_cross_video or str(args.encoder).lower() == "none")
 
 
 def _write_report(args: argparse.Namespace) -> None:
@@ -188,6 +204,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         action="store_true",
         help="the cross-video section: questions over 2-4 of the suite's videos; arms (-s: uniform/equal, topk/equal, topk_union, binding, holmes) "
         "at the same total budget, answered by one backend (-a, default label_ocr_reader)",
+    )
+    p.add_argument(
+        "--no-cross-video",
+        action="store_true",
+        help="leave out the cross-video section the full default run ends with (it runs when no -s, --tokens or --encoder none is given)",
     )
     p.add_argument("--progress", action="store_true", help="a progress bar per run (one run per selector x budget x answerer)")
     p.add_argument("--report", default=None, help="HTML report to write at the end (default: beside the store, with .html)")
