@@ -191,6 +191,29 @@ class TimelineRow:
     correct: bool | None = None
 
 
+def _relevance_panel(ax: Any, relevance: tuple[np.ndarray, np.ndarray]) -> Any:
+    """The query relevance curve over a pool (times, values) on ``ax``; the line drawn."""
+    line = ax.plot(relevance[0], relevance[1], color="#555555", linewidth=1.0)[0]
+    ax.set_ylabel("relevance", fontsize=7)
+    return line
+
+
+def _tick_rows(ax: Any, rows: Sequence[TimelineRow], duration: float, tick_gid: str) -> None:
+    """A row of ticks per run on ``ax`` (each tick an SVG element with id ``{tick_gid}-{row}-{j}``), labelled and marked ✓/✗."""
+    n = len(rows)
+    for r, row in enumerate(rows):
+        y = n - 1 - r
+        mark = "" if row.correct is None else (" ✓" if row.correct else " ✗")
+        for j, t in enumerate(row.times):
+            line = ax.vlines(t, y - 0.36, y + 0.36, color=color(r), linewidth=1.6)
+            line.set_gid(f"{tick_gid}-{r}-{j}")
+        ax.text(-0.01, y, row.label + mark, transform=ax.get_yaxis_transform(), ha="right", va="center", fontsize=7)
+    ax.set_yticks([])
+    ax.set_ylim(-0.6, max(n, 1) - 0.4)
+    ax.set_xlim(0, max(duration, 1e-6))
+    ax.tick_params(labelsize=7)
+
+
 def timeline(
     duration: float,
     rows: Sequence[TimelineRow],
@@ -213,23 +236,10 @@ def timeline(
         for s, e in evidence:
             ax.axvspan(s, e, color="#2ca02c", alpha=0.18, linewidth=0)
     if has_rel and relevance is not None:
-        ax = axes[0]
-        ax.plot(relevance[0], relevance[1], color="#555555", linewidth=1.0)
-        ax.set_ylabel("relevance", fontsize=7)
-        ax.tick_params(labelsize=7)
-    ax = axes[-1]
-    for r, row in enumerate(rows):
-        y = n - 1 - r
-        mark = "" if row.correct is None else (" ✓" if row.correct else " ✗")
-        for j, t in enumerate(row.times):
-            line = ax.vlines(t, y - 0.36, y + 0.36, color=color(r), linewidth=1.6)
-            line.set_gid(f"{gid}-tick-{r}-{j}")
-        ax.text(-0.01, y, row.label + mark, transform=ax.get_yaxis_transform(), ha="right", va="center", fontsize=7)
-    ax.set_yticks([])
-    ax.set_ylim(-0.6, n - 0.4)
-    ax.set_xlim(0, max(duration, 1e-6))
-    ax.set_xlabel("time (s)", fontsize=8)
-    ax.tick_params(labelsize=7)
+        _relevance_panel(axes[0], relevance)
+        axes[0].tick_params(labelsize=7)
+    _tick_rows(axes[-1], rows, duration, f"{gid}-tick")
+    axes[-1].set_xlabel("time (s)", fontsize=8)
     return _svg(fig)
 
 
@@ -268,7 +278,6 @@ def timeline_across(videos: Sequence[VideoTimeline], *, gid: str = "tl") -> str:
     slot = 0
     last: Any = None
     for v, video in enumerate(videos):
-        n = len(video.rows)
         has_rel = video.relevance is not None and len(video.relevance[0]) > 1
         rel_ax = fig.add_subplot(grid[slot, 0]) if has_rel else None
         slot += int(has_rel)
@@ -280,24 +289,13 @@ def timeline_across(videos: Sequence[VideoTimeline], *, gid: str = "tl") -> str:
                 for s, e in video.evidence:
                     panel.axvspan(s, e, color="#2ca02c", alpha=0.18, linewidth=0)
         if rel_ax is not None and video.relevance is not None:
-            rel_ax.plot(video.relevance[0], video.relevance[1], color="#555555", linewidth=1.0)[0].set_gid(f"{gid}-v{v}-relevance")
-            rel_ax.set_ylabel("relevance", fontsize=7)
+            _relevance_panel(rel_ax, video.relevance).set_gid(f"{gid}-v{v}-relevance")
             rel_ax.tick_params(labelsize=7, labelbottom=False)
-        for r, row in enumerate(video.rows):
-            y = n - 1 - r
-            mark = "" if row.correct is None else (" ✓" if row.correct else " ✗")
-            for j, t in enumerate(row.times):
-                line = ax.vlines(t, y - 0.36, y + 0.36, color=color(r), linewidth=1.6)
-                line.set_gid(f"{gid}-v{v}-tick-{r}-{j}")
-            ax.text(-0.01, y, row.label + mark, transform=ax.get_yaxis_transform(), ha="right", va="center", fontsize=7)
-        ax.set_yticks([])
-        ax.set_ylim(-0.6, max(n, 1) - 0.4)
-        ax.set_xlim(0, max(video.duration, 1e-6))
+        _tick_rows(ax, video.rows, video.duration, f"{gid}-v{v}-tick")
         top = rel_ax if rel_ax is not None else ax
         top.set_title(video.label, fontsize=8, loc="left")
         if video.note:
             top.text(1.0, 1.02, video.note, transform=top.transAxes, ha="right", va="bottom", fontsize=7, color="#777777").set_gid(f"{gid}-v{v}-note")
-        ax.tick_params(labelsize=7)
     if last is not None:
         last.set_xlabel("time in each video (s)", fontsize=8)
     fig.tight_layout()
