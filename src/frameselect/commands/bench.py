@@ -13,6 +13,7 @@ import argparse
 import os
 import sys
 import time
+from typing import Any
 
 from frameselect.commands._common import add_executor_args, parse_params, split_names
 
@@ -37,12 +38,7 @@ def run_stream(args: argparse.Namespace) -> int:
         selectors=tuple(split_names(args.selector)),
         encoder=args.encoder or "imagenet_label",
         answerer=answerers[0] if answerers else "oracle",
-        store=args.store,
-        cache_dir=args.cache_dir,
-        n_videos=args.n_videos,
-        minutes=args.minutes,
-        seed=args.seed,
-        pool=args.pool,
+        **_suite(args),
     )
     try:
         rows = run_stream_bench(config, progress=True if args.progress else False)
@@ -53,6 +49,11 @@ def run_stream(args: argparse.Namespace) -> int:
     if not args.no_report:
         _write_report(args)
     return 0
+
+
+def _suite(args: argparse.Namespace) -> dict[str, Any]:
+    """What every section of the bench takes alike: the suite (size, seed, pool policy), the store and the cache."""
+    return {"store": args.store, "cache_dir": args.cache_dir, "n_videos": args.n_videos, "minutes": args.minutes, "seed": args.seed, "pool": args.pool}
 
 
 def run_cross_video(args: argparse.Namespace, *, default_arms: bool = False) -> int:
@@ -69,12 +70,7 @@ def run_cross_video(args: argparse.Namespace, *, default_arms: bool = False) -> 
         arms=tuple(arms) or tuple(ARMS),
         encoder=args.encoder or "imagenet_label",
         answerer=answerers[0] if answerers else "label_ocr_reader",
-        store=args.store,
-        cache_dir=args.cache_dir,
-        n_videos=args.n_videos,
-        minutes=args.minutes,
-        seed=args.seed,
-        pool=args.pool,
+        **_suite(args),
     )
     try:
         rows = run_cross_bench(config, say=(lambda line: print(line, file=sys.stderr)) if args.progress else None)
@@ -103,12 +99,7 @@ def run(args: argparse.Namespace) -> int:
         answerers=tuple(split_names(args.answerer)) or DEFAULT_ANSWERERS,
         encoder=args.encoder,
         encoder_params=tuple(parse_params(args.encoder_param, "-E/--encoder-param").items()),
-        store=args.store,
-        cache_dir=args.cache_dir,
-        n_videos=args.n_videos,
-        minutes=args.minutes,
-        seed=args.seed,
-        pool=args.pool,
+        **_suite(args),
         query_aware=args.query_aware,
         executor=args.executor,
         workers=args.workers,
