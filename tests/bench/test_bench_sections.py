@@ -73,3 +73,9 @@ def test_a_narrowed_run_leaves_the_cross_video_section_out(
 def test_the_cross_video_section_alone_keeps_its_arms(calls: list[tuple[str, Any]], tmp_path: Path) -> None:
     assert main(_bench(tmp_path, "--cross-video", "-s", "uniform/equal,holmes")) == 0
     assert [kind for kind, _ in calls] == ["cross"] and calls[0][1].arms == ("uniform/equal", "holmes")
+
+
+def test_cross_video_and_no_cross_video_together_are_refused(calls: list[tuple[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(_bench(tmp_path, "--no-cross-video", "--cross-video")) == 2
+    err = capsys.readouterr().err
+    assert calls == [] and err.startswith("frameselect: error: --cross-video runs the cross-video section alone") and "Traceback" not in err
