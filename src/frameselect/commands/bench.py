@@ -88,11 +88,8 @@ def run(args: argparse.Namespace) -> int:
     if len(sections) > 1:
         print(f"frameselect: error: {' and '.join(sections)} are separate sections of the bench; give one", file=sys.stderr)
         return 2
-    if args.no_cross_video and sections:
-        print(
-            f"frameselect: error: --no-cross-video leaves the cross-video section out of the default run; {sections[0]} runs no default run: drop one",
-            file=sys.stderr,
-        )
+    if args.no_cross_video and args.cross_video:
+        print("frameselect: error: --cross-video runs the cross-video section alone and --no-cross-video leaves it out: give one", file=sys.stderr)
         return 2
     if args.stream:
         return run_stream(args)
