@@ -23,7 +23,7 @@ from frameselect.windows import requested_units, window_duration
 if TYPE_CHECKING:
     from frameselect.tokens import TokenModel
 
-__all__ = ["Answerer", "AnswerRequest", "VideoInput", "answer_cache_key", "option_letters", "sized_frames", "video_label"]
+__all__ = ["Answerer", "AnswerRequest", "VideoInput", "answer_cache_key", "option_letters", "sized_frames", "size_groups", "video_label"]
 
 
 def _selected_frames(pool: CandidatePool, selection: Selection) -> list[NDArray[np.uint8]]:
@@ -117,6 +117,22 @@ class AnswerRequest:
 def video_label(position: int) -> str:
     """How a prompt names the video at ``position`` (0-based) of a question: ``"Video 1"``, ``"Video 2"``, ..."""
     return f"Video {position + 1}"
+
+
+def size_groups(frames: Sequence[NDArray[np.uint8]]) -> list[list[int]]:
+    """The positions of ``frames`` grouped by frame size, in the order each size first appears (time order within a group).
+
+    A model whose processor stacks a video into one array takes frames of one size, so a
+    mixed-resolution selection is sent as one video per group: what
+    :meth:`frameselect.tokens.TokenModel.selection_tokens` prices.
+
+    >>> size_groups([np.zeros((4, 6, 3), np.uint8), np.zeros((2, 3, 3), np.uint8), np.zeros((4, 6, 3), np.uint8)])
+    [[0, 2], [1]]
+    """
+    groups: dict[tuple[int, int], list[int]] = {}
+    for i, frame in enumerate(frames):
+        groups.setdefault((int(frame.shape[0]), int(frame.shape[1])), []).append(i)
+    return list(groups.values())
 
 
 def sized_frames(pool: CandidatePool, indices: Sequence[int], sizes: Sequence[tuple[int, int]]) -> list[NDArray[np.uint8]]:

@@ -71,7 +71,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from frameselect.answerers.base import Answerer, AnswerRequest, option_letters, video_label
+from frameselect.answerers.base import Answerer, AnswerRequest, option_letters, size_groups, video_label
 from frameselect.errors import AnswererError
 from frameselect.parts import Range
 from frameselect.registry import answerers
@@ -268,18 +268,14 @@ def fit_side(rgb: NDArray[np.uint8], max_side: int) -> NDArray[np.uint8]:
 def video_parts(timestamps: Sequence[float], frames: Sequence[NDArray[np.uint8]], jpeg_quality: int = 90) -> list[dict[str, Any]]:
     """One video's frames as ``video_url`` parts: vLLM's frame-list form, ``data:video/jpeg;base64,<frame>,<frame>,...``.
 
-    A model whose processor stacks a video into one array takes frames of one size,
-    so frames of several sizes (a mixed-resolution selection) go as one video per
-    size, in the order each size first appears, each after a line naming its frames'
-    times: what :meth:`frameselect.tokens.TokenModel.selection_tokens` prices.
+    Frames of several sizes (a mixed-resolution selection) go as one video per size
+    (:func:`~frameselect.answerers.base.size_groups`), each after a line naming its
+    frames' times.
     """
     if len(timestamps) != len(frames):
         raise ValueError(f"{len(timestamps)} timestamps for {len(frames)} frames")
-    groups: dict[tuple[int, int], list[int]] = {}
-    for i, frame in enumerate(frames):
-        groups.setdefault((int(frame.shape[0]), int(frame.shape[1])), []).append(i)
     content: list[dict[str, Any]] = []
-    for members in groups.values():
+    for members in size_groups(frames):
         data = ",".join(encode_image(frames[i], "jpeg", jpeg_quality).split(",", 1)[1] for i in members)
         times = ", ".join(f"{timestamps[i]:.1f}s" for i in members)
         content.append({"type": "text", "text": f"Video of {len(members)} frames at {times}:"})

@@ -81,7 +81,7 @@ from numpy.typing import NDArray
 
 from frameselect._hub import cached_commit, dtype_kwarg, dtype_name, module_device, module_dtype, pick_device, pick_dtype, weights_fingerprint
 from frameselect.answerers._vlm_inputs import InternVLInputs, LlavaOnevisionInputs, QwenVideoConfig, QwenVLInputs, torchvision_available
-from frameselect.answerers.base import Answerer, AnswerRequest, option_letters, video_label
+from frameselect.answerers.base import Answerer, AnswerRequest, option_letters, size_groups, video_label
 from frameselect.errors import AnswererError
 from frameselect.parts import Range
 from frameselect.registry import answerers
@@ -101,7 +101,7 @@ __all__ = [
     "build_prompt_across",
     "time_instruction_text",
     "selection_fps",
-    "size_groups",
+    "videos_by_size",
 ]
 
 MULTIPLE_CHOICE_SUFFIX = "Answer with the option's letter from the given choices directly."
@@ -430,21 +430,17 @@ class TransformersVLM(Answerer):
             return Answer(text="", latency_s=time.perf_counter() - start, model=self.model_id, error=f"{type(exc).__name__}: {exc}")
 
 
-def size_groups(label: str, frames: list[NDArray[np.uint8]], timestamps: list[float]) -> list[tuple[str, list[NDArray[np.uint8]], list[float]]]:
-    """One video's frames as videos of one size each, in the order each size first appears (frames in time order within).
+def videos_by_size(label: str, frames: list[NDArray[np.uint8]], timestamps: list[float]) -> list[tuple[str, list[NDArray[np.uint8]], list[float]]]:
+    """One video's frames as videos of one size each (:func:`~frameselect.answerers.base.size_groups`), each labelled with its frames' times and size.
 
-    A processor that stacks a video into one array takes frames of one size, so a
-    mixed-resolution selection becomes one video per size, each after a line naming its
-    frames' times: what :meth:`frameselect.tokens.TokenModel.selection_tokens` prices.
     A selection of one size is the video as it is.
     """
-    groups: dict[tuple[int, int], list[int]] = {}
-    for i, frame in enumerate(frames):
-        groups.setdefault((int(frame.shape[0]), int(frame.shape[1])), []).append(i)
+    groups = size_groups(frames)
     if len(groups) == 1:
         return [(label, frames, timestamps)]
     out = []
-    for (h, w), members in groups.items():
+    for members in groups:
+        h, w = frames[members[0]].shape[:2]
         times = ", ".join(f"{timestamps[i]:.1f}s" for i in members)
         out.append((f"{label}, frames at {times} ({w}x{h})", [frames[i] for i in members], [timestamps[i] for i in members]))
     return out
@@ -453,7 +449,7 @@ def size_groups(label: str, frames: list[NDArray[np.uint8]], timestamps: list[fl
 class _QwenVL(TransformersVLM):
     """Qwen2-VL and Qwen2.5-VL: the frames as one video, with their frame rate.
 
-    A mixed-resolution selection goes as one video per frame size (:func:`size_groups`),
+    A mixed-resolution selection goes as one video per frame size (:func:`videos_by_size`),
     each with its own grid and frame rate: the processor takes a video as one array.
     """
 
@@ -498,7 +494,7 @@ class _QwenVL(TransformersVLM):
         return token_model(family, cap_pixels_per_frame=True, **params)
 
     def _inputs(self, prompt: str, frames: list[NDArray[np.uint8]], timestamps: list[float]) -> tuple[str, Any]:
-        groups = size_groups("Video", frames, timestamps)
+        groups = videos_by_size("Video", frames, timestamps)
         if len(groups) > 1:
             return self._inputs_across(prompt, groups)
         text = self._chat([{"type": "video"}, {"type": "text", "text": prompt}])
@@ -524,7 +520,7 @@ class _QwenVL(TransformersVLM):
         return text, self._processor(text=[text], videos=[video], **kwargs)
 
     def _inputs_across(self, prompt: str, videos: list[tuple[str, list[NDArray[np.uint8]], list[float]]]) -> tuple[str, Any]:
-        videos = [group for label, frames, ts in videos for group in size_groups(label, frames, ts)]
+        videos = [group for label, frames, ts in videos for group in videos_by_size(label, frames, ts)]
         content: list[dict[str, Any]] = []
         for label, _, _ in videos:
             content += [{"type": "text", "text": f"{label}:"}, {"type": "video"}]
