@@ -32,30 +32,12 @@ from frameselect.run import UnitWork, group_by_video, units_of  # noqa: E402
 from frameselect.selectors import Selector  # noqa: E402
 from frameselect.selectors.basic import uniform_indices  # noqa: E402
 from frameselect.store import Store  # noqa: E402
-from frameselect.types import Query, Sample, SampleRecord  # noqa: E402
+from frameselect.types import Query, Sample  # noqa: E402
+from record_compare import comparable  # noqa: E402
 
 pytestmark = pytest.mark.slow  # process pools, Ray clusters and subprocess spawns
 
 EVALUATORS = ["evidence_recall", "frame_precision", "mc_accuracy"]
-
-
-def comparable(records: list[SampleRecord]) -> list[tuple[Any, ...]]:
-    """A record without its timings (the one thing two runs of the same work may differ in)."""
-    return [
-        (
-            r.sample_id,
-            r.status,
-            r.error,
-            {k: v for k, v in r.metrics.items() if not k.endswith("latency_s")},
-            r.answer,
-            r.selection,
-            r.timestamps,
-            r.k,
-            r.policy,
-            dict(r.metadata),
-        )
-        for r in records
-    ]
 
 
 def with_broken(tiny: Any, tmp_path: Path) -> InMemoryDataset:

@@ -14,29 +14,11 @@ from frameselect.registry import datasets
 from frameselect.replay import replay
 from frameselect.store import Store
 from frameselect.types import SampleRecord
+from record_compare import comparable
 
 pytestmark = pytest.mark.slow  # process pools and Ray clusters
 
 EVALUATORS = ("evidence_recall", "mc_accuracy")
-
-
-def comparable(records: list[SampleRecord]) -> list[tuple[Any, ...]]:
-    """A record without its timings."""
-    return [
-        (
-            r.sample_id,
-            r.status,
-            r.error,
-            {k: v for k, v in r.metrics.items() if not k.endswith("latency_s")},
-            r.answer,
-            r.selection,
-            r.timestamps,
-            r.k,
-            r.policy,
-            r.metadata,
-        )
-        for r in records
-    ]
 
 
 def rows(store: Path, run_id: str, records: list[SampleRecord]) -> list[Any]:
