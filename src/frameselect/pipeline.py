@@ -242,7 +242,6 @@ def select_step_across(p: Any, plan: Any, ctx: Any, selector: Any, tokens: Acros
     from frameselect.errors import ContractError
     from frameselect.run import AcrossPrepared
 
-
     sample = p.sample
     policy = getattr(plan, "budget_policy", None)
     # the record's policy column names how the budget is shared, from the start: a question that fails before it is selected says so too
