@@ -316,7 +316,7 @@ def test_evaluate_and_replay_share_the_run_and_fit_on_a_screen() -> None:
 
 def test_records_carry_the_pools_time_errors(tiny: Any) -> None:
     """Runs report how far each pool's candidates sit from the times the policy asked for."""
-    from frameselect.video.decode import candidates, time_error_summary
+    from frameselect.video.pool import candidates, time_error_summary
 
     exact = frameselect.evaluate(selector="uniform", dataset=tiny, k=2, pool="fps=1.0")
     approx = frameselect.evaluate(selector="uniform", dataset=tiny, k=2, pool="fps=1.0,approx")

@@ -399,15 +399,3 @@ def objects_in(value: Any, path: str) -> list[str]:
 def is_revivable(config: Mapping[str, Any]) -> bool:
     """Whether ``config`` holds only plain values (no injected live objects)."""
     return not objects_in(dict(config.get("params") or {}), "params")
-
-
-def __getattr__(name: str) -> Any:
-    """``frameselect.parts.revive``, moved to :func:`frameselect.registry.revive` (kept for one release)."""
-    if name == "revive":
-        import warnings
-
-        from frameselect.registry import revive
-
-        warnings.warn("frameselect.parts.revive moved to frameselect.registry.revive", DeprecationWarning, stacklevel=2)
-        return revive
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

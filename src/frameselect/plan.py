@@ -26,7 +26,7 @@ from frameselect.parts import Part, check_params, part_config
 from frameselect.registry import get_registry
 from frameselect.selectors.base import Selector
 from frameselect.types import Sample
-from frameselect.video.decode import parse_policy
+from frameselect.video.policy import parse_policy
 
 if TYPE_CHECKING:
     from frameselect.crossvideo.budget import BudgetPolicy

@@ -45,7 +45,7 @@ from frameselect.plan import Plan
 from frameselect.progress import Progress
 from frameselect.store import Store
 from frameselect.types import Answer, CandidatePool, Features, MultiSelection, Sample, SampleRecord, Selection
-from frameselect.video.decode import DecodeCounter, FrameMemo, VideoFrameSource, VideoInfo, candidates, content_hash, probe, time_error_summary
+from frameselect.video import DecodeCounter, FrameMemo, VideoFrameSource, VideoInfo, candidates, content_hash, probe, time_error_summary
 
 __all__ = [
     "Run",

@@ -24,7 +24,6 @@ Writing a new selector takes a few lines::
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -159,28 +158,18 @@ class Scored:
             raise ContractError(f"Scored holds {len(self.indices)} indices but {len(self.scores)} scores")
 
 
-def _legacy_pair(out: object) -> bool:
-    """Whether ``out`` is the old ``(indices, scores)`` pair: two sequences, not a tuple of indices."""
-    return isinstance(out, tuple) and len(out) == 2 and all(hasattr(part, "__len__") and not isinstance(part, (str, bytes)) for part in out)
-
-
 def read_output(out: Sequence[int] | Scored, selector: str = "selector") -> tuple[Sequence[int], Sequence[float] | None]:
-    """(indices, scores or None) of what :meth:`Selector._select` returned.
+    """(indices, scores or None) of what :meth:`Selector._select` returned: indices, or :class:`Scored`.
 
-    The old ``(indices, scores)`` pair of two sequences is still read, with a
-    :class:`DeprecationWarning`, for one release.
+    Anything else (the ``(indices, scores)`` pair that 0.1 read, for one) is a :class:`ContractError`.
     """
-    if isinstance(out, Scored):
-        return out.indices, out.scores
-    if _legacy_pair(out):
-        warnings.warn(
-            f"selector {selector!r} returned an (indices, scores) tuple; return frameselect.selectors.base.Scored(indices, scores) instead",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-        pair: tuple[Sequence[int], Sequence[float]] = out  # type: ignore[assignment]
-        return pair
-    return out, None
+    indices, scores = (out.indices, out.scores) if isinstance(out, Scored) else (out, None)
+    try:
+        return [int(i) for i in indices], scores
+    except (TypeError, ValueError) as exc:
+        raise ContractError(
+            f"selector {selector!r} returned {type(out).__name__} holding something other than frame indices ({exc}); _select returns indices or Scored(indices, scores)"
+        ) from exc
 
 
 @dataclass(frozen=True)
