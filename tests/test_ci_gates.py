@@ -1,4 +1,4 @@
-"""``scripts/test.sh`` (what ``.ci/run`` runs) gates on ruff, ruff format and mypy before pytest.
+"""``scripts/test.sh`` (what ``.ci/run`` runs) gates on ruff, ruff format, mypy and the docs build before pytest.
 
 The script runs in a scratch copy of the repository layout whose set-up script and ``.venv``
 tools are stand-ins that log their arguments, so the order and the failure paths are observed
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-GATES = ["ruff check src tests benchmarks", "ruff format --check src tests benchmarks", "mypy --strict src"]
+GATES = ["ruff check src tests benchmarks", "ruff format --check src tests benchmarks", "mypy --strict src", "mkdocs build --strict --quiet"]
 
 
 def _stub(path: Path, log: Path, name: str, fail_on: str | None, code: int) -> None:
@@ -31,7 +31,7 @@ def _run(tmp_path: Path, fail_on: str | None = None, code: int = 3) -> tuple[int
     log = tmp_path / "log"
     (tmp_path / "scripts" / "setup.sh").write_text(f'echo "setup" >> "{log}"\n')
     (tmp_path / ".venv" / "bin").mkdir(parents=True)
-    for tool in ("ruff", "mypy", "python"):
+    for tool in ("ruff", "mypy", "mkdocs", "python"):
         _stub(tmp_path / ".venv" / "bin" / tool, log, tool, fail_on, code)
     done = subprocess.run(["bash", str(tmp_path / "scripts" / "test.sh"), "-x"], capture_output=True, text=True, env=dict(os.environ), timeout=60)
     return done.returncode, log.read_text().splitlines()
