@@ -317,7 +317,6 @@ def check_across(
     selector decides each video's frame count only when it selects, so it
     takes a frame budget, not a token budget.
     """
-    from frameselect.crossvideo.holmes import Holmes
     from frameselect.crossvideo.joint import JointSelector
 
     parts = [sel, *(b for b in bank if b is not sel)]
@@ -326,11 +325,12 @@ def check_across(
         raise ConfigError(f"joint selector {joints[0].name!r} shares the budget itself: give no budget_policy (CLI --budget-policy)")
     if policy is not None and "relevance" in policy.needs and (enc is None or not enc.has_text):
         raise ConfigError(f"budget policy {policy.name!r} shares the budget by query relevance: pass a text-capable encoder (encoder=, e.g. 'imagenet_label')")
-    if any(isinstance(p, Holmes) for p in parts) and ans is None:
-        raise ConfigError("joint selector 'holmes' reads its answer out through an answerer: pass answerer= (e.g. 'label_ocr_reader')")
-    if router is not None and len(parts) > 1 and any(isinstance(p, Holmes) for p in parts):
+    drivers = [p for p in parts if getattr(p, "drives_answerer", False)]
+    if drivers and ans is None:
+        raise ConfigError(f"joint selector {drivers[0].name!r} reads its answer out through an answerer: pass answerer= (e.g. 'label_ocr_reader')")
+    if router is not None and len(parts) > 1 and drivers:
         raise ConfigError(
-            "joint selector 'holmes' reads out the answer of every question it selects for: a router may assign it only as its one selector (no other --bank entries)"
+            f"joint selector {drivers[0].name!r} reads out the answer of every question it selects for: a router may assign it only as its one selector (no other --bank entries)"
         )
     if policy is not None and not policy.keeps_total and (router is not None or tokens is not None):
         what = "a router's budgets" if router is not None else "a token budget"

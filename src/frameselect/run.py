@@ -202,9 +202,9 @@ class AcrossPrepared:
     """What the prepare step keeps of a question over several videos besides its pools and selections."""
 
     multi: MultiSelection
-    #: the selections the answerer sees (``holmes``: its filled slots' frames)
+    #: the selections the answerer sees (a joint selector's ``answer_view``; ``holmes``: its filled slots' frames)
     view: MultiSelection
-    #: ``holmes``' audit right after its selection (options alive, slot record)
+    #: a joint selector's ``audit`` right after its selection (``holmes``: options alive, slot record)
     audited: tuple[list[int], dict[str, Any]] | None = None
 
 
@@ -214,10 +214,10 @@ def score_across(p: Any, plan: Any, answer: Answer | None) -> tuple[SampleRecord
     Evaluators that read the answer score once (with the first video's pool and selection);
     the others score each video's selection in that video and the record keeps their mean over
     the videos (NaN values left out: a video without evidence has no evidence recall). Added:
-    ``frames`` in all, ``binding_accuracy`` (bindings and ``metadata["entities"]``) and, for
-    ``holmes``, its gated answer with ``slot_fill_rate`` and ``gate_passed``.
+    ``frames`` in all, ``binding_accuracy`` (bindings and ``metadata["entities"]``) and, for a
+    joint selector that drives the answerer (``holmes``), its read-out answer, its record under its
+    name in the metadata and its metrics (``slot_fill_rate``, ``gate_passed``).
     """
-    from frameselect.crossvideo.holmes import Holmes
     from frameselect.crossvideo.joint import one_video_sample
     from frameselect.crossvideo.metrics import binding_accuracy, per_video_evidence_recall
     from frameselect.store import VideoSelectionRow
@@ -226,9 +226,10 @@ def score_across(p: Any, plan: Any, answer: Answer | None) -> tuple[SampleRecord
     sample: Sample = p.sample
     multi = across.multi
     meta: dict[str, Any] = {key: v for key, v in {**sample.metadata, **p.metadata}.items() if key not in ACROSS_DROPPED_METADATA}
-    if isinstance(plan.selector, Holmes) and answer is not None:
-        answer, slots = plan.selector.read_out(sample, answer, across.audited)
-        meta["holmes"] = slots
+    read_out: dict[str, Any] | None = None
+    if getattr(plan.selector, "drives_answerer", False) and answer is not None:
+        answer, read_out = plan.selector.read_out(sample, answer, across.audited)
+        meta[plan.selector.name] = read_out
     refs = sample.video_refs
     first = refs[0].id
     answer_evs = [e for e in plan.evaluators if e.reads_answer]
@@ -249,8 +250,8 @@ def score_across(p: Any, plan: Any, answer: Answer | None) -> tuple[SampleRecord
     entities = sample.metadata.get("entities")
     if multi.bindings and isinstance(entities, Mapping):
         metrics["binding_accuracy"] = binding_accuracy(multi, p.pools, entities)
-    if "holmes" in meta:
-        metrics.update(Holmes.metrics(meta["holmes"]))
+    if read_out is not None:
+        metrics.update(plan.selector.metrics(read_out))
     meta["per_video_recall"] = per_video_evidence_recall(sample, p.pools, multi)[1]
     meta["bindings"] = [list(b) for b in multi.bindings]
     rows = [VideoSelectionRow(r.id, p.pools[r.id].video_id, multi.by_video[r.id], tuple(multi.by_video[r.id].timestamps(p.pools[r.id]))) for r in refs]
