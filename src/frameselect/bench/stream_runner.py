@@ -69,14 +69,15 @@ def run_stream_bench(config: StreamBenchConfig, *, log: Callable[[str], None] | 
     from frameselect.datasets._haystack_questions import questions_for
     from frameselect.datasets._haystack_suite import HaystackConfig, ensure_suite
     from frameselect.errors import ConfigError
-    from frameselect.plan import check_budget, resolve
+    from frameselect.parts import check_budget
+    from frameselect.plan import resolve
     from frameselect.streaming.evaluate import evaluate_stream
 
     say = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     names = _streaming_selectors(config.selectors)
     if not names:
         raise ConfigError(f"no streaming selector of the 'later' setting matches {list(config.selectors)}; see frameselect list streaming")
-    check_budget(config.k)
+    check_budget(config.k, error=ConfigError, hint="CLI -k")
     for name in names:  # each selector at each memory size is built once here: a value out of range is refused before the suite is
         for memory in config.memories:
             resolve("streaming", name, memory=memory)

@@ -34,21 +34,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from frameselect.errors import ContractError, SelectionError
-from frameselect.parts import Part
+from frameselect.parts import Part, check_budget
 from frameselect.types import CandidatePool, Features, Query, Selection
 
 __all__ = ["Scored", "Selector", "read_output", "check_budget", "check_finite", "fill_to_k", "normalize_minmax"]
 
 #: Feature kinds a selector may declare in ``needs``.
 FEATURE_KINDS = frozenset({"embeddings", "text", "relevance", "pixels"})
-
-
-def check_budget(k: Any) -> int:
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
-        raise SelectionError(f"frame budget k must be an integer, got {k!r}")
-    if k < 1:
-        raise SelectionError(f"frame budget k must be at least 1, got {k}")
-    return int(k)
 
 
 def check_finite(name: str, values: NDArray[Any]) -> NDArray[Any]:
