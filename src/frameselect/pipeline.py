@@ -238,7 +238,6 @@ def select_step_across(p: Any, plan: Any, ctx: Any, selector: Any, tokens: Acros
     tokens and frame size; the ``tokens`` metric is their sum.
     """
     from frameselect.crossvideo.joint import JointSelector, one_video_sample, select_across_videos
-    from frameselect.errors import ContractError
     from frameselect.run import AcrossPrepared
 
     sample = p.sample
@@ -261,13 +260,8 @@ def select_step_across(p: Any, plan: Any, ctx: Any, selector: Any, tokens: Acros
         p.k = sum(shares.values())
     multi = select_across_videos(sample, pools, features, p.k, selector=selector, policy=policy, seed=sample_seed(plan.seed, sample.id), shares=shares)
     ctx.counters.selector_calls += 1
-    for vid, sel in multi.by_video.items():
-        idx = list(sel.indices)
-        n = len(pools[vid])
-        if idx != sorted(set(idx)) or (idx and not 0 <= idx[0] <= idx[-1] < n):
-            raise ContractError(
-                f"selector {multi.selector!r} gave video {vid!r} of sample {sample.id!r} indices that are not unique, ascending and within its pool of {n}"
-            )
+    for vid, sel in multi.by_video.items():  # each video's count is the joint selector's or the budget policy's: any number
+        check_selection(selector, sel, None, len(pools[vid]), sample, video=vid)
     if getattr(plan, "token_model", None) is not None:  # each video's frames priced as the answerer sends them: one entry per video
         priced = {}
         for vid, sel in multi.by_video.items():

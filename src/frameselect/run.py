@@ -43,6 +43,7 @@ from frameselect.executors import Executor, ExecutorSpec, executor_scope, make_j
 from frameselect.fill import fill_share
 from frameselect.plan import Plan
 from frameselect.progress import Progress
+from frameselect.selectors.base import check_selection
 from frameselect.store import Store
 from frameselect.types import Answer, CandidatePool, Features, MultiSelection, Sample, SampleRecord, Selection
 from frameselect.video import DecodeCounter, FrameMemo, VideoFrameSource, VideoInfo, candidates, content_hash, probe, time_error_summary
@@ -267,33 +268,6 @@ def score_across(p: Any, plan: Any, answer: Answer | None) -> tuple[SampleRecord
         metadata=meta,
     )
     return record, rows
-
-
-# -- contracts -------------------------------------------------------------------------
-
-
-def check_selection(selector: Any, selection: Selection, k: int, n: int, sample: Sample) -> None:
-    """The selector contract, checked by the run on every selection.
-
-    ``min(k, N)`` unique, ascending indices into the pool; a selector in
-    reference-exact mode (``reference_exact`` true) returns its reference's
-    raw output, so only the range is checked. A breach raises :class:`ContractError`.
-    """
-    idx = list(selection.indices)
-    name = selector.name
-    problems = [f"index {i} is outside the pool of {n}" for i in idx if not 0 <= i < n][:1]
-    if not (selection.reference_exact or selector.reference_exact):
-        if len(set(idx)) != len(idx):
-            problems.append("duplicate indices")
-        if idx != sorted(idx):
-            problems.append("indices not ascending")
-        if len(idx) != min(k, n):
-            problems.append(f"{len(idx)} indices where min(k, N) = {min(k, n)} are due")
-    if problems:
-        raise ContractError(
-            f"selector {name!r} broke its contract on sample {sample.id!r}: {'; '.join(problems)} (returned {idx[:20]} for k={k}, N={n}); "
-            "a selector returns min(k, N) unique ascending pool indices: fix the selector"
-        )
 
 
 def score_sample(

@@ -35,9 +35,9 @@ from numpy.typing import NDArray
 
 from frameselect.errors import ContractError, SelectionError
 from frameselect.parts import Part, check_budget
-from frameselect.types import CandidatePool, Features, Query, Selection
+from frameselect.types import CandidatePool, Features, Query, Sample, Selection
 
-__all__ = ["Scored", "Selector", "read_output", "check_budget", "check_finite", "fill_to_k", "normalize_minmax"]
+__all__ = ["Scored", "Selector", "read_output", "check_budget", "check_selection", "check_finite", "fill_to_k", "normalize_minmax"]
 
 #: Feature kinds a selector may declare in ``needs``.
 FEATURE_KINDS = frozenset({"embeddings", "text", "relevance", "pixels"})
@@ -164,6 +164,34 @@ def read_output(out: Sequence[int] | Scored, selector: str = "selector") -> tupl
         ) from exc
 
 
+def check_selection(selector: Any, selection: Selection, k: int | None, n: int, sample: Sample | None = None, *, video: str | None = None) -> None:
+    """The selector contract, the one check of it: :meth:`Selector.select` checks its own output, the run every selection it uses.
+
+    ``min(k, N)`` unique, ascending indices into a pool of ``n``; ``k=None``: any number of them (a
+    video's part of a question over several videos, whose count a joint selector or a budget policy
+    decides). A selector in reference-exact mode returns its reference's raw output, so only the
+    range is checked. A breach raises :class:`ContractError` naming the selector, the sample and
+    what is wrong.
+    """
+    idx = list(selection.indices)
+    problems = [f"index {i} is outside the pool of {n}" for i in idx if not 0 <= i < n][:1]
+    if not (selection.reference_exact or getattr(selector, "reference_exact", False)):
+        if len(set(idx)) != len(idx):
+            problems.append("duplicate indices")
+        if idx != sorted(idx):
+            problems.append("indices not ascending")
+        if k is not None and len(idx) != min(k, n):
+            problems.append(f"{len(idx)} indices where min(k, N) = {min(k, n)} are due")
+    if problems:
+        where = "" if sample is None else f" on sample {sample.id!r}"
+        where += "" if video is None else f" in video {video!r}"
+        asked = f"k={k}, N={n}" if k is not None else f"N={n}"
+        raise ContractError(
+            f"selector {selector.name!r} broke its contract{where}: {'; '.join(problems)} (returned {idx[:20]} for {asked}); "
+            "a selector returns min(k, N) unique ascending pool indices: fix the selector"
+        )
+
+
 @dataclass(frozen=True)
 class Selector(Part):
     """Base class of all selectors. Fields are hyper-parameters."""
@@ -220,9 +248,7 @@ class Selector(Part):
         idx = [int(i) for i in indices]
         if exact:
             self._check_range(idx, n)
-        else:
-            self._check_contract(idx, min(k, n), n)
-        return Selection(
+        selection = Selection(
             indices=tuple(idx),
             scores=None if scores is None else tuple(float(s) for s in scores),
             selector=self.name,
@@ -230,6 +256,8 @@ class Selector(Part):
             reference_exact=exact,
             filled=len(set(idx) & fill_frames),
         )
+        check_selection(self, selection, k, n)
+        return selection
 
     def _check_features(self, features: Features, n: int) -> None:
         needs = self.needs
@@ -268,10 +296,6 @@ class Selector(Part):
                 f"selector {self.name!r} in reference-exact mode: the reference returned indices {bad[:10]} outside the pool of {n} frames; "
                 "this output names no frame, so it cannot be used (drop reference_exact to get the documented fill rule)"
             )
-
-    def _check_contract(self, idx: list[int], k: int, n: int) -> None:
-        if len(idx) != k or len(set(idx)) != k or idx != sorted(idx) or (idx and (idx[0] < 0 or idx[-1] >= n)):
-            raise ContractError(f"selector {self.name!r} broke the contract: returned {idx[:20]} for k={k}, N={n}")
 
     def _select(
         self,
