@@ -209,7 +209,9 @@ class _WritesUndeclared(Evaluator):
 
 def test_selector_breaking_its_contract_stops_the_run(tiny, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     kw: dict[str, Any] = dict(dataset=tiny, k=3, store=tmp_path / "s.sqlite", cache_dir=tmp_path / "c")
-    with pytest.raises(ContractError, match=r"selector '_TooMany' broke its contract: 4 indices where min\(k, N\) = 3 are due \(returned \[0, 1, 2, 3\] for k=3, N=12\)"):
+    with pytest.raises(
+        ContractError, match=r"selector '_TooMany' broke its contract: 4 indices where min\(k, N\) = 3 are due \(returned \[0, 1, 2, 3\] for k=3, N=12\)"
+    ):
         frameselect.evaluate(selector=_TooMany(), **kw)
     with pytest.raises(ContractError, match=r"selector 'duck_duplicates' broke its contract on sample 'tiny_a/\w+': duplicate indices"):
         frameselect.evaluate(selector=_DuckDuplicates(), **kw)  # type: ignore[arg-type]
