@@ -41,7 +41,11 @@ def ktv_cluster_frames(features: NDArray[np.floating], k: int, random_state: int
     except ImportError:  # pragma: no cover - the extra is installed in the test environment
         raise ConfigError("selector ktv needs scikit-learn: pip install 'frameselect[offline]' (or scikit-learn)") from None
     x = np.asarray(features)
-    with warnings.catch_warnings():  # fewer distinct frames than clusters: scikit-learn warns, the duplicate check handles it
+    from threadpoolctl import threadpool_limits
+
+    # one thread: k-means on a pool of a few hundred frames gains nothing from more, and loses much when
+    # the cores are shared; fewer distinct frames than clusters makes scikit-learn warn, the duplicate check handles it
+    with warnings.catch_warnings(), threadpool_limits(1):
         warnings.simplefilter("ignore")
         km: Any = KMeans(n_clusters=k, random_state=random_state, init="k-means++", n_init=n_init).fit(x)
     centres = np.asarray(km.cluster_centers_)
