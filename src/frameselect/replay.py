@@ -245,7 +245,6 @@ class StoredSelectionStep:
 
 def _refuse_read_out(parent: RunInfo) -> None:
     """A run whose answers are a joint selector's read-out (``holmes``) cannot take another answerer: refused at plan time."""
-    from frameselect.crossvideo.holmes import Holmes
     from frameselect.plan import resolve_selector
 
     spec = parent.config.get("selector")
@@ -255,7 +254,7 @@ def _refuse_read_out(parent: RunInfo) -> None:
         selector = resolve_selector(spec["name"], dict(spec.get("params") or {}))
     except (FrameselectError, ValueError, TypeError):
         return  # a selector that is gone reads nothing out; the stored selections replay as they are
-    if isinstance(selector, Holmes):
+    if getattr(selector, "drives_answerer", False):
         raise ConfigError(
             f"run {parent.run_id[:12]} chose its frames with {spec['name']!r}, whose answer is its read-out: the answerer sees only the frames of its "
             "filled slots and its audit gates the reply, and the store keeps neither; replay cannot swap the answerer in. "

@@ -482,7 +482,9 @@ def _video_facts(sample: Sample, policy: str, ctx: RunContext) -> tuple[tuple[in
     :func:`~frameselect.run.build_pool` finds it. The two numbers are
     memoised by the video's content hash and the pool policy.
     """
-    from frameselect.video.decode import content_hash, parse_policy, probe, select_pool
+    from frameselect.video.hashing import content_hash
+    from frameselect.video.policy import parse_policy, select_pool
+    from frameselect.video.probing import probe
 
     video_hash = content_hash(sample.video)
     known = _FACTS.get((video_hash, policy))

@@ -1,6 +1,6 @@
 """``frameselect bench --cross-video``: the cross-video section (docs/crossvideo.md).
 
-The questions of :mod:`frameselect.bench.cross` over the default haystack suite's own videos
+The questions of :mod:`frameselect.datasets._cross_suite` over the default haystack suite's own videos
 (same configuration, so their features are shared with the default run), answered by one
 answering backend (default ``label_ocr_reader``) after each *arm* chooses frames at the same
 total budget per question:

@@ -1,6 +1,6 @@
 """``frameselect bench --stream``: every streaming selector on the streaming suite, at several memory sizes.
 
-The haystack suite (:mod:`frameselect.bench.haystack`) with its single-span
+The haystack suite (:mod:`frameselect.datasets._haystack_suite`) with its single-span
 questions asked before and after their evidence
 (:mod:`frameselect.bench.stream_suite`) is streamed through each streaming
 selector that works without the question (the ``later`` setting) at each
@@ -64,19 +64,20 @@ def _streaming_selectors(patterns: Sequence[str]) -> list[str]:
 
 def run_stream_bench(config: StreamBenchConfig, *, log: Callable[[str], None] | None = None, progress: bool | None = None) -> list[StreamBenchRow]:
     """Run every chosen streaming selector at every memory size on the streaming suite; one row each."""
-    from frameselect.bench.haystack import HaystackConfig, ensure_suite
-    from frameselect.bench.questions import questions_for
     from frameselect.bench.runner import _dirs, _make_answerer
     from frameselect.bench.stream_suite import stream_questions
+    from frameselect.datasets._haystack_questions import questions_for
+    from frameselect.datasets._haystack_suite import HaystackConfig, ensure_suite
     from frameselect.errors import ConfigError
-    from frameselect.plan import check_budget, resolve
+    from frameselect.parts import check_budget
+    from frameselect.plan import resolve
     from frameselect.streaming.evaluate import evaluate_stream
 
     say = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     names = _streaming_selectors(config.selectors)
     if not names:
         raise ConfigError(f"no streaming selector of the 'later' setting matches {list(config.selectors)}; see frameselect list streaming")
-    check_budget(config.k)
+    check_budget(config.k, error=ConfigError, hint="CLI -k")
     for name in names:  # each selector at each memory size is built once here: a value out of range is refused before the suite is
         for memory in config.memories:
             resolve("streaming", name, memory=memory)

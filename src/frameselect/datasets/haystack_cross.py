@@ -1,9 +1,9 @@
 """``haystack_cross``: questions across 2 to 4 haystack videos, in CLoVR-Bench's three levels.
 
-The videos are a haystack suite's (:mod:`frameselect.bench.haystack`: real footage with object
+The videos are a haystack suite's (:mod:`frameselect.datasets._haystack_suite`: real footage with object
 cards and caption words at known frames); the questions are
 :func:`frameselect.datasets._cross_suite.cross_questions` over the groups of
-:func:`frameselect.datasets._cross_suite.question_sets` (also :mod:`frameselect.bench.cross`). Each sample names its videos
+:func:`frameselect.datasets._cross_suite.question_sets`. Each sample names its videos
 (``Sample.videos``) with evidence spans per video; ``metadata["level"]`` and
 ``metadata["task_type"]`` give the taxonomy, ``metadata["entities"]`` the labelled
 cards for binding accuracy. Parameters: ``n_videos`` (default 6), ``minutes`` (per video,

@@ -297,7 +297,7 @@ def _pool_times(probe: Any, policy: str) -> np.ndarray | None:
     """The times of a video's pool under ``policy``, from its cached probe (None when they cannot be had)."""
     if probe is None or not policy:
         return None
-    from frameselect.video.decode import parse_policy, select_pool_indices
+    from frameselect.video.policy import parse_policy, select_pool_indices
 
     try:
         return np.asarray(probe.timestamps[select_pool_indices(probe.timestamps, probe.duration, parse_policy(policy))])
@@ -311,7 +311,7 @@ def _thumbnails(
     """Small JPEGs of the chosen pool frames of the video at ``path``, decoded once and kept under the cache."""
     from PIL import Image
 
-    from frameselect.video.decode import candidates
+    from frameselect.video.pool import candidates
 
     chosen = sorted(picks)
     if len(chosen) > limit:
@@ -484,7 +484,7 @@ def _timelines(store: Store, runs: Sequence[StoredRun], metric: str, by: str | N
 
 def _run_pool(run: StoredRun) -> str:
     """The run's pool policy in its canonical form ("" when its configuration has none that parses)."""
-    from frameselect.video.decode import parse_policy
+    from frameselect.video.policy import parse_policy
 
     try:
         return str(parse_policy(run.info.config["pool"]))

@@ -25,8 +25,8 @@ from frameselect._version import __version__
 from frameselect.answerers.base import Answerer, AnswerRequest
 from frameselect.errors import ConfigError
 from frameselect.fingerprint import fingerprint
-from frameselect.parts import parameter_names, part_config
-from frameselect.plan import check_budget, check_needs, check_pool, resolve
+from frameselect.parts import check_budget, parameter_names, part_config
+from frameselect.plan import check_needs, check_pool, resolve
 from frameselect.registry import did_you_mean, get_registry
 from frameselect.types import Answer, Sample, SampleRecord
 
@@ -163,7 +163,7 @@ def parse_model_args(args: Mapping[str, Any], base_params: Collection[str] | Non
         base_args=base_args,
         selector=selector,
         encoder=encoder,
-        k=check_budget(_coerce(own.get("k", 8))),
+        k=check_budget(_coerce(own.get("k", 8)), error=ConfigError, hint="model_args k="),
         pool=check_pool(str(own.get("pool", "fps=1.0"))),
         seed=int(_coerce(own.get("seed", 0))),
         store=None if own.get("store") in (None, "") else str(own["store"]),

@@ -166,8 +166,10 @@ def process_vision_info(
     path to an :class:`~frameselect.answerers.base.AnswerRequest` already selected (the lmms-eval
     wrapper's way in); such videos are not selected again.
     """
+    from frameselect.errors import ConfigError
     from frameselect.integrations.bridge import select_frames
-    from frameselect.plan import check_budget, resolve
+    from frameselect.parts import check_budget
+    from frameselect.plan import resolve
     from frameselect.types import Query, Sample
 
     infos = extract_vision_info(conversations)
@@ -191,7 +193,7 @@ def process_vision_info(
                     sel = resolve("selectors", selector, **dict(selector_params or {}))
                     enc = resolve("encoders", encoder, **dict(encoder_params or {})) if encoder is not None else None
                 sample = Sample(id=path, video=path, query=Query(text=texts.get(id(ele), "")))
-                request = select_frames(sample, sel, check_budget(k), encoder=enc, pool=pool, seed=seed, cache_dir=cache_dir)
+                request = select_frames(sample, sel, check_budget(k, error=ConfigError, hint="k="), encoder=enc, pool=pool, seed=seed, cache_dir=cache_dir)
             frames = request.frames()
             stamps = request.timestamps
             tensor = video_tensor(frames, ele, image_patch_size)

@@ -49,9 +49,9 @@ from frameselect.encoders.base import Encoder, l2_normalize
 from frameselect.errors import ConfigError, ContractError
 from frameselect.evaluators.base import Evaluator
 from frameselect.fingerprint import fingerprint
-from frameselect.parts import part_config
+from frameselect.parts import check_budget, part_config
 from frameselect.pipeline import featurize, sample_seed
-from frameselect.plan import Plan, _dataset, check_answerer, check_budget, check_limit, check_needs, check_pool, load_samples, part_identity, resolve
+from frameselect.plan import Plan, _dataset, check_answerer, check_limit, check_needs, check_pool, load_samples, part_identity, resolve
 from frameselect.run import Prepared, Run, RunContext, RunResult, build_pool
 from frameselect.store import Store
 from frameselect.streaming.base import StreamingSelector, StreamSelection, check_setting
@@ -269,7 +269,7 @@ def plan_stream(
     limit: int | None = None,
 ) -> Plan:
     """Resolve and validate a streaming run (``kind="stream"``); a wrong configuration is a :class:`ConfigError` before any sample."""
-    k, limit, policy = check_budget(k), check_limit(limit), check_pool(pool)
+    k, limit, policy = check_budget(k, error=ConfigError, hint="k=, CLI -k"), check_limit(limit), check_pool(pool)
     part = _streaming_part(selector, memory, selector_params)
     setting = "monitoring" if monitoring else "later"
     try:
