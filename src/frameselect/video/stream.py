@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import time as _time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -28,11 +29,22 @@ from numpy.typing import NDArray
 
 from frameselect.errors import VideoError
 
-__all__ = ["LOW_LATENCY", "LiveSource", "StreamFrame", "replay_file"]
+__all__ = ["LOW_LATENCY", "NETWORK_PROTOCOLS", "LiveSource", "StreamFrame", "is_address", "replay_file"]
 
 #: FFmpeg options a live source opens with unless told otherwise: probe half a second of the
 #: stream (FFmpeg's default may wait seconds before handing out the first frame)
 LOW_LATENCY: dict[str, str] = {"probesize": "32768", "analyzeduration": "500000"}
+
+#: the FFmpeg protocols a stream address may use unless ``options`` names its own ``protocol_whitelist``:
+#: network protocols only, so a stream (or a playlist it serves) never reads a local file
+NETWORK_PROTOCOLS = "http,https,httpproxy,tls,tcp,udp,rtp,srtp,rtsp,rtmp,rtmps,rtmpt,rtmpts,srt,crypto"
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")
+
+
+def is_address(url: str) -> bool:
+    """Whether ``url`` names a protocol (``udp://...``, ``http://...``); a plain path (or ``C:\\...``) does not."""
+    return bool(_SCHEME.match(url)) and not url.lower().startswith("file:")
 
 
 @dataclass(frozen=True)
@@ -48,6 +60,11 @@ class StreamFrame:
 
 class LiveSource:
     """Frames of ``url`` as they arrive: ``for frame in LiveSource("udp://127.0.0.1:5000", fps=2): ...``.
+
+    An address (``scheme:...``) is opened with the network protocols of
+    :data:`NETWORK_PROTOCOLS` only (``options={"protocol_whitelist": ...}``
+    names others); anything else, and a ``file:`` address, is a local file,
+    opened as that one file (:func:`~frameselect.video.container.open_local`).
 
     ``fps``: sample at this rate (``None``: every frame); ``realtime``: pace
     frames by their timestamps at ``speed`` times real time (for files; a
@@ -84,8 +101,15 @@ class LiveSource:
     def _open(self) -> Any:
         import av
 
+        from frameselect.video.container import open_local
+
         try:
-            container = av.open(self.url, options=self.options, timeout=self.timeout)
+            if is_address(self.url):
+                options = {"protocol_whitelist": NETWORK_PROTOCOLS, **self.options}
+                container = av.open(self.url, options=options, timeout=self.timeout)
+            else:
+                local = self.url.removeprefix("file://") if self.url.startswith("file://") else self.url.removeprefix("file:")
+                container = open_local(local, options=self.options, timeout=self.timeout)
         except (av.error.FFmpegError, OSError) as exc:
             raise VideoError(self.url, f"cannot open the stream ({exc}); check the address and that it is playing") from exc
         if not container.streams.video:
