@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import math
 import os
+import queue
 import re
+import threading
 import time as _time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -38,6 +40,9 @@ LOW_LATENCY: dict[str, str] = {"probesize": "32768", "analyzeduration": "500000"
 #: the FFmpeg protocols a stream address may use unless ``options`` names its own ``protocol_whitelist``:
 #: network protocols only, so a stream (or a playlist it serves) never reads a local file
 NETWORK_PROTOCOLS = "http,https,httpproxy,tls,tcp,udp,rtp,srtp,rtsp,rtmp,rtmps,rtmpt,rtmpts,srt,crypto"
+
+#: a step back of the stream's clock larger than this (seconds) is a restart (two MPEG-TS segments joined), not a late frame
+CLOCK_RESTART = 1.0
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")
 
@@ -97,6 +102,9 @@ class LiveSource:
         self.speed = speed
         self.options = {**LOW_LATENCY, **dict(options or {})}
         self.timeout = float(timeout)
+        #: how the last reading ended (e.g. ``"the stream ended after 60 frames"``), set when it ends; None before
+        self.ended: str | None = None
+        self._end, self._restarts, self._damaged = "", 0, 0
 
     def _open(self) -> Any:
         import av
@@ -117,56 +125,166 @@ class LiveSource:
             raise VideoError(self.url, "the stream carries no video")
         return container
 
-    def _decoded(self) -> Iterator[tuple[Any, float, float]]:
-        """``(av frame, pts seconds, duration seconds)`` of every decoded frame, paced when ``realtime``."""
+    def _read(self, stop: threading.Event) -> Iterator[tuple[Any, float, float, float]]:
+        """``(av frame, stream clock seconds, pts seconds, duration seconds)`` of every decoded frame (run by the reader thread).
+
+        The stream clock is the frames' presentation time, carried on across a
+        restart (a step back of more than :data:`CLOCK_RESTART` seconds, as
+        where two MPEG-TS segments meet): the frames after it follow the frame
+        before it by one frame step. How the stream ended is left in
+        ``self._end`` (a read error after frames had come is the stream's end,
+        not a failure: a server that closes the connection ends it so).
+        """
         import av
 
         container = self._open()
+        count = 0
         try:
             stream = container.streams.video[0]
             stream.thread_type = "SLICE"  # frame threading would hold frames back
             start_wall: float | None = None
             first: float | None = None
-            count = 0
-            try:
-                for frame in container.decode(stream):
+            offset = 0.0
+            last: float | None = None  # the last frame's stream clock
+            gap = 0.0  # the last step between frames
+
+            def frames_of(packet: Any) -> list[Any]:
+                try:
+                    return list(stream.decode(packet))
+                except av.error.FFmpegError:
+                    self._damaged += 1  # a damaged packet of a live stream: its frames are lost, the stream goes on
+                    return []
+
+            def timed(frames: list[Any]) -> Iterator[tuple[Any, float, float, float]]:
+                nonlocal start_wall, first, offset, last, gap, count
+                for frame in frames:
                     if frame.pts is None:
                         continue
-                    t = float(frame.pts * frame.time_base)
-                    duration = float(frame.duration * frame.time_base) if getattr(frame, "duration", None) else 0.0
+                    base = frame.time_base or stream.time_base
+                    raw = float(frame.pts * base)
+                    duration = float(frame.duration * base) if getattr(frame, "duration", None) else 0.0
+                    t = raw + offset
+                    if last is not None and t < last - CLOCK_RESTART:
+                        offset += last + (gap or duration or 0.0) - t
+                        t = raw + offset
+                        self._restarts += 1
+                    if last is not None and t > last:
+                        gap = t - last
+                    last = t if last is None else max(last, t)
                     if self.realtime:
                         if start_wall is None or first is None:
                             start_wall, first = _time.monotonic(), t
                         wait = start_wall + (t - first) / self.speed - _time.monotonic()
-                        if wait > 0:
-                            _time.sleep(wait)
+                        if wait > 0 and stop.wait(wait):
+                            return
                     count += 1
-                    yield frame, t, duration
+                    yield frame, t, raw, duration
+
+            try:
+                for packet in container.demux(stream):
+                    if stop.is_set():
+                        self._end = "stopped by its reader"
+                        return
+                    yield from timed(frames_of(packet))  # the last, empty packet flushes the decoder
+                self._end = "the stream ended"
             except av.error.FFmpegError as exc:
-                raise VideoError(self.url, f"the stream broke after {count} frames ({exc})") from exc
+                if count == 0:
+                    raise VideoError(self.url, f"the stream gave no frame before it failed ({exc}); check the address and that it is playing") from exc
+                if isinstance(exc, av.error.ExitError):
+                    self._end = f"no data for {self.timeout:g} s: the stream is taken to have ended"
+                else:
+                    self._end = f"the stream ended when its connection closed ({exc.strerror or exc})"
+                if not stop.is_set():
+                    try:
+                        yield from timed(list(stream.decode(None)))  # the frames the decoder still holds
+                    except av.error.FFmpegError:
+                        pass
         finally:
             container.close()
+
+    def _decoded(self) -> Iterator[tuple[Any, float, float, float]]:
+        """What :meth:`_read` gives, read by a thread of its own, so that a signal reaches the caller at once.
+
+        The caller waits on a queue in short steps: a Ctrl-C while the stream
+        opens or stalls raises ``KeyboardInterrupt`` here within a tenth of a
+        second (FFmpeg's blocking reads would hold it for the whole timeout).
+        Leaving the loop asks the reader to stop; a reader blocked in a read
+        ends by itself at its next frame or after ``timeout``.
+        """
+        self._end, self._restarts, self._damaged = "", 0, 0
+        self.ended = None
+        items: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=64)
+        stop = threading.Event()
+
+        def put(item: tuple[str, Any]) -> bool:
+            while not stop.is_set():
+                try:
+                    items.put(item, timeout=0.1)
+                    return True
+                except queue.Full:
+                    continue
+            return False
+
+        def reader() -> None:
+            try:
+                for item in self._read(stop):
+                    if not put(("frame", item)):
+                        return
+                put(("end", None))
+            except BaseException as exc:  # handed to the caller's thread, which raises it
+                put(("error", exc))
+
+        thread = threading.Thread(target=reader, name="frameselect-live-reader", daemon=True)
+        thread.start()
+        count = 0
+        how = "stopped by its reader"
+        try:
+            while True:
+                try:
+                    kind, item = items.get(timeout=0.1)
+                except queue.Empty:
+                    continue
+                if kind == "error":
+                    how = f"failed: {item}"
+                    raise item
+                if kind == "end":
+                    how = self._end or "the stream ended"
+                    return
+                count += 1
+                yield item
+        except KeyboardInterrupt:
+            how = "interrupted"
+            raise
+        finally:
+            stop.set()
+            thread.join(timeout=0.05)
+            notes = [f"{how} after {count} frame{'s' if count != 1 else ''}"]
+            if self._restarts:
+                notes.append(f"its clock restarted {self._restarts} time{'s' if self._restarts != 1 else ''} (the times after a restart go on from before it)")
+            if self._damaged:
+                notes.append(f"{self._damaged} damaged packet{'s' if self._damaged != 1 else ''} skipped")
+            self.ended = "; ".join(notes)
 
     def __iter__(self) -> Iterator[StreamFrame]:
         if self.fps is None:
             t0: float | None = None
             last: float | None = None
-            for frame, t, _ in self._decoded():
+            for frame, t, raw, _ in self._decoded():
                 if last is not None and t <= last:
                     continue  # a repeated or out-of-order timestamp: the stream clock must increase
                 t0 = t if t0 is None else t0
                 last = t
-                yield StreamFrame(frame.to_ndarray(format="rgb24"), t - t0, t, _time.monotonic())
+                yield StreamFrame(frame.to_ndarray(format="rgb24"), t - t0, raw, _time.monotonic())
             return
         yield from self._sampled(float(self.fps))
 
     def _sampled(self, rate: float) -> Iterator[StreamFrame]:
         t0: float | None = None
-        prev: tuple[Any, float, float] | None = None
+        prev: tuple[Any, float, float, float] | None = None
         emitted: float | None = None  # pts of the last frame handed out
         gap = 0.0  # the last step between frames: a frame's duration when the stream does not say it
         j = 0
-        for frame, t, duration in self._decoded():
+        for frame, t, raw, duration in self._decoded():
             if prev is not None and t <= prev[1]:
                 continue
             if prev is not None:
@@ -176,15 +294,15 @@ class LiveSource:
             while prev is not None and t > t0 + j / rate + 1e-9:  # prev is the frame on screen at target j
                 if emitted != prev[1]:
                     emitted = prev[1]
-                    yield StreamFrame(prev[0].to_ndarray(format="rgb24"), prev[1] - t0, prev[1], _time.monotonic())
+                    yield StreamFrame(prev[0].to_ndarray(format="rgb24"), prev[1] - t0, prev[2], _time.monotonic())
                 j += 1
-            prev = (frame, t, duration)
+            prev = (frame, t, raw, duration)
         if prev is None or t0 is None:
             return
         # after the last frame: the targets before the stream's end show it (the end: its time plus its duration)
-        end = prev[1] + (prev[2] or gap)
+        end = prev[1] + (prev[3] or gap)
         if emitted != prev[1] and t0 + j / rate < end - 1e-9:
-            yield StreamFrame(prev[0].to_ndarray(format="rgb24"), prev[1] - t0, prev[1], _time.monotonic())
+            yield StreamFrame(prev[0].to_ndarray(format="rgb24"), prev[1] - t0, prev[2], _time.monotonic())
 
 
 def replay_file(path: str | os.PathLike[str], *, fps: float | None = None, speed: float = 1.0) -> LiveSource:
