@@ -20,6 +20,7 @@ import math
 import os
 import queue
 import re
+import signal
 import threading
 import time as _time
 from collections.abc import Iterator, Mapping
@@ -226,6 +227,8 @@ class LiveSource:
             return False
 
         def reader() -> None:
+            if hasattr(signal, "pthread_sigmask"):  # signals go to the caller's thread, never into FFmpeg's reads here
+                signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
             try:
                 for item in self._read(stop):
                     if not put(("frame", item)):
@@ -258,7 +261,7 @@ class LiveSource:
         finally:
             stop.set()
             thread.join(timeout=0.05)
-            notes = [f"{how} after {count} frame{'s' if count != 1 else ''}"]
+            notes = [f"{how} after {count} decoded frame{'s' if count != 1 else ''}"]
             if self._restarts:
                 notes.append(f"its clock restarted {self._restarts} time{'s' if self._restarts != 1 else ''} (the times after a restart go on from before it)")
             if self._damaged:
