@@ -13,7 +13,11 @@ from __future__ import annotations
 import http.server
 import json
 import os
+import re
+import shlex
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -224,3 +228,48 @@ def test_a_ctrl_c_while_the_stream_opens_ends_at_once(tmp_path: Path) -> None:
     assert proc.returncode == 0 and "Traceback" not in stderr and "Immediate exit" not in stdout + stderr, stderr
     assert "| SIGINT | 0" in stdout
     assert json.loads(out.read_text(encoding="utf-8").splitlines()[-1])["interrupted"] == "SIGINT"
+
+
+def _listening(port: int) -> bool:
+    """Whether a socket listens on 127.0.0.1:``port`` (read from /proc: a probe connection would take the server's one client)."""
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            local, state = line.split()[1], line.split()[3]
+            if int(local.rsplit(":", 1)[1], 16) == port and state == "0A":
+                return True
+    return False
+
+
+@pytest.mark.skipif(
+    shutil.which("ffmpeg") is None or not Path("/proc/net/tcp").exists(), reason="needs the ffmpeg command line (scripts/setup.sh installs it) and Linux"
+)
+def test_the_docs_example_from_an_ffmpeg_server_to_answers(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "streaming.md").read_text(encoding="utf-8")
+    section = docs.split("### From an FFmpeg server to answers", 1)[1]
+    command = re.search(r"```bash\n(.*?)```", section, flags=re.S).group(1).strip()  # type: ignore[union-attr]
+    code = re.search(r"```python\n(.*?)```", section, flags=re.S).group(1)  # type: ignore[union-attr]
+    clip = write_frames(tmp_path / "clip.mp4", [np.full((48, 64, 3), (25 * i) % 256, np.uint8) for i in range(30)], fps=FPS)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    argv = shlex.split(command.replace("clip.mp4", str(clip)).replace("8090", str(port)))
+    server = subprocess.Popen([*argv[:1], "-loglevel", "error", "-nostdin", *argv[1:]], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not _listening(port) and time.monotonic() < deadline and server.poll() is None:
+            time.sleep(0.05)
+        assert _listening(port), server.stderr.read() if server.stderr else ""
+        monkeypatch.chdir(tmp_path)
+        exec(compile(code.replace("8090", str(port)), "docs/streaming.md", "exec"), {})
+    finally:
+        server.wait(timeout=30)
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[:2] == ["1.0 s: frames at [0.0, 1.0] s", "2.5 s: frames at [0.0, 1.5, 2.5] s"]
+    assert "ended" in printed[2] and "after 30 decoded frames" in printed[2]
+    lines = [json.loads(line) for line in (tmp_path / "answers.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [line.get("asked_at") for line in lines] == [1.0, 2.5, None] and lines[-1]["frames"] == 6
+    assert max(lines[0]["timestamps"]) <= 1.0 and len(lines[1]["timestamps"]) == 3
