@@ -142,3 +142,17 @@ def test_a_live_playlist_cannot_send_the_reader_to_a_local_file(layout: Path) ->
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+@pytest.mark.parametrize("name", ["concat:../outside/secret.mp4", "file:../outside/secret.mp4", "subfile,,start,0,end,0,,:../outside/secret.mp4"])
+def test_the_qwen_drop_in_opens_a_protocol_name_as_a_file_name(layout: Path, tmp_path: Path, name: str) -> None:
+    pytest.importorskip("torch")
+    from frameselect.integrations.qwen_vl_utils import process_vision_info
+
+    messages = [{"role": "user", "content": [{"type": "video", "video": name}, {"type": "text", "text": "What?"}]}]
+    with pytest.raises(VideoNotFoundError):
+        process_vision_info(messages, selector="uniform", k=2, cache_dir=str(tmp_path / "c"))
+    # the file it names inside the folder (a real video here) is what is read
+    _video(layout / name, 90)
+    _, videos, *_ = process_vision_info(messages, return_video_kwargs=True, selector="uniform", k=2, cache_dir=str(tmp_path / "c2"))
+    assert len(videos) == 1 and abs(float(videos[0].float().mean()) - 90) < 12
