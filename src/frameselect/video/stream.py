@@ -64,6 +64,15 @@ class StreamFrame:
     arrived: float = 0.0
 
 
+@dataclass
+class _ReadState:
+    """What one reading of a stream learns as it goes: how it ended, clock restarts, damaged packets."""
+
+    end: str = ""
+    restarts: int = 0
+    damaged: int = 0
+
+
 class LiveSource:
     """Frames of ``url`` as they arrive: ``for frame in LiveSource("udp://127.0.0.1:5000", fps=2): ...``.
 
@@ -105,7 +114,6 @@ class LiveSource:
         self.timeout = float(timeout)
         #: how the last reading ended (e.g. ``"the stream ended after 60 frames"``), set when it ends; None before
         self.ended: str | None = None
-        self._end, self._restarts, self._damaged = "", 0, 0
 
     def _open(self) -> Any:
         import av
@@ -126,14 +134,14 @@ class LiveSource:
             raise VideoError(self.url, "the stream carries no video")
         return container
 
-    def _read(self, stop: threading.Event) -> Iterator[tuple[Any, float, float, float]]:
+    def _read(self, stop: threading.Event, state: _ReadState) -> Iterator[tuple[Any, float, float, float]]:
         """``(av frame, stream clock seconds, pts seconds, duration seconds)`` of every decoded frame (run by the reader thread).
 
         The stream clock is the frames' presentation time, carried on across a
         restart (a step back of more than :data:`CLOCK_RESTART` seconds, as
         where two MPEG-TS segments meet): the frames after it follow the frame
         before it by one frame step. How the stream ended is left in
-        ``self._end`` (a read error after frames had come is the stream's end,
+        ``state.end`` (a read error after frames had come is the stream's end,
         not a failure: a server that closes the connection ends it so).
         """
         import av
@@ -153,7 +161,7 @@ class LiveSource:
                 try:
                     return list(stream.decode(packet))
                 except av.error.FFmpegError:
-                    self._damaged += 1  # a damaged packet of a live stream: its frames are lost, the stream goes on
+                    state.damaged += 1  # a damaged packet of a live stream: its frames are lost, the stream goes on
                     return []
 
             def timed(frames: list[Any]) -> Iterator[tuple[Any, float, float, float]]:
@@ -168,7 +176,7 @@ class LiveSource:
                     if last is not None and t < last - CLOCK_RESTART:
                         offset += last + (gap or duration or 0.0) - t
                         t = raw + offset
-                        self._restarts += 1
+                        state.restarts += 1
                     if last is not None and t > last:
                         gap = t - last
                     last = t if last is None else max(last, t)
@@ -184,17 +192,17 @@ class LiveSource:
             try:
                 for packet in container.demux(stream):
                     if stop.is_set():
-                        self._end = "stopped by its reader"
+                        state.end = "stopped by its reader"
                         return
                     yield from timed(frames_of(packet))  # the last, empty packet flushes the decoder
-                self._end = "the stream ended"
+                state.end = "the stream ended"
             except av.error.FFmpegError as exc:
                 if count == 0:
                     raise VideoError(self.url, f"the stream gave no frame before it failed ({exc}); check the address and that it is playing") from exc
                 if isinstance(exc, av.error.ExitError):
-                    self._end = f"no data for {self.timeout:g} s: the stream is taken to have ended"
+                    state.end = f"no data for {self.timeout:g} s: the stream is taken to have ended"
                 else:
-                    self._end = f"the stream ended when its connection closed ({exc.strerror or exc})"
+                    state.end = f"the stream ended when its connection closed ({exc.strerror or exc})"
                 if not stop.is_set():
                     try:
                         yield from timed(list(stream.decode(None)))  # the frames the decoder still holds
@@ -212,7 +220,7 @@ class LiveSource:
         Leaving the loop asks the reader to stop; a reader blocked in a read
         ends by itself at its next frame or after ``timeout``.
         """
-        self._end, self._restarts, self._damaged = "", 0, 0
+        state = _ReadState()
         self.ended = None
         items: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=64)
         stop = threading.Event()
@@ -230,7 +238,7 @@ class LiveSource:
             if hasattr(signal, "pthread_sigmask"):  # signals go to the caller's thread, never into FFmpeg's reads here
                 signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
             try:
-                for item in self._read(stop):
+                for item in self._read(stop, state):
                     if not put(("frame", item)):
                         return
                 put(("end", None))
@@ -251,7 +259,7 @@ class LiveSource:
                     how = f"failed: {item}"
                     raise item
                 if kind == "end":
-                    how = self._end or "the stream ended"
+                    how = state.end or "the stream ended"
                     return
                 count += 1
                 yield item
@@ -262,10 +270,10 @@ class LiveSource:
             stop.set()
             thread.join(timeout=0.05)
             notes = [f"{how} after {count} decoded frame{'s' if count != 1 else ''}"]
-            if self._restarts:
-                notes.append(f"its clock restarted {self._restarts} time{'s' if self._restarts != 1 else ''} (the times after a restart go on from before it)")
-            if self._damaged:
-                notes.append(f"{self._damaged} damaged packet{'s' if self._damaged != 1 else ''} skipped")
+            if state.restarts:
+                notes.append(f"its clock restarted {state.restarts} time{'s' if state.restarts != 1 else ''} (the times after a restart go on from before it)")
+            if state.damaged:
+                notes.append(f"{state.damaged} damaged packet{'s' if state.damaged != 1 else ''} skipped")
             self.ended = "; ".join(notes)
 
     def __iter__(self) -> Iterator[StreamFrame]:
