@@ -143,3 +143,22 @@ def test_largest_remainder_refuses_a_total_it_cannot_share_exactly() -> None:
         with pytest.raises(ValueError, match="too large to share exactly"):
             largest_remainder([1, 1, 1], total)
     assert json.loads("[1]") == [1]
+
+
+def test_deeply_nested_yaml_of_an_lmms_eval_task_is_a_config_error(tmp_path: Path) -> None:
+    pytest.importorskip("yaml")
+    from frameselect.datasets.lmms_eval_task import load_task_config
+    from frameselect.errors import DatasetConfigError
+
+    path = tmp_path / "task.yaml"
+    path.write_text("task: t\nnest: " + "[" * DEEP + "]" * DEEP + "\n", encoding="utf-8")
+    with pytest.raises(DatasetConfigError, match="nested too deeply") as info:
+        load_task_config(path)
+    assert str(path) in str(info.value)
+
+
+def test_a_deeply_nested_cli_parameter_is_text_not_a_traceback() -> None:
+    from frameselect.commands._common import parse_value
+
+    deep = "[" * DEEP + "]" * DEEP
+    assert parse_value(deep) == deep and parse_value("[1, 2]") == [1, 2]

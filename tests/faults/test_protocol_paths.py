@@ -156,3 +156,38 @@ def test_the_qwen_drop_in_opens_a_protocol_name_as_a_file_name(layout: Path, tmp
     _video(layout / name, 90)
     _, videos, *_ = process_vision_info(messages, return_video_kwargs=True, selector="uniform", k=2, cache_dir=str(tmp_path / "c2"))
     assert len(videos) == 1 and abs(float(videos[0].float().mean()) - 90) < 12
+
+
+def test_a_live_address_gets_network_protocols_only(layout: Path) -> None:
+    import http.server
+    import threading
+
+    from frameselect.errors import VideoError
+    from frameselect.video.stream import LiveSource
+
+    data = (layout / "inside.mp4").read_bytes()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (the http.server API)
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{httpd.server_address[1]}/v.mp4"
+    try:
+        assert len(list(LiveSource(url, timeout=3))) == 10
+        for wrapped in (f"concat:{url}|{url}", f"subfile,,start,0,end,0,,:{url}", f"async:{url}"):
+            with pytest.raises(VideoError, match="cannot open"):
+                list(LiveSource(wrapped, timeout=3))
+        # a caller who wants another protocol names it
+        assert len(list(LiveSource(f"concat:{url}|{url}", options={"protocol_whitelist": "concat,http,tcp"}, timeout=3))) == 10
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
