@@ -130,6 +130,16 @@ def test_a_stream_cut_short_keeps_the_answers_due_and_says_so(clip: Path) -> Non
     assert max(answers[2].selection.timestamps) < 2.0
 
 
+def test_a_stream_that_stalls_ends_after_its_timeout_with_the_answers_due(clip: Path) -> None:
+    with Server(clip.read_bytes(), share=0.8, stall=True) as server:
+        start = time.monotonic()
+        answers = run_stream(LiveSource(server.url, timeout=1.5), "sliding_window", "color_histogram", QUESTIONS)
+        took = time.monotonic() - start
+    assert [a.asked_at for a in answers] == [0.9, 2.0, 10.0] and answers.interrupted is None
+    assert "no data for 1.5 s" in answers.ended and took < 10
+    assert 10 < answers.frames < 30
+
+
 def test_a_stream_whose_clock_restarts_keeps_every_frame_in_order(tmp_path: Path) -> None:
     segment = _clip(tmp_path / "seg.ts").read_bytes()
     with Server(segment + segment) as server:
