@@ -15,6 +15,11 @@ if ! command -v chromedriver >/dev/null 2>&1 && command -v apt-get >/dev/null 2>
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) \
     || echo "setup: chromium could not be installed; the report's browser test will skip" >&2
 fi
+# The ffmpeg command line, for the live-stream example that tests/faults/test_stream_ends.py runs.
+if ! command -v ffmpeg >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ffmpeg >/dev/null) \
+    || echo "setup: ffmpeg could not be installed; the live-stream example test will skip" >&2
+fi
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi

@@ -280,6 +280,8 @@ def at_tokens(runs: Sequence[StoredRun], budget: float) -> tuple[list[StoredRun]
     (no tokens recorded, or over the budget with no run of their
     configuration within it).
     """
+    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not math.isfinite(budget) or budget <= 0:
+        raise ValueError(f"at_tokens: the budget is a finite number of visual tokens above 0, got {budget!r}")
     best: dict[str, StoredRun] = {}
     for run in runs:
         spent = run_tokens(run)

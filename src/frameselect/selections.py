@@ -108,12 +108,14 @@ def _load_json(path: Path) -> Any:
             return json.loads(text)
         except ValueError:
             pass
+        except RecursionError:
+            raise SelectionImportError(f"{path}: JSON nested too deeply to read (lists or objects inside each other thousands of levels down)") from None
     rows = []
     for n, line in enumerate(text.splitlines(), 1):
         if line.strip():
             try:
                 rows.append(json.loads(line))
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:
                 raise SelectionImportError(f"{path}: line {n} is not JSON ({exc})") from None
     return rows
 

@@ -89,6 +89,8 @@ def load_task_config(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise DatasetNotFoundError(f"lmms_eval: cannot read the task YAML {path}: {exc.strerror or exc}") from None
     except yaml.YAMLError as exc:
         raise DatasetConfigError(f"lmms_eval: {path} is not valid YAML: {exc}") from None
+    except RecursionError:
+        raise DatasetConfigError(f"lmms_eval: {path} is nested too deeply to read as YAML; is it the task's YAML file?") from None
     if not isinstance(config, dict):
         raise DatasetConfigError(f"lmms_eval: {path} holds no task configuration (a YAML mapping)")
     includes = config.pop("include", None)
