@@ -108,7 +108,21 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "frameselect.testing.*",
         ),
     ),
-    ("plan and run", ("frameselect.plan", "frameselect.run", "frameselect.pipeline", "frameselect.executors", "frameselect.executors.*")),
+    (
+        "plan and run",
+        (
+            "frameselect.checks",
+            "frameselect.budgets",
+            "frameselect.scopes",
+            "frameselect.scopes.*",
+            "frameselect.prepare",
+            "frameselect.plan",
+            "frameselect.run",
+            "frameselect.pipeline",
+            "frameselect.executors",
+            "frameselect.executors.*",
+        ),
+    ),
     (
         "evaluate, replay, bench, studies, reports",
         (

@@ -1,394 +1,302 @@
-"""The plan of a run: every part resolved and the configuration validated
-before any sample is touched.
+"""The plan of a run: every part resolved, the budget and scope fixed, the configuration validated before any sample is touched.
 
-A wrong configuration is a :class:`~frameselect.errors.ConfigError` that names
-the part and what to do: a selector, router or evaluator whose needs the
-encoder cannot meet, a parameter a part does not have, answer-level
-evaluators without an answering backend, a numeric parameter outside the
-range its part declares (``Part.param_ranges``), ``k`` outside
-``1..K_MAX`` (:func:`frameselect.parts.check_budget`), a bad pool policy, ``limit < 0``. :func:`plan_run` builds the plan of ``evaluate()``; replay
-builds its own from the stored run (:mod:`frameselect.replay`).
+:func:`plan_run` builds the plan of ``evaluate()`` (and of a streaming run:
+the same planner with a :class:`~frameselect.scopes.stream.Stream` scope);
+replay builds its own from the stored run (:mod:`frameselect.replay`). A
+wrong configuration is a :class:`~frameselect.errors.ConfigError` that names
+the part and what to do (:mod:`frameselect.checks`), ``k`` outside
+``1..K_MAX`` (:func:`frameselect.parts.check_budget`) included.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+import dataclasses
+import enum
+import os
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from frameselect.answerers.base import Answerer
-from frameselect.datasets.base import Dataset, InMemoryDataset
+from frameselect.budgets import Budget, Frames, budget_of
+from frameselect.checks import (
+    _dataset,
+    check_across,
+    check_answerer,
+    check_limit,
+    check_mixed_sizes,
+    check_needs,
+    check_pool,
+    check_ranges,
+    default_label,
+    load_samples,
+    part_identity,
+    resolve,
+    resolve_budget_policy,
+    resolve_selector,
+    resolve_token_model,
+    token_model_config,
+)
+from frameselect.datasets.base import Dataset
 from frameselect.encoders.base import Encoder
-from frameselect.errors import ConfigError, FrameselectError, PartConfigError
+from frameselect.errors import ConfigError
 from frameselect.evaluators.base import Evaluator
 from frameselect.fingerprint import fingerprint
-from frameselect.parts import Part, check_budget, check_params, part_config
-from frameselect.registry import get_registry
-from frameselect.selectors.base import Selector
-from frameselect.types import Sample
-from frameselect.video.policy import parse_policy
+from frameselect.parts import check_budget, part_config
+from frameselect.scopes import OneVideo, Scope, default_scope
+from frameselect.scopes.across import AcrossVideos
+from frameselect.types import Sample, SampleRecord
 
 if TYPE_CHECKING:
     from frameselect.crossvideo.budget import BudgetPolicy
     from frameselect.routing.base import Router
+    from frameselect.selectors.base import Selector
     from frameselect.tokens import TokenModel
 
 __all__ = [
     "Plan",
+    "Mode",
+    "RunOptions",
     "plan_run",
+    "legacy_keywords",
     "resolve",
     "check_needs",
     "check_ranges",
     "check_limit",
     "check_pool",
     "check_answerer",
+    "check_mixed_sizes",
     "part_identity",
     "load_samples",
     "resolve_selector",
     "resolve_budget_policy",
+    "resolve_token_model",
+    "token_model_config",
     "check_across",
+    "default_label",
 ]
 
-#: what each feature kind asks of the encoder
-_EMBEDDING_NEEDS = frozenset({"embeddings", "text", "relevance"})
-_TEXT_NEEDS = frozenset({"text", "relevance"})
-_FEATURE_KINDS = frozenset({"embeddings", "text", "relevance", "pixels"})
+
+class Mode(str, enum.Enum):
+    """What a plan runs: stored as the run's kind."""
+
+    RUN = "run"
+    ROUTED = "routed"
+    REPLAY = "replay"
+    STREAM = "stream"
+    IMPORT = "import"
+    FEATURES = "features"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Everything of a run besides its parts, budget, scope and store.
+
+    What shapes the results (and so the run id): ``pool`` (the candidate pool
+    policy), ``seed``, ``limit`` (the first samples only) and the parameters of
+    a selector or dataset given by name. What does not: ``label``, ``by`` (the
+    result's breakdown; None: the scope's), ``progress``, ``on_record``, the
+    feature ``cache_dir`` and where videos are computed (``executor``,
+    ``workers``, ``ray_address``: :mod:`frameselect.executors`).
+    """
+
+    pool: str = "fps=1.0"
+    seed: int = 0
+    limit: int | None = None
+    label: str = ""
+    selector_params: Mapping[str, Any] | None = None
+    dataset_params: Mapping[str, Any] | None = None
+    cache_dir: str | os.PathLike[str] | None = None
+    by: str | None = "kind"
+    progress: bool | None = None
+    on_record: Callable[[SampleRecord], None] | None = None
+    executor: Any = "serial"
+    workers: int | None = None
+    ray_address: str | None = None
+
+
+#: the keywords of earlier releases that the budget takes
+BUDGET_KEYWORDS = frozenset({"tokens", "token_policy", "token_model", "router", "bank"})
+#: ... and the scope
+SCOPE_KEYWORDS = frozenset({"budget_policy"})
+OPTION_KEYWORDS = frozenset(f.name for f in dataclasses.fields(RunOptions))
+
+
+def legacy_keywords(
+    where: str, k: int | Budget, scope: Scope | None, options: RunOptions | None, legacy: Mapping[str, Any], allowed: frozenset[str] | None = None
+) -> tuple[Budget, Scope | None, RunOptions]:
+    """The budget, scope and options that keywords of earlier releases describe (each a :class:`DeprecationWarning`).
+
+    Accepted for one release: ``tokens``, ``token_policy``, ``token_model``,
+    ``router``, ``bank`` (the budget: :mod:`frameselect.budgets`),
+    ``budget_policy`` (the scope: :class:`~frameselect.scopes.across.AcrossVideos`)
+    and every field of :class:`RunOptions`.
+    """
+    known = BUDGET_KEYWORDS | SCOPE_KEYWORDS | OPTION_KEYWORDS
+    unknown = sorted(set(legacy) - (known if allowed is None else allowed))
+    if unknown:
+        raise TypeError(f"{where}() got unexpected keyword argument(s) {unknown}")
+    if legacy:
+        hints = []
+        if set(legacy) & BUDGET_KEYWORDS:
+            hints.append("the budget as k= (Frames, Tokens, Routed: frameselect.budgets)")
+        if set(legacy) & SCOPE_KEYWORDS:
+            hints.append("the budget policy as scope=AcrossVideos(policy)")
+        if set(legacy) & OPTION_KEYWORDS:
+            hints.append("the rest as options=RunOptions(...)")
+        warnings.warn(f"{where}(): the keyword(s) {sorted(legacy)} are deprecated and go in 0.4; give {'; '.join(hints)}", DeprecationWarning, stacklevel=3)
+    budget = budget_of(k, **{key: legacy[key] for key in BUDGET_KEYWORDS if key in legacy})
+    if "budget_policy" in legacy and legacy["budget_policy"] is not None:
+        if scope is not None:
+            raise ConfigError("budget_policy= and scope= both given: give the policy to the scope (scope=AcrossVideos(policy))")
+        scope = AcrossVideos(legacy["budget_policy"])
+    opts = options or RunOptions()
+    given = {key: legacy[key] for key in OPTION_KEYWORDS if key in legacy}
+    if given:
+        opts = dataclasses.replace(opts, **given)
+    return budget, scope, opts
 
 
 @dataclass(frozen=True)
 class Plan:
-    """What a run will do. ``config`` is stored with the run; ``run_id`` is its fingerprint."""
+    """What a run will do: its parts, its budget and scope, its configuration (stored with the run) and fingerprint (``run_id``)."""
 
-    kind: str  # "run", "routed" or "replay"
+    mode: Mode
     run_id: str
     config: Mapping[str, Any]
     samples: tuple[Sample, ...]
     evaluators: tuple[Evaluator, ...]
     pool: str
     seed: int = 0
-    k: int = 0
-    selector: Selector | None = None
+    #: the selector (a per-video, joint or streaming one; a routed run's default)
+    selector: Any = None
     encoder: Encoder | None = None
     answerer: Answerer | None = None
-    router: Router | None = None
-    bank: tuple[Selector, ...] = ()
+    #: what each sample may spend (:mod:`frameselect.budgets`)
+    budget: Budget = field(default_factory=lambda: Frames(0))
+    #: what each sample covers (:mod:`frameselect.scopes`)
+    scope: Scope = field(default_factory=OneVideo)
     parent_run: str | None = None
     #: ask the answerer for each sample (replay always does; a run when an evaluator scores or uses answers)
     needs_answers: bool = False
-    #: a run at a token budget: visual tokens per sample (the mean, when routed) instead of ``k`` frames
-    tokens: int | None = None
-    #: how the token budget becomes frames x resolution (:data:`frameselect.token_budget.TOKEN_POLICIES`)
-    token_policy: str = "fixed_res"
-    #: the answering model's cost model: plans a token budget, and prices every run's frames
-    token_model: TokenModel | None = None
-    #: how a question over several videos shares ``k`` among them (:mod:`frameselect.crossvideo`); None: equal
-    budget_policy: Any = None
+
+    @property
+    def kind(self) -> str:
+        """The mode's name, as the store keeps it."""
+        return self.mode.value
 
     @property
     def label(self) -> str:
         return str(self.config.get("label") or self.run_id[:12])
 
+    @property
+    def k(self) -> int:
+        return self.budget.k
 
-def _singular(kind: str) -> str:
-    return {"routers": "router", "routing": "router", "streaming": "streaming selector"}.get(kind, kind[:-1] if kind.endswith("s") else kind)
+    @property
+    def tokens(self) -> int | None:
+        return self.budget.tokens
 
+    @property
+    def token_policy(self) -> str:
+        return self.budget.policy
 
-def check_ranges(kind: str, part: Any, params: Mapping[str, Any] | None = None, *, name: str | None = None) -> None:
-    """Numeric parameters lie in their declared ranges: ``params`` for a part class about to be created, else the part's own."""
-    problems = check_params(part, params)
-    if problems:
-        label = name or getattr(part, "registered_name", "") or type(part).__name__
-        flag = {"selectors": "-p", "datasets": "-D", "encoders": "-E", "answerers": "-A"}.get(kind)
-        hint = f" (CLI {flag} NAME=VALUE)" if flag else ""
-        raise ConfigError(f"{_singular(kind)} {label!r}: parameter {'; '.join(problems)}; give a value in range{hint}")
+    @property
+    def token_model(self) -> TokenModel | None:
+        """The answering model's cost model: plans a token budget, and prices every run's frames."""
+        return self.budget.token_model
 
+    @property
+    def router(self) -> Router | None:
+        return self.budget.router
 
-def resolve(kind: str, part: Any, **params: Any) -> Any:
-    """A part from a registered name (created with ``params``) or an instance (returned as is).
+    @property
+    def bank(self) -> tuple[Selector, ...]:
+        return self.budget.bank or ((self.selector,) if self.selector is not None else ())
 
-    A parameter the part does not have, a numeric value outside its declared
-    range, or a value its constructor refuses, is a :class:`ConfigError`
-    naming the part and its parameters.
-    """
-    what = _singular(kind)
-    if not isinstance(part, str):
-        if params:
-            raise ConfigError(f"parameters {sorted(params)} given for a {what} instance ({type(part).__name__}); pass them to its constructor instead")
-        if isinstance(part, Part):
-            check_ranges(kind, part, name=part.name)
-        return part
-    factory = get_registry(kind).get(part)
-    if isinstance(factory, type):  # before creating it: a bad value never reaches a constructor (nor loads a model)
-        check_ranges(kind, factory, params, name=part)
-    try:
-        return get_registry(kind).create(part, **params)  # an unknown parameter: the registry names the ones the part has
-    except PartConfigError as exc:
-        raise ConfigError(str(exc)) from None
-    except (TypeError, ValueError, ImportError) as exc:
-        given = ", ".join(f"{k}={v!r}" for k, v in params.items()) or "its defaults"
-        raise ConfigError(f"{what} {part!r} cannot be created with {given}: {type(exc).__name__}: {exc}") from exc
-
-
-def check_limit(limit: Any) -> int | None:
-    """``limit`` as a sample count (None: every sample)."""
-    if limit is None:
-        return None
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-        raise ConfigError(f"limit must be a whole number of samples (0 or more), got {limit!r} (limit=, CLI --limit)")
-    return int(limit)
-
-
-def check_pool(pool: Any) -> str:
-    """The pool policy in its canonical form (``fps=1``, ``uniform=64``, ``all``)."""
-    try:
-        return str(parse_policy(pool))
-    except (ValueError, TypeError) as exc:
-        raise ConfigError(f"bad pool policy (pool=, CLI --pool): {exc}") from None
-
-
-def _text_encoders() -> list[str]:
-    from frameselect.registry import encoders
-
-    return [n for n in encoders.names() if getattr(encoders.get(n), "has_text", False) is True]  # a factory may be a function
-
-
-def check_needs(kind: str, part: Any, encoder: Encoder | None) -> None:
-    """The features ``part`` declares in ``needs`` are ones ``encoder`` can give."""
-    needs = frozenset(part.needs)
-    name = f"{_singular(kind)} {part.name!r}"
-    unknown = needs - _FEATURE_KINDS
-    if unknown:
-        raise ConfigError(f"{name} needs {sorted(unknown)}, which no run provides; known feature kinds: {sorted(_FEATURE_KINDS)}")
-    if needs & _EMBEDDING_NEEDS and encoder is None:
-        raise ConfigError(f"{name} needs {sorted(needs & _EMBEDDING_NEEDS)}: pass an encoder (encoder=, CLI -e), e.g. 'color_histogram'")
-    if needs & _TEXT_NEEDS and encoder is not None and not encoder.has_text:
-        hint = ", ".join(_text_encoders()[:6])
-        raise ConfigError(f"{name} needs query relevance, but encoder {encoder.id} cannot embed text; pass a text-capable encoder (encoder=, CLI -e): {hint}")
-
-
-def check_answerer(evaluators: Sequence[Evaluator], answerer: Answerer | None) -> None:
-    """Answer-level evaluators come with an answering backend."""
-    needy = [e.name for e in evaluators if e.needs_answer]
-    if needy and answerer is None:
-        raise ConfigError(f"evaluator(s) {needy} score answers: pass an answering backend (answerer=, CLI -a), e.g. 'oracle'")
-
-
-def part_identity(part: Any) -> Any:
-    """What a run's configuration stores of a part (None for an absent one): :func:`frameselect.parts.part_config`."""
-    return None if part is None else part_config(part)
-
-
-def _dataset(dataset: str | Dataset | Iterable[Sample], params: Mapping[str, Any] | None = None) -> Dataset:
-    if isinstance(dataset, str):
-        ds: Dataset = resolve("datasets", dataset, **dict(params or {}))
-        return ds
-    if params:
-        raise ConfigError(f"dataset parameters {sorted(params)} given for a dataset instance; pass them to its constructor instead")
-    if isinstance(dataset, Dataset):
-        check_ranges("datasets", dataset, name=dataset.name)
-        return dataset
-    try:
-        return InMemoryDataset(list(dataset))
-    except ValueError as exc:  # duplicate sample ids
-        raise ConfigError(f"the samples given as dataset= cannot form a dataset: {exc}") from exc
-
-
-def load_samples(ds: Dataset, limit: int | None = None) -> list[Sample]:
-    """The dataset's samples (the first ``limit``); a dataset that cannot be read is a :class:`ConfigError` naming it."""
-    try:
-        samples = list(ds)
-    except FrameselectError:
-        raise
-    except (OSError, ValueError, LookupError, TypeError) as exc:
-        raise ConfigError(f"dataset {ds.name!r} cannot be read ({type(exc).__name__}): {exc}") from exc
-    return samples[:limit] if limit is not None else samples
-
-
-def default_label(sel: Selector, k: int, router: Any, bank: Sequence[Selector] = (), tokens: int | None = None) -> str:
-    """``uniform@k=8``; routed runs ``text_cue[uniform,topk]@B=8`` (router, bank, mean budget); ``uniform@tokens=6000`` at a token budget."""
-    budget = f"tokens={tokens}" if tokens is not None else None
-    if router is not None:
-        names = ",".join(b.name for b in (bank or [sel]))
-        return f"{router.name}[{names}]@{budget or f'B={k}'}"
-    return f"{sel.name}@{budget or f'k={k}'}"
-
-
-def check_mixed_sizes(parts: Sequence[Selector], answerer: Answerer | None, tokens: int | None, token_policy: str) -> None:
-    """A mixed-resolution selector (``frame_scales``) needs an answerer that takes frames of several sizes, and plans its own sizes at a token budget."""
-    mixing = [p.name for p in parts if p.frame_scales(1) is not None]
-    if not mixing:
-        return
-    if answerer is not None and not answerer.takes_mixed_sizes:
-        raise ConfigError(
-            f"selector {mixing[0]!r} sends frames at several sizes, and answerer {answerer.name!r} takes a video of one size; "
-            "answer with a backend that takes frames one by one (openai_http), or drop the mixed resolution (e.g. qframe multires=false)"
-        )
-    if tokens is not None and token_policy != "fixed_res":
-        raise ConfigError(
-            f"selector {mixing[0]!r} sets its own frame sizes (mixed resolution); run it under the token policy fixed_res (--token-policy fixed_res), not {token_policy!r}"
-        )
-
-
-def resolve_token_model(token_model: Any, answerer: Answerer | None, tokens: int | None) -> TokenModel | None:
-    """The run's cost model: ``token_model`` (a family name or a model), else the answerer's own; a token budget needs one."""
-    from frameselect.tokens import TokenModel, token_models
-
-    if token_model is not None:
-        if isinstance(token_model, TokenModel):
-            return token_model
-        if not isinstance(token_model, str) or token_model not in token_models.names():
-            raise ConfigError(f"unknown token cost model {token_model!r}; known: {', '.join(token_models.names())} (token_model=, CLI --token-model)")
-        model: TokenModel = token_models.create(token_model)
-        return model
-    declared = answerer.token_model() if answerer is not None else None
-    if declared is None and tokens is not None:
-        who = f"answerer {answerer.name!r} declares no cost model" if answerer is not None else "no answerer is given"
-        raise ConfigError(
-            f"a token budget needs the answering model's cost model, and {who}: pass token_model= (CLI --token-model), "
-            "e.g. 'qwen2_5_vl', or an answerer that declares one (openai_http: -A tokens=NAME)"
-        )
-    return declared
-
-
-def resolve_selector(selector: Any, params: Mapping[str, Any]) -> Any:
-    """A selector, or a joint selector (``topk_union``, ``binding``, ``holmes``: :mod:`frameselect.crossvideo`) by name."""
-    from frameselect.crossvideo._registry import joint_selectors
-
-    if isinstance(selector, str) and selector in joint_selectors.names():
-        try:
-            return joint_selectors.create(selector, **params)
-        except (TypeError, ValueError) as exc:
-            raise ConfigError(f"joint selector {selector!r}: {exc}; its parameters: {sorted(_params(joint_selectors.get(selector)))}") from None
-    return resolve("selectors", selector, **params)
-
-
-def _params(factory: Any) -> list[str]:
-    import inspect
-
-    return [p for p in inspect.signature(factory).parameters if p != "self"]
-
-
-def resolve_budget_policy(policy: Any) -> BudgetPolicy | None:
-    """How a question over several videos shares ``k`` among them: None, a :class:`~frameselect.crossvideo.BudgetPolicy` or its name."""
-    from frameselect.crossvideo._registry import budget_policies
-    from frameselect.crossvideo.budget import BudgetPolicy
-
-    if policy is None or isinstance(policy, BudgetPolicy):
+    @property
+    def budget_policy(self) -> BudgetPolicy | None:
+        """How a question over several videos shares its budget (None: equal)."""
+        policy: BudgetPolicy | None = getattr(self.scope, "policy", None)
         return policy
-    if isinstance(policy, str):
-        if policy not in budget_policies.names():
-            raise ConfigError(f"unknown budget policy {policy!r}; known: {', '.join(budget_policies.names())}")
-        created: BudgetPolicy = budget_policies.create(policy)
-        return created
-    raise ConfigError(f"budget_policy must be a name or a BudgetPolicy, got {type(policy).__name__}")
-
-
-def check_across(
-    sel: Any,
-    policy: BudgetPolicy | None,
-    enc: Any,
-    ans: Any,
-    router: Any,
-    tokens: int | None,
-    samples: Sequence[Sample],
-    bank: Sequence[Any] = (),
-) -> None:
-    """A plan's checks for questions over several videos and joint selectors (each a ConfigError before the first sample).
-
-    A router gives a question over several videos its total (the budget
-    policy shares it among the videos, or a joint selector spends it), and a
-    token budget is the question's total in visual tokens; both need a policy
-    that keeps the total (``equal``, ``duration``, ``relevance``). A joint
-    selector decides each video's frame count only when it selects, so it
-    takes a frame budget, not a token budget.
-    """
-    from frameselect.crossvideo.joint import JointSelector
-
-    parts = [sel, *(b for b in bank if b is not sel)]
-    joints = [p for p in parts if isinstance(p, JointSelector)]
-    if joints and policy is not None:
-        raise ConfigError(f"joint selector {joints[0].name!r} shares the budget itself: give no budget_policy (CLI --budget-policy)")
-    if policy is not None and "relevance" in policy.needs and (enc is None or not enc.has_text):
-        raise ConfigError(f"budget policy {policy.name!r} shares the budget by query relevance: pass a text-capable encoder (encoder=, e.g. 'imagenet_label')")
-    drivers = [p for p in parts if getattr(p, "drives_answerer", False)]
-    if drivers and ans is None:
-        raise ConfigError(f"joint selector {drivers[0].name!r} reads its answer out through an answerer: pass answerer= (e.g. 'label_ocr_reader')")
-    if router is not None and len(parts) > 1 and drivers:
-        raise ConfigError(
-            f"joint selector {drivers[0].name!r} reads out the answer of every question it selects for: a router may assign it only as its one selector (no other --bank entries)"
-        )
-    if policy is not None and not policy.keeps_total and (router is not None or tokens is not None):
-        what = "a router's budgets" if router is not None else "a token budget"
-        raise ConfigError(
-            f"budget policy {policy.name!r} does not keep a question's total, so {what} would not hold over its videos: "
-            "use a policy that keeps it (equal, duration, relevance; CLI --budget-policy), or run at a frame budget k without --router/--tokens"
-        )
-    if joints and tokens is not None:
-        raise ConfigError(
-            f"joint selector {joints[0].name!r} decides how many frames each video gets only as it selects, so a token budget cannot be planned for it: "
-            "run it at a frame budget k (CLI -k, no --tokens), or use a per-video selector with a budget policy (e.g. -s topk --budget-policy equal) at --tokens"
-        )
 
 
 def plan_run(
-    selector: str | Selector,
+    selector: Any,
     evaluators: Sequence[str | Evaluator],
     dataset: str | Dataset | Iterable[Sample],
-    k: int,
+    k: int | Budget = 8,
     *,
+    scope: Scope | None = None,
     encoder: str | Encoder | None = None,
     answerer: str | Answerer | None = None,
-    pool: str = "fps=1.0",
-    seed: int = 0,
-    selector_params: Mapping[str, Any] | None = None,
-    dataset_params: Mapping[str, Any] | None = None,
-    router: Any = None,
-    bank: Sequence[str | Selector] | None = None,
-    label: str = "",
-    limit: int | None = None,
-    tokens: int | None = None,
-    token_policy: str = "fixed_res",
-    token_model: Any = None,
-    budget_policy: Any = None,
+    options: RunOptions | None = None,
+    **legacy: Any,
 ) -> Plan:
     """Resolve and validate everything :func:`frameselect.pipeline.evaluate` will run.
 
     ``selector`` may also name a joint selector (``topk_union``, ``binding``,
-    ``holmes``: :mod:`frameselect.crossvideo`), and ``budget_policy`` how a
-    question over several videos shares ``k`` among its videos (default
-    ``equal``; a joint selector shares it itself).
-
-    ``tokens`` runs at a budget of visual tokens per sample (the mean, with a
-    router) instead of ``k`` frames, spent under ``token_policy``
-    (:mod:`frameselect.token_budget`; ``k`` is then only ``fixed_k``'s frame
-    count), priced by ``token_model`` or else the answerer's own cost model.
-    A budget below one frame is refused here.
+    ``holmes``: :mod:`frameselect.crossvideo`), or, with ``scope=Stream(...)``,
+    a streaming selector. ``k`` is the budget: a frame count, or a
+    :class:`~frameselect.budgets.Budget` (:class:`~frameselect.budgets.Tokens`:
+    visual tokens a sample under a policy, priced by its cost model or else the
+    answerer's own; :class:`~frameselect.budgets.Routed`: a router over a bank
+    at a mean). ``scope`` (:mod:`frameselect.scopes`; default: one video, or
+    several when a sample spans several or the selector is a joint one) says
+    what each sample covers, and how a question over several videos shares its
+    budget. ``options``: :class:`RunOptions`. A budget below one frame is
+    refused here, as is every other wrong configuration.
     """
-    k, limit, policy = check_budget(k, error=ConfigError, hint="k=, CLI -k"), check_limit(limit), check_pool(pool)
-    sel: Selector = resolve_selector(selector, dict(selector_params or {}))
-    across_policy = resolve_budget_policy(budget_policy)
+    budget, scope, opts = legacy_keywords("plan_run", k, scope, options, legacy)
+    return _plan(selector, evaluators, dataset, budget, scope, encoder, answerer, opts)
+
+
+def _plan(
+    selector: Any,
+    evaluators: Sequence[str | Evaluator],
+    dataset: str | Dataset | Iterable[Sample],
+    budget: Budget,
+    scope: Scope | None,
+    encoder: str | Encoder | None,
+    answerer: str | Answerer | None,
+    opts: RunOptions,
+) -> Plan:
+    k = check_budget(budget.k, error=ConfigError, hint="k=, CLI -k")
+    limit, policy = check_limit(opts.limit), check_pool(opts.pool)
+    sel = (scope or Scope()).resolve_selector(selector, dict(opts.selector_params or {}))
+    if scope is not None:
+        scope = scope.with_parts()
     evs: list[Evaluator] = [resolve("evaluators", e) for e in evaluators]
     enc: Encoder | None = resolve("encoders", encoder) if encoder is not None else None
     ans: Answerer | None = resolve("answerers", answerer) if answerer is not None else None
-    rt = resolve("routers", router) if router is not None else None
-    if bank and rt is None:
-        raise ConfigError("bank= names the selectors a router may assign: pass router= too (CLI --router), or drop bank=")
-    bank_parts: list[Selector] = [resolve_selector(b, {}) for b in bank] if bank else [sel]
-    for kind, part in [("selectors", sel), *(("selectors", b) for b in bank_parts), *(("evaluators", e) for e in evs)]:
-        check_needs(kind, part, enc)
+    if scope is not None:
+        scope.check_parts(sel, budget, enc, ans)
+    rt = resolve("routers", budget.router) if budget.router is not None else None
+    bank_parts: list[Any] = [resolve_selector(b, {}) for b in budget.bank] if budget.bank else [sel]
+    streaming = scope is not None and not scope.prices
+    if not streaming:
+        for kind, part in [("selectors", sel), *(("selectors", b) for b in bank_parts)]:
+            check_needs(kind, part, enc)
+    for ev in evs:
+        check_needs("evaluators", ev, enc)
     if rt is not None:
         check_needs("routers", rt, enc)
     check_answerer(evs, ans)
-    check_mixed_sizes([sel, *bank_parts], ans, tokens, token_policy)
-    cost_model = resolve_token_model(token_model, ans, tokens)
-    if tokens is not None:
-        from frameselect.token_budget import check_token_budget
-
-        assert cost_model is not None
-        tokens = check_token_budget(tokens, cost_model, token_policy, k)
-    ds = _dataset(dataset, dataset_params)
+    if not streaming:
+        check_mixed_sizes([sel, *bank_parts], ans, budget.tokens, budget.policy)
+    cost_model = resolve_token_model(budget.model, ans, budget.tokens) if not streaming else None
+    budget = budget.with_parts(cost_model, rt, bank_parts if rt is not None else ())
+    if budget.tokens is not None:
+        budget = budget.check([sel, *bank_parts], ans)
+    ds = _dataset(dataset, opts.dataset_params)
     samples = load_samples(ds, limit)
-    check_across(sel, across_policy, enc, ans, rt, tokens, samples, bank_parts if rt is not None else ())
+    if scope is None:
+        scope = default_scope([sel, *(bank_parts if rt is not None else ())], samples).with_parts()
+    scope.check(sel, budget, enc, ans, samples)
     config: dict[str, Any] = {
         "selector": part_config(sel),
         "evaluators": [part_config(e) for e in evs],
@@ -397,48 +305,29 @@ def plan_run(
         "encoder": part_identity(enc),
         "answerer": part_identity(ans),
         "pool": policy,
-        "seed": seed,
+        "seed": opts.seed,
         "limit": limit,
     }
-    if across_policy is not None:  # only when given: runs without one keep their ids
-        config["budget_policy"] = part_config(across_policy)
-    if rt is not None:
-        config["router"] = part_config(rt)
-        config["bank"] = [part_config(b) for b in bank_parts]
-    if tokens is not None:  # the budget, its policy and the model that prices it decide the frames
-        config.update(tokens=tokens, token_policy=token_policy, token_model=token_model_config(cost_model))
-        if token_policy != "fixed_k" and rt is None:  # k is fixed_k's count, and the mean a router allocates frame units at
-            config.pop("k")
+    scope.configure(config)
+    budget.configure(config)  # the budget, its policy and the model that prices it decide the frames
     run_id = fingerprint(config)
-    config["label"] = label or default_label(sel, k, rt, bank_parts if bank else (), tokens)
+    config["label"] = opts.label or scope.label(sel, budget)
     # descriptive, outside the fingerprint: what replay needs to re-create the dataset
     config["dataset_spec"] = part_config(ds)
-    if tokens is None and cost_model is not None:  # prices the frames; changes none
+    if budget.tokens is None and cost_model is not None:  # prices the frames; changes none
         config["token_model"] = token_model_config(cost_model)
     return Plan(
-        kind="routed" if rt is not None else "run",
+        mode=Mode.ROUTED if rt is not None else Mode(scope.mode),
         run_id=run_id,
         config=config,
         samples=tuple(samples),
         evaluators=tuple(evs),
         pool=policy,
-        seed=seed,
-        k=k,
+        seed=opts.seed,
         selector=sel,
         encoder=enc,
         answerer=ans,
-        router=rt,
-        bank=tuple(bank_parts),
+        budget=budget,
+        scope=scope,
         needs_answers=ans is not None and any(e.reads_answer for e in evs),
-        tokens=tokens,
-        token_policy=token_policy,
-        token_model=cost_model,
-        budget_policy=across_policy,
     )
-
-
-def token_model_config(model: TokenModel | None) -> Any:
-    """What a run's configuration stores of a cost model: ``{"family", "params"}`` (None for none)."""
-    import dataclasses
-
-    return None if model is None else {"family": model.family, "params": dataclasses.asdict(model)}

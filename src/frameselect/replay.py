@@ -18,7 +18,7 @@ A question over several videos (docs/crossvideo.md) replays the same way from
 its per-video rows (``video_selections``): each video's pool is rebuilt and
 checked against its row (a stale or missing one names the video), the new
 answerer is asked over all the videos, and the record is scored like the
-original's (:func:`frameselect.run.score_across`: per-video evidence recall, the
+original's (:func:`frameselect.scopes.across.score_across`: per-video evidence recall, the
 stored bindings' accuracy). A run whose frames ``holmes`` chose is refused: its
 answer is its read-out (the frames of its filled slots, its audit and gate),
 which the store does not keep.
@@ -46,7 +46,7 @@ from frameselect.evaluators.base import Evaluator
 from frameselect.executors import Executor, ExecutorSpec, executor_spec
 from frameselect.fingerprint import fingerprint
 from frameselect.parts import part_config
-from frameselect.plan import Plan, load_samples, part_identity, resolve
+from frameselect.plan import Mode, Plan, load_samples, part_identity, resolve
 from frameselect.registry import get_registry, revive
 from frameselect.run import AcrossPrepared, Prepared, Run, RunContext, RunResult, build_pool, open_store, sample_videos
 from frameselect.store import RunInfo, Store, VideoSelectionRow
@@ -161,18 +161,22 @@ def plan_replay(
     config = {k: v for k, v in parent.config.items() if k not in ("label", "answerer", "evaluators")}
     config.update(identity)
     config["label"] = label or f"{parent.label or parent.run_id[:12]} via {ans.name}"
+    from frameselect.budgets import Frames
+    from frameselect.scopes.across import AcrossVideos
+
     return Plan(
-        kind="replay",
+        mode=Mode.REPLAY,
         run_id=fingerprint(identity),
         config=config,
         samples=tuple(samples),
         evaluators=tuple(evs),
         pool=str(parent.config.get("pool", "fps=1")),
-        k=int(parent.config.get("k") or 0),
+        # the model prices the stored frames (at their stored sizes) for this answerer; changes none
+        budget=Frames(int(parent.config.get("k") or 0), ans.token_model()),
+        scope=AcrossVideos(),  # scores a question over several videos as the original did, and one video as one
         answerer=ans,
         parent_run=parent.run_id,
         needs_answers=True,
-        token_model=ans.token_model(),  # prices the stored frames (at their stored sizes) for this answerer; changes none
     )
 
 

@@ -21,7 +21,6 @@ import collections
 import concurrent.futures as cf
 import dataclasses
 import functools
-import math
 import os
 import re
 import threading
@@ -31,7 +30,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -41,12 +40,14 @@ from frameselect.errors import AnswererError, ContractError, FrameselectError
 from frameselect.evaluators.base import Evaluator
 from frameselect.executors import Executor, ExecutorSpec, executor_scope, make_job, run_job
 from frameselect.fill import fill_share
-from frameselect.plan import Plan
 from frameselect.progress import Progress
 from frameselect.selectors.base import check_selection
 from frameselect.store import Store
 from frameselect.types import Answer, CandidatePool, Features, MultiSelection, Sample, SampleRecord, Selection
 from frameselect.video import DecodeCounter, FrameMemo, VideoFrameSource, VideoInfo, candidates, content_hash, probe, time_error_summary
+
+if TYPE_CHECKING:
+    from frameselect.plan import Plan
 
 __all__ = [
     "Run",
@@ -83,7 +84,7 @@ __all__ = [
     "answers_on_driver",
     "bind_frames",
     "AcrossPrepared",
-    "score_across",
+    "failure",
     "ACROSS_DROPPED_METADATA",
 ]
 
@@ -209,67 +210,6 @@ class AcrossPrepared:
     audited: tuple[list[int], dict[str, Any]] | None = None
 
 
-def score_across(p: Any, plan: Any, answer: Answer | None) -> tuple[SampleRecord, list[Any]]:
-    """The record of a question over several videos, and one stored selection row per video.
-
-    Evaluators that read the answer score once (with the first video's pool and selection);
-    the others score each video's selection in that video and the record keeps their mean over
-    the videos (NaN values left out: a video without evidence has no evidence recall). Added:
-    ``frames`` in all, ``binding_accuracy`` (bindings and ``metadata["entities"]``) and, for a
-    joint selector that drives the answerer (``holmes``), its read-out answer, its record under its
-    name in the metadata and its metrics (``slot_fill_rate``, ``gate_passed``).
-    """
-    from frameselect.crossvideo.joint import one_video_sample
-    from frameselect.crossvideo.metrics import binding_accuracy, per_video_evidence_recall
-    from frameselect.store import VideoSelectionRow
-
-    across: AcrossPrepared = p.across
-    sample: Sample = p.sample
-    multi = across.multi
-    meta: dict[str, Any] = {key: v for key, v in {**sample.metadata, **p.metadata}.items() if key not in ACROSS_DROPPED_METADATA}
-    read_out: dict[str, Any] | None = None
-    if getattr(plan.selector, "drives_answerer", False) and answer is not None:
-        answer, read_out = plan.selector.read_out(sample, answer, across.audited)
-        meta[plan.selector.name] = read_out
-    refs = sample.video_refs
-    first = refs[0].id
-    answer_evs = [e for e in plan.evaluators if e.reads_answer]
-    frame_evs = [e for e in plan.evaluators if e not in answer_evs]
-    metrics = score_sample(answer_evs, sample, p.pools[first], multi.by_video[first], answer, p.features.get(first))
-    per_video: dict[str, dict[str, float]] = {}
-    for ref in refs:
-        view = one_video_sample(sample, ref.id)
-        per_video[ref.id] = score_sample(frame_evs, view, p.pools[ref.id], multi.by_video[ref.id], None, p.features.get(ref.id))
-    keys = {key for values in per_video.values() for key in values} - set(metrics)
-    for key in sorted(keys):
-        vals = [v[key] for v in per_video.values() if key in v and not math.isnan(v[key])]
-        metrics[key] = sum(vals) / len(vals) if vals else math.nan
-    metrics["frames"] = float(len(multi))
-    spent = [sel.tokens for sel in multi.by_video.values()]
-    if spent and all(t is not None for t in spent):  # each video is its own entry for the answerer: the question costs their sum
-        metrics["tokens"] = float(sum(t for t in spent if t is not None))
-    entities = sample.metadata.get("entities")
-    if multi.bindings and isinstance(entities, Mapping):
-        metrics["binding_accuracy"] = binding_accuracy(multi, p.pools, entities)
-    if read_out is not None:
-        metrics.update(plan.selector.metrics(read_out))
-    meta["per_video_recall"] = per_video_evidence_recall(sample, p.pools, multi)[1]
-    meta["bindings"] = [list(b) for b in multi.bindings]
-    rows = [VideoSelectionRow(r.id, p.pools[r.id].video_id, multi.by_video[r.id], tuple(multi.by_video[r.id].timestamps(p.pools[r.id]))) for r in refs]
-    record = SampleRecord(
-        sample_id=sample.id,
-        metrics=metrics,
-        answer=None if answer is None else answer.text,
-        answer_windows=None if answer is None else answer.windows,
-        selection=multi.by_video[first].indices,
-        timestamps=tuple(multi.by_video[first].timestamps(p.pools[first])),
-        k=p.k,
-        policy=multi.policy,
-        metadata=meta,
-    )
-    return record, rows
-
-
 def score_sample(
     evaluators: Sequence[Evaluator], sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None
 ) -> dict[str, float]:
@@ -312,7 +252,8 @@ def reason_of(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}{where}"
 
 
-def _failure(p: Prepared, exc: BaseException) -> SampleRecord:
+def failure(p: Prepared, exc: BaseException) -> SampleRecord:
+    """The record of a sample that failed: its reason, its budget and policy, its metadata (a question's over several videos without its large entries)."""
     metadata = {**p.sample.metadata, **p.metadata}
     if p.sample.is_multi_video:
         metadata = {key: v for key, v in metadata.items() if key not in ACROSS_DROPPED_METADATA}
@@ -691,48 +632,16 @@ class Run:
         return todo
 
     def record(self, p: Prepared, answer: Answer | None) -> None:
-        """Score one prepared sample and store its record and selection in one transaction."""
-        if p.across is not None and p.error is None:
-            rows: list[Any] = []
-            if answer is not None and answer.error is not None:  # as for one video: the failure keeps no selection
-                record = _failure(p, AnswererError(answer.error))
-            else:
-                scored, error = guarded(lambda: score_across(p, self.plan, answer))
-                record, rows = scored if scored is not None else (_failure(p, error or FrameselectError("no metrics")), [])
-            self.store.write_sample(self.plan.run_id, record, None, policy=record.policy, videos=rows)
-        else:
-            record, selection = self._score(p, answer)
-            self.store.write_sample(self.plan.run_id, record, selection, video_id=p.video_id, policy=record.policy)
+        """Score one prepared sample (its plan's scope says how) and store its record and selection in one transaction."""
+        done = self.plan.scope.score(p, self.plan, answer)
+        record = done.record
+        self.store.write_sample(self.plan.run_id, record, done.selection, video_id=done.video_id, policy=record.policy, videos=done.videos)
         if record.status == "ok":
             self.counters.samples_done += 1
         else:
             self.counters.samples_failed += 1
         if self.on_record is not None:
             self.on_record(record)
-
-    def _score(self, p: Prepared, answer: Answer | None) -> tuple[SampleRecord, Selection | None]:
-        one = None if p.error is not None else p.one()
-        if one is None or one[1] is None:
-            return _failure(p, p.error or FrameselectError(f"the prepare step gave sample {p.sample.id!r} no selection")), None
-        if answer is not None and answer.error is not None:
-            return _failure(p, AnswererError(answer.error)), None
-        pool, selection, features = one[0], one[1], one[2]
-        metrics, error = guarded(lambda: score_sample(self.plan.evaluators, p.sample, pool, selection, answer, features))
-        if metrics is None:
-            return _failure(p, error or FrameselectError("no metrics")), None
-        record = SampleRecord(
-            sample_id=p.sample.id,
-            metrics=metrics,
-            answer=None if answer is None else answer.text,
-            answer_windows=None if answer is None else answer.windows,
-            selection=selection.indices,
-            timestamps=tuple(selection.timestamps(pool)),
-            k=p.k,
-            policy=p.policy,
-            metadata={**p.sample.metadata, **p.metadata},
-            filled=selection.filled,
-        )
-        return record, selection
 
     def finish(self) -> RunResult:
         """Store this invocation's counters; build the result from every stored record of the run's samples."""
@@ -843,8 +752,8 @@ class _SampleLoop:
             if item.attempts < UNIT_ATTEMPTS:
                 self._prepare(item)  # the worker died (or the task could not run): once more
                 return
-            failure = SampleFailure(f"worker lost: {reason_of(error or FrameselectError('no result'))}")
-            item.prepared = [Prepared(s, k=self.plan.k, policy=self.plan.pool, error=failure) for s in item.unit.samples]
+            lost = SampleFailure(f"worker lost: {reason_of(error or FrameselectError('no result'))}")
+            item.prepared = [Prepared(s, k=self.plan.k, policy=self.plan.pool, error=lost) for s in item.unit.samples]
             self._finish(item)
             return
         if not self.executor.local:

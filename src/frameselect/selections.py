@@ -335,12 +335,13 @@ def import_selections(
     matched and mapped before anything is stored, so a bad record leaves
     the store untouched.
     """
+    from frameselect.budgets import Frames
     from frameselect.cache import Cache, RunCounters, default_cache_dir
     from frameselect.datasets.base import Dataset, InMemoryDataset
     from frameselect.fingerprint import fingerprint
     from frameselect.parts import part_config
     from frameselect.pipeline import _Context, build_pool, resolve
-    from frameselect.plan import Plan, check_pool
+    from frameselect.plan import Mode, Plan, check_pool
     from frameselect.run import Run
 
     p = Path(path)
@@ -379,7 +380,15 @@ def import_selections(
     run_id = fingerprint(config)
     config["label"] = selector
     config["dataset_spec"] = part_config(ds)
-    plan = Plan(kind="import", run_id=run_id, config=config, samples=tuple(s for s, *_ in prepared), evaluators=tuple(evs), pool=policy, k=int(config["k"]))
+    plan = Plan(
+        mode=Mode.IMPORT,
+        run_id=run_id,
+        config=config,
+        samples=tuple(s for s, *_ in prepared),
+        evaluators=tuple(evs),
+        pool=policy,
+        budget=Frames(int(config["k"])),
+    )
     given = {sample.id: (sel, n) for sample, _, sel, n in prepared}
     with Run(plan, store=store, cache_dir=cache, by=None, progress=False) as run:
         return run.execute_with(GivenSelectionStep(given))

@@ -203,7 +203,7 @@ def run_bench(
 def _run_bench(config: BenchConfig, executor: Any, *, log: Callable[[str], None] | None, progress: bool | None) -> BenchResult:
     from frameselect.datasets.haystack import HaystackDataset
     from frameselect.errors import ConfigError
-    from frameselect.pipeline import encode_pools, evaluate
+    from frameselect.pipeline import RunOptions, encode_pools, evaluate
     from frameselect.plan import resolve
     from frameselect.replay import replay
 
@@ -266,7 +266,8 @@ def _run_bench(config: BenchConfig, executor: Any, *, log: Callable[[str], None]
             )
             if selected_in is None:
                 encodes = set(sel.needs) & {"embeddings", "text", "relevance"}
-                result = evaluate(selector=sel, k=k, encoder=encoder if encodes else None, answerer=ans, pool=config.pool, seed=config.seed, **shared)
+                options = RunOptions(pool=config.pool, seed=config.seed, cache_dir=features_dir, progress=progress, label=shared["label"], executor=executor)
+                result = evaluate(sel, evaluators, dataset, k, encoder=encoder if encodes else None, answerer=ans, store=config.store, options=options)
                 selected_in = result.run_id
             else:
                 result = replay(selected_in, ans, **shared)

@@ -100,7 +100,8 @@ def run_token_section(
     """Run every selector of ``chosen`` at the token budgets matching ``budgets``; compare with the frame-budget runs ``frame_runs`` ((selector, k) -> run id)."""
     import time
 
-    from frameselect.pipeline import evaluate
+    from frameselect.budgets import Tokens
+    from frameselect.pipeline import RunOptions, evaluate
     from frameselect.stats import RankGroup, rank_analysis
 
     start = time.perf_counter()
@@ -112,24 +113,18 @@ def run_token_section(
         at_tokens: dict[str, dict[str, float]] = {}
         for name, sel in chosen:
             encodes = set(sel.needs) & {"embeddings", "text", "relevance"}
+            options = RunOptions(
+                pool=pool, seed=seed, cache_dir=features_dir, progress=False, label=f"{name}@tokens={tokens}·{ans_name}", executor=executor or "serial"
+            )
             result = evaluate(
-                selector=sel,
-                evaluators=evaluators,
-                dataset=dataset,
-                k=k,
+                sel,
+                evaluators,
+                dataset,
+                Tokens(tokens, "fixed_res", k, TOKEN_MODEL),
                 encoder=encoder if encodes else None,
                 answerer=ans,
-                pool=pool,
-                seed=seed,
                 store=store,
-                cache_dir=features_dir,
-                by="kind",
-                progress=False,
-                label=f"{name}@tokens={tokens}·{ans_name}",
-                executor=executor or "serial",
-                tokens=tokens,
-                token_policy="fixed_res",
-                token_model=TOKEN_MODEL,
+                options=options,
             )
             ok = [r for r in result.records if r.status == "ok"]
             if not ok:

@@ -7,6 +7,7 @@ one starts: a wrong option fails before any sample is touched.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -50,28 +51,26 @@ def _plans(args: argparse.Namespace) -> list[Any]:
     answerer_params = parse_params(args.answerer_param, "-A/--answerer-param")
     if answerer_params and not args.answerer:
         raise ConfigError("-A/--answerer-param sets the answering backend's parameters: give --answerer NAME too")
+    from frameselect.budgets import budget_of
+    from frameselect.plan import RunOptions
+    from frameselect.scopes.across import AcrossVideos
+
     common: dict[str, Any] = dict(  # parts shared by every run of the invocation are created once
         evaluators=args.evaluator or ["evidence_recall", "frame_precision"],
         dataset=dataset,
-        k=args.k,
         encoder=resolve("encoders", args.encoder, **encoder_params) if args.encoder else None,
         answerer=resolve("answerers", args.answerer, **answerer_params) if args.answerer else None,
-        pool=args.pool,
-        seed=args.seed,
-        limit=args.limit,
-        tokens=args.tokens,
-        token_policy=args.token_policy,
-        token_model=args.token_model,
+        scope=AcrossVideos(args.budget_policy) if args.budget_policy else None,
     )
-    if args.budget_policy:
-        common["budget_policy"] = args.budget_policy
+    options = RunOptions(pool=args.pool, seed=args.seed, limit=args.limit)
+    tokens = dict(tokens=args.tokens, token_policy=args.token_policy, token_model=args.token_model)
     if args.router:
         if params:
             raise ConfigError("-p sets selector parameters and cannot be combined with --router; the bank's selectors use their defaults")
         bank = [b.strip() for b in (args.bank or ",".join(args.selector or ["uniform"])).split(",") if b.strip()]
-        return [plan_run(bank[0], router=router, bank=bank, **common) for router in args.router]
+        return [plan_run(bank[0], k=budget_of(args.k, router=router, bank=bank, **tokens), options=options, **common) for router in args.router]
     params = selector_params_for(args.selector, params)
-    return [plan_run(name, selector_params=params, **common) for name in args.selector]
+    return [plan_run(name, k=budget_of(args.k, **tokens), options=dataclasses.replace(options, selector_params=params), **common) for name in args.selector]
 
 
 def run(args: argparse.Namespace) -> int:

@@ -5,11 +5,11 @@ the evaluators of a cross-video run fixed: ``evidence_recall``, and ``mc_accurac
 answerer is given. The plan checks every part before the first sample
 (:func:`frameselect.plan.check_across`; wrong configuration a
 :class:`~frameselect.errors.ConfigError`); each sample is prepared by
-:func:`frameselect.pipeline.select_step_across` (one pool per video of ``Sample.video_refs``,
+:func:`frameselect.scopes.across.select_across` (one pool per video of ``Sample.video_refs``,
 featurized with the selector's and the budget policy's needs, then
 :func:`~frameselect.crossvideo.select_across_videos`), answered over all its videos
 (:meth:`~frameselect.answerers.base.AnswerRequest.across`) through the store's answer cache,
-and scored by :func:`frameselect.run.score_across`; the record and one selection row per video
+and scored by :func:`frameselect.scopes.across.score_across`; the record and one selection row per video
 (``video_selections``) are written in one transaction. A sample that fails (a bad video, a
 backend error) is a failed record with its reason, and the run goes on; re-running the same
 configuration skips the samples stored ``ok``.
@@ -75,7 +75,8 @@ def evaluate_across(
     replayed (:func:`frameselect.replay`) and shown like any run.
     """
     from frameselect.pipeline import run_plan
-    from frameselect.plan import plan_run, resolve
+    from frameselect.plan import RunOptions, plan_run, resolve
+    from frameselect.scopes.across import AcrossVideos
 
     ans = resolve("answerers", answerer, **dict(answerer_params or {})) if answerer is not None else None
     evaluators = ("evidence_recall", "mc_accuracy") if ans is not None else ("evidence_recall",)
@@ -84,16 +85,12 @@ def evaluate_across(
         evaluators,
         dataset,
         k,
+        scope=AcrossVideos(budget_policy),
         encoder=encoder,
         answerer=ans,
-        pool=pool,
-        seed=seed,
-        selector_params=selector_params,
-        dataset_params=dataset_params,
-        limit=limit,
-        budget_policy=budget_policy,
+        options=RunOptions(pool=pool, seed=seed, selector_params=selector_params, dataset_params=dataset_params, limit=limit),
     )
-    result = run_plan(plan, store=store, cache_dir=cache_dir, progress=False, by=None)
+    result = run_plan(plan, store=store, options=RunOptions(cache_dir=cache_dir, progress=False, by=None))
     records = result.records
     metric = "mc_accuracy" if ans is not None else "evidence_recall"
     return CrossRunResult(result.run_id, records, _aggregate(records), accuracy_by(records, metric, "level"), accuracy_by(records, metric, "task_type"))

@@ -228,7 +228,7 @@ def run_selection(
     """
     from frameselect.datasets.base import InMemoryDataset
     from frameselect.pipeline import run_plan
-    from frameselect.plan import plan_run
+    from frameselect.plan import RunOptions, plan_run
 
     plan = plan_run(
         cfg.selector,
@@ -237,11 +237,9 @@ def run_selection(
         cfg.k,
         encoder=cfg.encoder,
         answerer=answerer,
-        pool=cfg.pool,
-        seed=cfg.seed,
-        label=cfg.label,
+        options=RunOptions(pool=cfg.pool, seed=cfg.seed, label=cfg.label),
     )
-    result = run_plan(plan, store=store if store is not None else cfg.store, cache_dir=cfg.cache_dir, progress=False)
+    result = run_plan(plan, store=store if store is not None else cfg.store, options=RunOptions(cache_dir=cfg.cache_dir, progress=False))
     return list(result.records)
 
 

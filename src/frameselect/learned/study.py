@@ -45,7 +45,7 @@ def held_out_report(
 ) -> str:
     """The Markdown report (see the module docstring)."""
     from frameselect.learned.checkpoint import read_header, resolve_checkpoint
-    from frameselect.pipeline import evaluate
+    from frameselect.pipeline import RunOptions, evaluate
     from frameselect.selectors.learned import BayesGRPO
     from frameselect.stats import bootstrap_mean, format_interval, format_p, paired_difference
 
@@ -68,7 +68,14 @@ def held_out_report(
         meta_of: dict[str, dict[str, Any]] = {}
         for label, sel in entries:
             result = evaluate(
-                sel, ["mc_accuracy"], list(samples), k, encoder=encoder, answerer=answerer, store=store, cache_dir=cache_dir, pool=pool, seed=seed
+                sel,
+                ["mc_accuracy"],
+                list(samples),
+                k,
+                encoder=encoder,
+                answerer=answerer,
+                store=store,
+                options=RunOptions(cache_dir=cache_dir, pool=pool, seed=seed),
             )
             values[label] = {r.sample_id: float(r.metrics.get("mc_accuracy", np.nan)) if r.status == "ok" else np.nan for r in result.records}
             for r in result.records:

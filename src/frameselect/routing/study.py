@@ -165,18 +165,24 @@ def routing_study(
     progress: bool | None = None,
 ) -> list[str]:
     """Run the constant reference (once per bank member) and each router at each mean budget; returns run ids."""
-    from frameselect.pipeline import evaluate
+    from frameselect.budgets import Frames, Routed
+    from frameselect.pipeline import RunOptions, evaluate
     from frameselect.registry import routers as router_registry
 
     run_ids = []
     common: dict[str, Any] = dict(
-        dataset=dataset, encoder=encoder, answerer=answerer, evaluators=list(evaluators), store=store, cache_dir=cache_dir, progress=progress
+        dataset=dataset,
+        encoder=encoder,
+        answerer=answerer,
+        evaluators=list(evaluators),
+        store=store,
+        options=RunOptions(cache_dir=cache_dir, progress=progress),
     )
     for b in budgets:
         # the constant-budget reference once per bank member, so routing is compared with every single policy
         for member in bank:
-            run_ids.append(evaluate(selector=member, router=router_registry.create("constant"), bank=[member], k=b, **common).run_id)
+            run_ids.append(evaluate(selector=member, k=Routed(router_registry.create("constant"), (member,), Frames(b)), **common).run_id)
         for name in routers:
             rt = router_registry.create(name, **dict(router_params or {}))
-            run_ids.append(evaluate(selector=bank[0], router=rt, bank=list(bank), k=b, **common).run_id)
+            run_ids.append(evaluate(selector=bank[0], k=Routed(rt, tuple(bank), Frames(b)), **common).run_id)
     return run_ids
