@@ -38,6 +38,7 @@ __all__ = [
     "HarnessAnswerer",
     "run_selection",
     "DEFAULT_EVALUATORS",
+    "check_seed",
 ]
 
 #: the ``model_args`` keys of the wrapper itself
@@ -158,20 +159,32 @@ def parse_model_args(args: Mapping[str, Any], base_params: Collection[str] | Non
     for ev in evs:
         _factory("evaluators", ev)  # an unknown name with the close ones
         check_needs("evaluators", resolve("evaluators", ev), encoder)
+    try:
+        k = check_budget(_coerce(own.get("k", 8)))
+        pool = check_pool(str(own.get("pool", "fps=1.0")))
+    except ConfigError as exc:
+        raise ConfigError(f"model_args: {exc}") from None
     return BridgeConfig(
         base=str(base),
         base_args=base_args,
         selector=selector,
         encoder=encoder,
-        k=check_budget(_coerce(own.get("k", 8))),
-        pool=check_pool(str(own.get("pool", "fps=1.0"))),
-        seed=int(_coerce(own.get("seed", 0))),
+        k=k,
+        pool=pool,
+        seed=check_seed(_coerce(own.get("seed", 0))),
         store=None if own.get("store") in (None, "") else str(own["store"]),
         cache_dir=None if own.get("cache_dir") in (None, "") else str(own["cache_dir"]),
         evaluators=evs,
         label=str(own.get("label", "") or ""),
         given={**sel_params, **enc_params},
     )
+
+
+def check_seed(seed: Any) -> int:
+    """``seed=`` as the run's seed: a whole number of at least 0 (``seed=1.7`` is refused, not truncated)."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ConfigError(f"model_args: seed must be a whole number of at least 0, got {seed!r} (e.g. seed=0)")
+    return seed
 
 
 def _factory(kind: str, name: str) -> Any:
