@@ -267,8 +267,14 @@ def select_frames(
     pool: str = "fps=1.0",
     seed: int = 0,
     cache_dir: str | os.PathLike[str] | None = None,
+    restrict: Callable[[Any, Any], tuple[Any, int]] | None = None,
 ) -> AnswerRequest:
-    """One sample's pool, features (through the feature cache) and selection, outside a run."""
+    """One sample's pool, features (through the feature cache) and selection, outside a run.
+
+    ``restrict(pool, info)``, given the candidate pool and the video's probe
+    (:class:`~frameselect.video.probing.VideoInfo`), returns the pool to select from (a part of
+    it) and the budget, in place of ``pool`` and ``k``.
+    """
     from pathlib import Path
 
     from frameselect.cache import Cache, default_cache_dir
@@ -277,6 +283,8 @@ def select_frames(
 
     ctx = RunContext(cache=Cache(Path(cache_dir) if cache_dir is not None else default_cache_dir() / "features"))
     cand = build_pool_for(sample, check_pool(pool), ctx)
+    if restrict is not None:
+        cand, k = restrict(cand, ctx.probes.get(cand.video_id))
     features = featurize(cand, sample, set(selector.needs), encoder, ctx)
     selection = selector.select(cand, sample.query, k, features, seed=sample_seed(seed, sample.id))
     check_selection(selector, selection, k, len(cand), sample)
