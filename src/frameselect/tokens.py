@@ -577,7 +577,8 @@ class SmolVLM(PerFrameTokenModel):
 
     Defaults from ``HuggingFaceTB/SmolVLM2-2.2B-Instruct`` (``image_seq_len`` in its
     ``processor_config.json``, ``max_image_size`` in its preprocessor configuration); the
-    256M and 500M checkpoints use ``image_seq_len=64`` and ``max_image_size={"longest_edge": 512}``.
+    256M and 500M checkpoints (``image_seq_len=64``, ``max_image_size={"longest_edge": 512}``)
+    are the families ``smolvlm2_256m`` and ``smolvlm2_500m``.
     """
 
     family: ClassVar[str] = "smolvlm"
