@@ -353,6 +353,30 @@ def test_failed_documents_are_not_scored(setup: dict[str, Any]) -> None:
     assert "frameselect: error: 1 of 1 documents of tiny_broken failed and are not scored" in stderr
 
 
+def test_the_documented_offline_example_runs(venv_python: Path, tmp_path: Path) -> None:
+    """docs/lmms-eval.md "An offline example to copy": make_example.py, then lmms-eval with topk over imagenet_label."""
+    out = tmp_path / "fs-example"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    env["HF_HOME"] = str(tmp_path / "hf")
+    subprocess.run([str(venv_python), str(ROOT / "examples" / "lmms-eval-offline" / "make_example.py"), str(out)], check=True, env=env, timeout=600)
+    model_args = (
+        f"base=qwen2_vl,pretrained={out / 'tiny-qwen2-vl'},device_map=cpu,min_pixels=3136,max_pixels=3136,"
+        f"selector=topk,encoder=imagenet_label,k=4,store={out / 'runs.sqlite'},cache_dir={tmp_path / 'features'}"
+    )
+    cmd = [
+        str(venv_python), "-m", "lmms_eval", "--model", "frameselect", "--model_args", model_args,
+        "--tasks", "tiny_video", "--include_path", str(out / "task"),
+        "--device", "cpu", "--batch_size", "1", "--output_path", str(out / "out"), "--log_samples",
+    ]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=900)
+    assert done.returncode == 0 and list((out / "out").glob("*/*_results.json")), done.stderr[-4000:]
+    with Store(out / "runs.sqlite") as st:
+        runs = st._conn.execute("SELECT run_id FROM runs").fetchall()
+        records = st.records(runs[0][0])
+    assert len(runs) == 1 and sorted(r.sample_id for r in records) == ["0", "1", "2", "3"]
+    assert all(r.status == "ok" and len(r.timestamps) == 4 for r in records)
+
+
 def test_the_setup_script_says_when_the_package_index_cannot_be_reached(tmp_path: Path) -> None:
     """Exit status 75 (and only then) makes the end-to-end tests skip: no index, nothing else wrong."""
     empty = tmp_path / "no-wheels"
