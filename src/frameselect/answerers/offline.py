@@ -86,6 +86,7 @@ from numpy.typing import NDArray
 from frameselect._memo import memoized
 from frameselect.answerers.base import Answerer, AnswerRequest, option_letters
 from frameselect.cache import Cache, default_cache_dir
+from frameselect.errors import warn_no_options
 from frameselect.fingerprint import hash_bytes
 from frameselect.parts import Range
 from frameselect.registry import answerers
@@ -325,6 +326,7 @@ class _Reader(Answerer):
         self.ocr_max_side, self.ocr_min_score = int(ocr_max_side), float(ocr_min_score)
         self.cache_dir = cache_dir
         self._readings: _FrameReadings | None = None
+        self._warned_no_options = False
 
     @property
     def readings(self) -> _FrameReadings:
@@ -335,6 +337,9 @@ class _Reader(Answerer):
     def answer(self, requests: Sequence[AnswerRequest]) -> list[Answer]:
         out = []
         for r in requests:
+            if not r.sample.query.options and not getattr(self, "_warned_no_options", False):
+                self._warned_no_options = True
+                warn_no_options(f"answerer {self.name}", r.sample)
             start = time.perf_counter()
             try:
                 choice = self._read(r) if r.sample.query.options and _has_frames(r) else None
