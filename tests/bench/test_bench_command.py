@@ -37,7 +37,7 @@ def test_bench_without_models_runs_query_agnostic_selectors(tmp_path: Path, caps
     ]
     assert main(argv) == 0
     out = capsys.readouterr()
-    assert "### k = 4" in out.out and "| uniform |" in out.out and "oracle (upper bound)" in out.out
+    assert "### k = 4" in out.out and "| uniform |" in out.out and "oracle (coverage, strict)" in out.out and "upper bound" not in out.out
     assert "skipped topk" in out.out + out.err  # needs relevance, and there is no encoder
     # the oracle as the only answerer: its ranks once, its accuracy by kind not printed beside itself
     assert out.out.count("ranks at k = 4 by oracle accuracy (1 = best of 2):") == 1
@@ -79,7 +79,7 @@ def test_bench_smoke_with_real_models_and_a_cached_second_run(tmp_path: Path, ca
         "| topk * |",
         "| uniform |",
         "label_ocr_reader",
-        "oracle (upper bound)",
+        "oracle (coverage, strict)",
         "accuracy by question kind at k = 4",
         "ranks at k = 4",
     ):
