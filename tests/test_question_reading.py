@@ -31,11 +31,18 @@ def test_every_cross_video_question_is_read_as_its_annotations_say(seed: int) ->
     kinds = set()
     for group in question_sets(config.n_videos):
         for s in cross_questions(plans, [f"v{i}.mp4" for i in range(config.n_videos)], group, seed):
-            reading = read_question(s.query.text, s.query.options)
+            reading = read_question(s.query.text, s.query.options, several_videos=True)
             m = s.metadata
             assert (reading.kind, reading.modality, list(reading.names)) == (m["kind"], m["modality"], list(m["names"])), s.query
+            assert read_question(s.query.text, s.query.options) == reading  # this suite's wording says so on its own
             kinds.add(reading.kind)
     assert kinds == {"first_appearance", "more_often", "retrieval", "where_when", "total_count", "after_event"}
+
+
+def test_a_question_that_comes_with_several_videos_is_read_across_them() -> None:
+    assert read_question("How many times in total is the cat shown?", ["2", "3"], several_videos=True).kind == "total_count"
+    assert read_question("How many times is the cat shown?", ["2", "3"], several_videos=True).kind == "total_count"
+    assert read_question("Which one shows the cat first?", ["Video 2", "Video 1"], several_videos=True).kind == "first_appearance"
 
 
 @pytest.mark.parametrize(
@@ -51,6 +58,7 @@ def test_every_cross_video_question_is_read_as_its_annotations_say(seed: int) ->
         ("Which video shows the cat most often?", ["Video 2", "Video 1"], ("more_often", "object", ("cat",))),
         ("Which kind of footage takes up most of the video?", ["a cartoon bunny", "cyclists on bikes"], ("global", "object", ())),
         ("Is it raining?", ["yes", "no"], ("needle", "object", ())),
+        ("How many times is the cat shown?", ["1", "2"], ("counting", "object", ("cat",))),
     ],
 )
 def test_reading_of_reworded_questions(text: str, options: list[str], expected: tuple[str, str, tuple[str, ...]]) -> None:

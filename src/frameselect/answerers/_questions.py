@@ -89,12 +89,14 @@ def _object_names(low: str) -> list[str]:
 
 
 @memoized(maxsize=8192)
-def _read(text: str, options: tuple[str, ...]) -> QuestionReading:
+def _read(text: str, options: tuple[str, ...], several: bool) -> QuestionReading:
     low = " ".join(text.strip().lower().split())
     words = quoted(text)
     is_count = bool(re.search(r"\bhow many\b|\bhow often\b|\bnumber of times\b", low))
-    across = bool(re.search(r"\bin which video\b|\bwhich video\b|\bthese videos\b", low) or _VIDEO.search(low)) or (
-        bool(options) and all(re.match(r"\s*video \d+", o, re.IGNORECASE) for o in options)
+    across = (
+        several
+        or bool(re.search(r"\bin which video\b|\bwhich video\b|\bthese videos\b", low) or _VIDEO.search(low))
+        or (bool(options) and all(re.match(r"\s*video \d+", o, re.IGNORECASE) for o in options))
     )
     if across:
         if _VIDEO.search(low) and re.search(r"\bafter\b", low) and words:
@@ -130,8 +132,11 @@ def _read(text: str, options: tuple[str, ...]) -> QuestionReading:
     return QuestionReading("needle", modality, tuple(names))
 
 
-def read_question(text: str, options: Sequence[str]) -> QuestionReading:
+def read_question(text: str, options: Sequence[str], several_videos: bool = False) -> QuestionReading:
     """The kind, answer modality and names of a question, from its text and options only.
+
+    ``several_videos``: the question comes with several videos (as a model
+    receiving them knows); its kind is then one of :data:`CROSS_KINDS`.
 
     >>> read_question("Which word is written under the cat?", ["DELTA", "ORBIT"])
     QuestionReading(kind='needle', modality='text', names=('cat',))
@@ -140,4 +145,4 @@ def read_question(text: str, options: Sequence[str]) -> QuestionReading:
     >>> read_question("In which video is the word 'MAPLE' shown?", ["Video 1", "Video 2"]).kind
     'retrieval'
     """
-    return _read(str(text), tuple(str(o) for o in options))
+    return _read(str(text), tuple(str(o) for o in options), bool(several_videos))

@@ -302,9 +302,9 @@ def _best(scores: NDArray[np.float64] | None) -> int | None:
     return None if scores is None else int(np.argmax(scores))
 
 
-def _question(sample: Sample) -> QuestionReading:
-    """What the question asks, from its text and options only (never the sample's annotations)."""
-    return read_question(sample.query.text, sample.query.options)
+def _question(sample: Sample, several_videos: bool = False) -> QuestionReading:
+    """What the question asks, from its text, its options and how many videos come with it (never the sample's annotations)."""
+    return read_question(sample.query.text, sample.query.options, several_videos)
 
 
 def _has_frames(request: AnswerRequest) -> bool:
@@ -421,7 +421,7 @@ class _Reader(Answerer):
     def _cross_evidence(self, request: AnswerRequest) -> NDArray[np.float64] | None:
         """One score per option for a question over several videos (see the module docstring)."""
         sample = request.sample
-        question = _question(sample)
+        question = _question(sample, several_videos=True)
         kind = question.kind
         options = list(sample.query.options)
         videos = [AnswerRequest(sample, v.pool, v.selection) for v in request.inputs]
