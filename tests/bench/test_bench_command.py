@@ -37,7 +37,7 @@ def test_bench_without_models_runs_query_agnostic_selectors(tmp_path: Path, caps
     ]
     assert main(argv) == 0
     out = capsys.readouterr()
-    assert "### k = 4" in out.out and "| uniform |" in out.out and "oracle (coverage, strict)" in out.out and "upper bound" not in out.out
+    assert "### k = 4" in out.out and "| uniform |" in out.out and "oracle (coverage, strict)" in out.out and "(upper bound)" not in out.out
     assert "skipped topk" in out.out + out.err  # needs relevance, and there is no encoder
     # the oracle as the only answerer: its ranks once, its accuracy by kind not printed beside itself
     assert out.out.count("ranks at k = 4 by oracle accuracy (1 = best of 2):") == 1
