@@ -66,3 +66,15 @@ def test_reading_of_reworded_questions(text: str, options: list[str], expected: 
     assert (r.kind, r.modality) == expected[:2]
     if expected[2]:
         assert r.names == expected[2]
+
+
+def test_stream_questions_with_their_extra_option_are_read_as_the_originals() -> None:
+    from frameselect.bench.stream_suite import NOT_YET, stream_questions
+
+    config = HaystackConfig(n_videos=3, minutes=3.0, seed=0)
+    samples = [s for i in range(3) for s in questions_for(plan_video(config, i), f"v{i}.mp4", 0)]
+    asked = stream_questions(samples, {f"v{i}.mp4": 180.0 for i in range(3)})
+    assert asked and all(s.query.options[-1] == NOT_YET for s in asked)
+    for s in asked:
+        r = read_question(s.query.text, s.query.options)
+        assert (r.kind, r.modality, list(r.names)) == (s.metadata["kind"], s.metadata["modality"], list(s.metadata["names"]))
