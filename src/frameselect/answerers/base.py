@@ -157,7 +157,7 @@ class Answerer(Part):
     """
 
     kind: ClassVar[str] = "answerers"
-    #: True for backends that see the ground truth (upper bounds such as ``oracle``)
+    #: True for backends that see the ground truth (such as ``oracle``, which scores evidence coverage)
     is_oracle: ClassVar[bool] = False
     #: the backend looks at pixels (replay decodes the selected frames for it)
     needs_frames: ClassVar[bool] = True

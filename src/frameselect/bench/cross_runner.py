@@ -139,11 +139,12 @@ def run_cross_bench(config: CrossBenchConfig, say: Callable[[str], None] | None 
 
 def format_cross_report(rows: Sequence[CrossArmRow], answerer: str = "") -> str:
     """One table per budget: accuracy [95% interval], difference to uniform/equal, evidence recall, accuracy by level, HOLMES' rates."""
+    from frameselect.answerers.oracle import answerer_label
     from frameselect.stats import format_interval
 
     out = []
     for k in sorted({r.k for r in rows}):
-        out.append(f"cross-video suite, total budget k={k} per question{f', answered by {answerer}' if answerer else ''}")
+        out.append(f"cross-video suite, total budget k={k} per question{f', answered by {answerer_label(answerer)}' if answerer else ''}")
         out.append(
             f"{'arm':<14} {'n':>3} {'accuracy [95% CI]':<24} {'vs uniform/equal (p)':<30} {'ev.recall':>9} {'comparison':>10} {'track/retr':>10} {'integrated':>10} {'slots':>6} {'gate':>5}"
         )

@@ -5,8 +5,9 @@ questions asked before and after their evidence
 (:mod:`frameselect.bench.stream_suite`) is streamed through each streaming
 selector that works without the question (the ``later`` setting) at each
 memory size, with the encoder's embeddings from the feature cache, answered by
-``answerer`` (default the oracle, an upper bound: right exactly when the memory
-gave frames of the evidence), into the bench store. Rows: accuracy, the
+``answerer`` (default the oracle, which scores evidence coverage, strict: right
+exactly when the memory gave frames of all the evidence; not an upper bound on
+a reader's accuracy), into the bench store. Rows: accuracy, the
 memory's evidence recall, accuracy by delay group, ``observe`` latency (mean,
 p99) and peak memory, per selector and memory size.
 """
@@ -119,8 +120,9 @@ def _f(value: float | None, spec: str) -> str:
     return "–" if value is None or not math.isfinite(value) else format(value, spec)
 
 
-def format_stream_report(rows: Sequence[StreamBenchRow]) -> str:
-    """A Markdown table: one line per selector and memory size; accuracy by delay group in columns."""
+def format_stream_report(rows: Sequence[StreamBenchRow], answerer: str = "") -> str:
+    """A Markdown table: one line per selector and memory size; accuracy by delay group in columns (``answerer``: named above it)."""
+    from frameselect.answerers.oracle import answerer_label
     from frameselect.streaming.evaluate import DELAY_GROUPS
 
     groups = [g for g, _ in DELAY_GROUPS if any(g in r.by_delay for r in rows)]
@@ -135,7 +137,8 @@ def format_stream_report(rows: Sequence[StreamBenchRow]) -> str:
         "peak KiB",
         "failed",
     ]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines = [f"accuracy: answered by {answerer_label(answerer)}", ""] if answerer else []
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         t = r.table
         cells = [r.selector, str(r.memory), _f(t.get("mc_accuracy"), ".3f"), _f(t.get("memory_evidence_recall"), ".3f")]
