@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from frameselect.token_budget import FramePlan, TokenBudgetError, priced_selection, sent_sizes
+from frameselect.token_budget import FramePlan, TokenBudgetError, sent_sizes
+from frameselect.token_runs import priced_selection
 from frameselect.tokens import TokenCostError, token_model
 from frameselect.types import CandidatePool, Selection
 

@@ -34,10 +34,10 @@ from frameselect.types import CandidatePool, Features, Selection
 if TYPE_CHECKING:
     from frameselect.plan import Plan
     from frameselect.routing.base import Router, RouteSet
-    from frameselect.run import Prepared, RunContext
     from frameselect.selectors.base import Selector
     from frameselect.token_budget import AcrossFramePlan, FramePlan
     from frameselect.tokens import TokenModel
+    from frameselect.work import Prepared, RunContext
 
 __all__ = ["Budget", "Frames", "Tokens", "Routed", "Allocation", "Sized", "budget_of", "route", "across_token_plans", "union_features"]
 
@@ -47,7 +47,7 @@ class Allocation:
     """What a budget decides before the first sample: routes (routed) and token plans (at a token budget), per sample id."""
 
     routes: RouteSet | None = None
-    #: one-video samples: each sample's frames x resolution (:func:`frameselect.token_budget.token_plans`)
+    #: one-video samples: each sample's frames x resolution (:func:`frameselect.token_runs.token_plans`)
     frames: Mapping[str, FramePlan] | None = None
     #: questions over several videos: each one's plan, one per video (:func:`across_token_plans`)
     across: Mapping[str, AcrossFramePlan] | None = None
@@ -135,7 +135,7 @@ class Budget:
 
     def price(self, selection: Selection, plan: Plan, pool: CandidatePool, ctx: RunContext, frame_plan: FramePlan | None) -> Selection:
         """The selection with its frames' sizes and the tokens they cost the cost model (as it is where nothing prices it)."""
-        from frameselect.token_budget import priced_selection
+        from frameselect.token_runs import priced_selection
 
         return priced_selection(selection, plan, pool, ctx, frame_plan, frame_plan.budget if frame_plan is not None else None)
 
@@ -175,7 +175,7 @@ class Tokens(Budget):
         return f"{getattr(selector, 'name', '?')}@tokens={self.tokens}"
 
     def allocate(self, plan: Plan, ctx: RunContext) -> Allocation:
-        from frameselect.token_budget import token_plans
+        from frameselect.token_runs import token_plans
 
         frames = token_plans(plan, ctx, None)  # a budget below one frame refuses the run here
         across = across_token_plans(plan, ctx, None)  # so does a video's share below one frame
@@ -239,7 +239,7 @@ class Routed(Budget):
         return f"{self.router.name}[{names}]@{budget}"
 
     def allocate(self, plan: Plan, ctx: RunContext) -> Allocation:
-        from frameselect.token_budget import token_plans
+        from frameselect.token_runs import token_plans
 
         routes = route(plan, self.router, ctx)
         if self.tokens is None:
@@ -299,7 +299,7 @@ def route(plan: Plan, router: Router, ctx: RunContext) -> RouteSet:
     """
     from frameselect.prepare import featurize, video_pools
     from frameselect.routing.base import RouteContext
-    from frameselect.run import build_pool
+    from frameselect.work import build_pool
 
     contexts: dict[str, RouteContext] = {}
     needs = set(router.needs)
@@ -369,7 +369,8 @@ def across_token_plans(plan: Plan, ctx: RunContext, routes: RouteSet | None = No
     """
     from frameselect.crossvideo.budget import EqualShare
     from frameselect.prepare import video_pools
-    from frameselect.token_budget import plan_across, sample_budgets, share_tokens, video_size
+    from frameselect.token_budget import plan_across, share_tokens
+    from frameselect.token_runs import sample_budgets, video_size
 
     multi = [s for s in plan.samples if s.is_multi_video]
     if plan.tokens is None or plan.token_model is None or not multi:

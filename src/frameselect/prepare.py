@@ -19,8 +19,8 @@ from frameselect.cache import Cache
 from frameselect.encoders.base import Encoder
 from frameselect.errors import FrameselectError, SelectionError
 from frameselect.executors import prefetched
-from frameselect.run import RunContext, build_pool
 from frameselect.types import CandidatePool, Features, Sample
+from frameselect.work import RunContext, build_pool
 
 if TYPE_CHECKING:
     from frameselect.plan import Plan

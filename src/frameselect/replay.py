@@ -193,7 +193,7 @@ def apply_stored_selection(p: Prepared, stored: tuple[Selection, Mapping[str, An
         pool = build_pool(p.sample, p.policy, ctx, video)
         _check_fits(p.sample, selection, meta, pool.video_id, pool.timestamps, parent_id)
         if plan is not None and plan.token_model is not None:  # the frames at their stored sizes, priced for this answerer
-            from frameselect.token_budget import priced_selection
+            from frameselect.token_runs import priced_selection
 
             selection = priced_selection(selection, plan, pool, ctx, None, None)
         p.put(video, pool, selection)
@@ -220,7 +220,7 @@ def apply_stored_across(p: Prepared, stored: StoredAcross | None, parent_id: str
         _check_fits(sample, row.selection, {"video_id": row.video_id, "timestamps": row.timestamps}, pool.video_id, pool.timestamps, parent_id, ref)
         selection = row.selection
         if plan.token_model is not None:  # each video's stored frames, priced for this answerer; the record's tokens are their sum
-            from frameselect.token_budget import priced_selection
+            from frameselect.token_runs import priced_selection
 
             selection = priced_selection(selection, plan, pool, ctx, None, None)
         by_video[ref.id] = selection

@@ -350,7 +350,7 @@ class Selection:
     answering model (:mod:`frameselect.tokens`) where a cost model is known.
     ``scales`` is what a mixed-resolution selector asks for, per selected
     frame: the fraction of the decoded size it is sent at (1.0: as decoded);
-    the run turns it into ``sizes`` (:func:`frameselect.token_budget.sized_selection`).
+    the run turns it into ``sizes`` (:func:`frameselect.token_runs.sized_selection`).
     """
 
     indices: tuple[int, ...]

@@ -138,7 +138,8 @@ def downsampled_frames(samples: Sequence[Any], pool: str, tokens: int, mixed: An
     """
     from frameselect.cache import Cache
     from frameselect.run import RunContext, build_pool
-    from frameselect.token_budget import plan_frames, plan_mixed, video_size
+    from frameselect.token_budget import plan_frames, plan_mixed
+    from frameselect.token_runs import video_size
     from frameselect.tokens import token_model
 
     ctx = RunContext(cache=Cache(features_dir))
@@ -154,7 +155,7 @@ def token_budgets(samples: Sequence[Any], pool: str, budgets: Sequence[int], fea
     """For each frame budget ``k``, what ``k`` frames of the suite's first video cost the section's model (the suite's videos share one size)."""
     from frameselect.cache import Cache
     from frameselect.run import RunContext, build_pool
-    from frameselect.token_budget import video_size
+    from frameselect.token_runs import video_size
     from frameselect.tokens import token_model
 
     ctx = RunContext(cache=Cache(features_dir))

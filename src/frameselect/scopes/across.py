@@ -24,7 +24,7 @@ from frameselect.types import Answer, CandidatePool, Features, Sample, SampleRec
 if TYPE_CHECKING:
     from frameselect.budgets import Budget, Sized
     from frameselect.plan import Plan
-    from frameselect.run import Prepared, RunContext
+    from frameselect.work import Prepared, RunContext
 
 __all__ = ["AcrossVideos", "score_across", "select_across"]
 
@@ -61,7 +61,7 @@ class AcrossVideos(Scope):
 
     def score(self, p: Prepared, plan: Plan, answer: Answer | None) -> Recorded:
         from frameselect.errors import AnswererError
-        from frameselect.run import failure, guarded
+        from frameselect.work import failure, guarded
 
         if p.across is None or p.error is not None:
             return super().score(p, plan, answer)
@@ -85,8 +85,8 @@ def select_across(p: Prepared, plan: Plan, ctx: RunContext, selector: Any, token
     """
     from frameselect.crossvideo.joint import JointSelector, one_video_sample, select_across_videos
     from frameselect.prepare import featurize, sample_seed
-    from frameselect.run import AcrossPrepared, build_pool
     from frameselect.selectors.base import check_selection
+    from frameselect.work import AcrossPrepared, build_pool
 
     sample = p.sample
     policy = plan.budget_policy
@@ -143,8 +143,8 @@ def score_across(p: Prepared, plan: Plan, answer: Answer | None) -> tuple[Sample
     """
     from frameselect.crossvideo.joint import one_video_sample
     from frameselect.crossvideo.metrics import binding_accuracy, per_video_evidence_recall
-    from frameselect.run import ACROSS_DROPPED_METADATA, AcrossPrepared, score_sample
     from frameselect.store import VideoSelectionRow
+    from frameselect.work import ACROSS_DROPPED_METADATA, AcrossPrepared, score_sample
 
     across: AcrossPrepared = p.across
     sample: Sample = p.sample

@@ -12,8 +12,8 @@ from frameselect.types import Answer, Sample, SampleRecord, Selection
 if TYPE_CHECKING:
     from frameselect.budgets import Budget, Sized
     from frameselect.plan import Plan
-    from frameselect.run import Prepared, RunContext
     from frameselect.store import VideoSelectionRow
+    from frameselect.work import Prepared, RunContext
 
 __all__ = ["Scope", "OneVideo", "Recorded"]
 
@@ -73,8 +73,8 @@ class Scope:
     def prepare(self, p: Prepared, plan: Plan, ctx: RunContext, sized: Sized) -> None:
         """A sample's pool, features and selection at its budget (priced where the run has a cost model)."""
         from frameselect.prepare import featurize, sample_seed
-        from frameselect.run import build_pool, sample_videos
         from frameselect.selectors.base import check_selection
+        from frameselect.work import build_pool, sample_videos
 
         sample, selector = p.sample, sized.selector
         if selector is None:
@@ -94,7 +94,7 @@ class Scope:
     def score(self, p: Prepared, plan: Plan, answer: Answer | None) -> Recorded:
         """The sample's record (its failure where it has no selection, its answer failed or an evaluator fails on it)."""
         from frameselect.errors import AnswererError
-        from frameselect.run import failure, guarded, score_sample
+        from frameselect.work import failure, guarded, score_sample
 
         one = None if p.error is not None else p.one()
         if one is None or one[1] is None:

@@ -29,15 +29,15 @@ from frameselect.encoders.base import l2_normalize
 from frameselect.errors import ConfigError, ContractError, SelectionError
 from frameselect.parts import part_config
 from frameselect.prepare import featurize, sample_seed
-from frameselect.run import build_pool
 from frameselect.scopes.scope import Scope
 from frameselect.streaming.base import StreamingSelector, StreamSelection, check_setting
 from frameselect.types import Sample, Selection, Span
+from frameselect.work import build_pool
 
 if TYPE_CHECKING:
     from frameselect.budgets import Budget, Sized
     from frameselect.plan import Plan
-    from frameselect.run import Prepared, RunContext
+    from frameselect.work import Prepared, RunContext
 
 __all__ = [
     "Stream",
