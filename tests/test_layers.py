@@ -99,6 +99,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "frameselect.learned.inputs",
             "frameselect.learned.policy",
             "frameselect.tokens",
+            "frameselect._token_base",
+            "frameselect._token_per_frame",
             "frameselect.token_budget",
             "frameselect.token_runs",
             "frameselect.streaming.*",
