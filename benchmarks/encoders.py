@@ -154,7 +154,7 @@ def hub_encoders(texts: list[str], runtime: str) -> dict[str, Any]:
     import torch
     import transformers
 
-    from frameselect.encoders.hub import ClipEncoder, SiglipEncoder
+    from frameselect.encoders.hub_transformers import ClipEncoder, SiglipEncoder
 
     if not hasattr(hub_encoders, "models"):
         clip_tok = _bpe(texts, ["<pad>", "<s>", "</s>"], pad="<pad>", bos_token="<s>", eos_token="</s>")

@@ -18,7 +18,8 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from frameselect.encoders.hub import BlipItmEncoder, ClipEncoder, OpenClipEncoder, SiglipEncoder  # noqa: E402
+from frameselect.encoders.hub import OpenClipEncoder  # noqa: E402
+from frameselect.encoders.hub_transformers import BlipItmEncoder, ClipEncoder, SiglipEncoder  # noqa: E402
 from frameselect.registry import encoders  # noqa: E402
 from frameselect.types import CandidatePool, InMemoryFrames, Query, Sample  # noqa: E402
 from tiny_hub import byte_bpe, tiny_clip, tiny_open_clip, tiny_siglip  # noqa: E402
