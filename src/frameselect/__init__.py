@@ -18,9 +18,24 @@ from frameselect.registry import REGISTRIES, Registry, get_registry
 
 if TYPE_CHECKING:  # static tools and IDEs see the real names and signatures; at run time they load on first use
     from frameselect.pipeline import evaluate
-    from frameselect.types import Answer, CandidatePool, Features, FrameSource, InMemoryFrames, Query, Sample, SampleRecord, Selection, Span
+    from frameselect.types import (
+        Answer,
+        CandidatePool,
+        Features,
+        FrameSource,
+        InMemoryFrames,
+        Query,
+        Sample,
+        SampleRecord,
+        Selection,
+        Span,
+        VideoFrames,
+        VideoRef,
+    )
 
-_TYPES = frozenset({"Answer", "CandidatePool", "Features", "FrameSource", "InMemoryFrames", "Query", "Sample", "SampleRecord", "Selection", "Span"})
+_TYPES = frozenset(
+    {"Answer", "CandidatePool", "Features", "FrameSource", "InMemoryFrames", "Query", "Sample", "SampleRecord", "Selection", "Span", "VideoFrames", "VideoRef"}
+)
 
 _PART_PACKAGES = {
     "selectors": "selectors",
@@ -68,6 +83,8 @@ __all__ = [
     "Selection",
     "Span",
     "UnknownNameError",
+    "VideoFrames",
+    "VideoRef",
     "answerers",
     "datasets",
     "encoders",

@@ -48,7 +48,7 @@ from frameselect.fingerprint import fingerprint
 from frameselect.parts import part_config
 from frameselect.plan import Plan, load_samples, part_identity, resolve
 from frameselect.registry import get_registry, revive
-from frameselect.run import AcrossPrepared, Prepared, Run, RunContext, RunResult, build_pool, open_store, sample_videos
+from frameselect.run import AcrossPrepared, Prepared, Run, RunContext, RunResult, build_pool, open_store, revivable, sample_videos
 from frameselect.store import RunInfo, Store, VideoSelectionRow
 from frameselect.types import MultiSelection, Sample, SampleRecord, Selection, VideoRef
 
@@ -283,9 +283,17 @@ def _check_fits(
 # -- what the original run used ---------------------------------------------------------
 
 
-def dataset_from_config(config: Mapping[str, Any]) -> Dataset:
-    """Re-create the dataset a run used from its stored configuration."""
+def dataset_from_config(config: Mapping[str, Any], store: Store | None = None) -> Dataset:
+    """Re-create the dataset a run used from its stored configuration.
+
+    A run over a list of samples (``evaluate(dataset=[...])``) cannot be
+    re-created from its configuration; ``store`` keeps its samples
+    (:meth:`~frameselect.store.Store.put_samples`), and they are read from there.
+    """
     spec = config.get("dataset_spec")
+    kept = store.samples(str(config["dataset"])) if store is not None and config.get("dataset") else None
+    if kept is not None and not revivable(spec):
+        return InMemoryDataset(kept, name=str(spec.get("name") or "samples") if isinstance(spec, Mapping) else "samples")
     if not isinstance(spec, Mapping):  # runs stored before dataset_spec existed: "name:hash" ids name the dataset
         spec = {"name": str(config.get("dataset", "")).split(":", 1)[0]}
     try:

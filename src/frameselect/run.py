@@ -44,7 +44,7 @@ from frameselect.fill import fill_share
 from frameselect.plan import Plan
 from frameselect.progress import Progress
 from frameselect.store import Store
-from frameselect.types import Answer, CandidatePool, Features, MultiSelection, Sample, SampleRecord, Selection
+from frameselect.types import Answer, CandidatePool, Features, MultiSelection, Sample, SampleRecord, Selection, VideoFrames
 from frameselect.video.decode import DecodeCounter, FrameMemo, VideoFrameSource, VideoInfo, candidates, content_hash, probe, time_error_summary
 
 __all__ = [
@@ -84,6 +84,7 @@ __all__ = [
     "AcrossPrepared",
     "score_across",
     "ACROSS_DROPPED_METADATA",
+    "revivable",
 ]
 
 StoreArg = str | os.PathLike[str] | Store | None
@@ -264,6 +265,7 @@ def score_across(p: Any, plan: Any, answer: Answer | None) -> tuple[SampleRecord
         k=p.k,
         policy=multi.policy,
         metadata=meta,
+        videos=tuple(VideoFrames(row.video, row.selection.indices, row.timestamps) for row in rows),
     )
     return record, rows
 
@@ -488,6 +490,13 @@ def breakdown(records: Sequence[SampleRecord], evaluators: Sequence[Evaluator], 
 # -- the run ------------------------------------------------------------------------------
 
 
+def revivable(spec: Any) -> bool:
+    """Whether a stored part configuration can re-create its part: it names one and holds no live object (a list of samples)."""
+    import json
+
+    return isinstance(spec, Mapping) and bool(spec.get("name")) and '"__object__"' not in json.dumps(spec, default=str)
+
+
 @contextmanager
 def open_store(store: StoreArg) -> Iterator[Store]:
     """``store`` as an open :class:`Store` (a path is opened and closed here; None is in memory)."""
@@ -710,6 +719,9 @@ class Run:
         """Open the run's row; the samples not yet stored ``ok`` (resume), in plan order."""
         plan = self.plan
         self.store.open_run(plan.run_id, plan.config, kind=plan.kind, label=plan.label, parent_run=plan.parent_run)
+        if plan.config.get("dataset") and not revivable(plan.config.get("dataset_spec")):
+            # samples given as a list: the store keeps them, so show, export and report need no dataset=
+            self.store.put_samples(str(plan.config["dataset"]), plan.samples)
         done = self.store.done_sample_ids(plan.run_id)
         todo = [s for s in plan.samples if s.id not in done]
         self.counters.samples_skipped = len(plan.samples) - len(todo)

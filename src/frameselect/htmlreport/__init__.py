@@ -112,6 +112,8 @@ class TimelineView:
     right: list[str]
     wrong: list[str]
     thumbs: list[Thumb] = field(default_factory=list)
+    #: why the timeline lacks its question text, evidence and thumbnails ("" when it has them)
+    note: str = ""
 
     @property
     def thumb_groups(self) -> list[tuple[str, list[Thumb]]]:
@@ -243,11 +245,20 @@ def _ranks_views(runs: Sequence[StoredRun], metric: str, by: str | None, n_boot:
 # -- timelines -------------------------------------------------------------------
 
 
-def _revive_samples(run: StoredRun) -> dict[str, Sample]:
-    """The run's dataset, re-created from its stored configuration (empty when that fails)."""
+def _revive_samples(run: StoredRun, store: Store | None = None) -> dict[str, Sample]:
+    """The run's dataset, re-created from its stored configuration, else the samples the store keeps for it (a run over a
+    list of samples); empty when neither can be had."""
     from frameselect.registry import datasets
 
     spec = run.info.config.get("dataset_spec") or {}
+    dataset = run.info.config.get("dataset")
+    if store is not None and dataset:
+        try:
+            kept = store.samples(str(dataset))
+        except FrameselectError:
+            kept = None
+        if kept is not None:
+            return {s.id: s for s in kept}
     name = spec.get("name")
     if not name:
         return {}
@@ -256,6 +267,13 @@ def _revive_samples(run: StoredRun) -> dict[str, Sample]:
         return {s.id: s for s in ds}
     except Exception:  # a dataset that moved since the run: timelines without evidence
         return {}
+
+
+#: what a timeline says when the question's dataset cannot be read
+NO_DATASET_NOTE = (
+    "no question text, evidence or thumbnails: the run's dataset cannot be re-created from its configuration "
+    "(a dataset that moved, or a run stored before the store kept the samples of runs over a list of samples)"
+)
 
 
 def _correct(record_metrics: Mapping[str, float], metric: str) -> bool | None:
@@ -381,10 +399,12 @@ def _pick_samples(ids_by_kind: Mapping[str, list[str]], limit: int) -> list[str]
     return picked
 
 
-def _questions(runs: Sequence[StoredRun]) -> tuple[dict[str, Sample], dict[str, dict[str, SampleRecord]], list[tuple[str, SampleRecord]]]:
+def _questions(
+    runs: Sequence[StoredRun], store: Store | None = None
+) -> tuple[dict[str, Sample], dict[str, dict[str, SampleRecord]], list[tuple[str, SampleRecord]]]:
     """The runs' samples (revived from the first run that can), each run's records by sample id, and every
     question once, in order, with its first run's record (what a timeline is grouped by)."""
-    samples: dict[str, Sample] = next((revived for revived in map(_revive_samples, runs) if revived), {})
+    samples: dict[str, Sample] = next((revived for revived in (_revive_samples(run, store) for run in runs) if revived), {})
     records = {run.label: {r.sample_id: r for r in run.records} for run in runs}
     firsts = [
         (sid, next(records[run.label][sid] for run in runs if sid in records[run.label]))
@@ -398,7 +418,7 @@ def _timelines(store: Store, runs: Sequence[StoredRun], metric: str, by: str | N
 
     cache_root = Path(opts.cache_dir) if opts.cache_dir is not None else default_cache_dir()
     cache = Cache(cache_root / "features")
-    samples, records, firsts = _questions(runs)
+    samples, records, firsts = _questions(runs, store)
     ids_by_kind: dict[str, list[str]] = defaultdict(list)
     for sid, first in firsts:
         ids_by_kind[str(first.metadata.get(by, "")) if by else ""].append(sid)
@@ -477,6 +497,7 @@ def _timelines(store: Store, runs: Sequence[StoredRun], metric: str, by: str | N
                 right=right,
                 wrong=wrong,
                 thumbs=thumbs,
+                note="" if sample is not None else NO_DATASET_NOTE,
             )
         )
     return views
@@ -583,6 +604,7 @@ def _timeline_across(
         right=right,
         wrong=wrong,
         thumbs=thumbs,
+        note="" if sample is not None else NO_DATASET_NOTE,
     )
 
 
@@ -617,7 +639,7 @@ def _stream_curves(section: TableSection, runs: Sequence[StoredRun], metric: str
 
 def _stream_timelines(store: Store, runs: Sequence[StoredRun], metric: str, by: str | None, limit: int) -> list[StreamTimelineView]:
     """Per question (round-robin over delay groups, else question kinds): each run's memory at ``asked_at`` and its selection."""
-    samples, records, firsts = _questions(runs)
+    samples, records, firsts = _questions(runs, store)
     ids_by_group: dict[str, list[str]] = defaultdict(list)
     for sid, first in firsts:
         if "held_times" not in first.metadata or "asked_at" not in first.metadata:
