@@ -775,6 +775,8 @@ class Run:
         """Store this invocation's counters; build the result from every stored record of the run's samples."""
         plan = self.plan
         self.counters.frames_decoded = self.ctx.decoded.frames_decoded
+        if plan.answerer is not None:  # a backend answering in this process noted its model's load apart from its answers
+            self.counters.answerer_load_ms += int(round(1000 * plan.answerer.take_load_seconds()))
         self.store.set_counters(plan.run_id, self.counters.as_dict())
         order = {s.id: i for i, s in enumerate(plan.samples)}
         records = sorted((r for r in self.store.records(plan.run_id) if r.sample_id in order), key=lambda r: order[r.sample_id])

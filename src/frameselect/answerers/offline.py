@@ -155,6 +155,14 @@ class _FrameReadings:
         self.ocr_max_side, self.ocr_min_score = ocr_max_side, ocr_min_score
         self._pools: dict[tuple[str, str], NDArray[np.float64]] = {}
         self._frames: dict[str, Any] = {}
+        #: seconds spent loading models (MobileNetV2, MiniLM's class-name embeddings, the OCR engine) so far: kept out of the answers' latencies
+        self.load_s = 0.0
+
+    def _timed_load(self, load: Any, *args: Any) -> None:
+        """Load a model (memoized per process: a no-op once loaded), adding the seconds it took to ``load_s``."""
+        start = time.perf_counter()
+        load(*args)
+        self.load_s += time.perf_counter() - start
 
     # -- class probabilities ------------------------------------------------
     def _pool_probabilities(self, video_id: str, policy: str, n: int) -> NDArray[np.float64] | None:
@@ -181,8 +189,9 @@ class _FrameReadings:
         out: list[NDArray[np.float64] | None] = [self._load("probs", k) for k in keys]
         missing = [j for j, v in enumerate(out) if v is None]
         if missing:
-            from frameselect.encoders._mobilenet_v2 import classify
+            from frameselect.encoders._mobilenet_v2 import classify, load_mobilenet_v2
 
+            self._timed_load(load_mobilenet_v2)
             frames = pool.frames([idx[j] for j in missing])  # one request: the source seeks past groups of pictures it does not need
             probs, _ = classify(np.stack(frames), self.size, self.crop)
             for j, p in zip(missing, probs):
@@ -203,8 +212,9 @@ class _FrameReadings:
             out.append(None if raw is None else json.loads(bytes(np.asarray(raw, dtype=np.uint8)).decode("utf-8")))
         missing = [j for j, v in enumerate(out) if v is None]
         if missing:
-            from frameselect.encoders._ocr import read_text
+            from frameselect.encoders._ocr import _engine, read_text
 
+            self._timed_load(_engine, self.ocr_max_side)
             for j, frame in zip(missing, pool.frames([idx[j] for j in missing])):
                 text = " ".join(t for t, _ in read_text(frame, self.ocr_max_side, self.ocr_min_score))
                 self._save("ocr", keys[j], np.frombuffer(json.dumps(text).encode("utf-8"), dtype=np.uint8))
@@ -335,15 +345,22 @@ class _Reader(Answerer):
     def answer(self, requests: Sequence[AnswerRequest]) -> list[Answer]:
         out = []
         for r in requests:
-            start = time.perf_counter()
+            start, loading = time.perf_counter(), self.readings.load_s
             try:
                 choice = self._read(r) if r.sample.query.options and _has_frames(r) else None
             except Exception as exc:  # one bad sample must not stop the run
-                out.append(Answer(text="", latency_s=time.perf_counter() - start, model=self.id, error=f"{type(exc).__name__}: {exc}"))
+                out.append(Answer(text="", latency_s=self._latency(start, loading), model=self.id, error=f"{type(exc).__name__}: {exc}"))
                 continue
             letter = option_letters(len(r.sample.query.options))[choice] if choice is not None else guess_letter(r.sample)
-            out.append(Answer(text=letter, latency_s=time.perf_counter() - start, model=self.id))
+            out.append(Answer(text=letter, latency_s=self._latency(start, loading), model=self.id))
         return out
+
+    def _latency(self, start: float, loading_before: float) -> float:
+        """Seconds since ``start``, less the models loaded meanwhile (noted apart: :meth:`Answerer.loaded`)."""
+        loading = self.readings.load_s - loading_before
+        if loading > 0:
+            self.loaded(loading)
+        return max(0.0, time.perf_counter() - start - loading)
 
     def option_logprobs(self, requests: Sequence[AnswerRequest]) -> list[NDArray[np.float64]]:
         """``softmax(LIKELIHOOD_SHARPNESS * evidence scores)`` per request; uniform without evidence."""
@@ -440,8 +457,12 @@ class _Reader(Answerer):
 
     # -- label rules ------------------------------------------------------------
     def _scores(self, probs: NDArray[np.float64], texts: Sequence[str]) -> NDArray[np.float64]:
+        from frameselect.encoders._minilm import label_embeddings
         from frameselect.encoders.offline import bhattacharyya
 
+        self.readings._timed_load(
+            label_embeddings, "torch"
+        )  # as label_distribution asks for it (memoized by its arguments); MiniLM and its embeddings of the class names: once per process, timed apart
         q = np.stack([_label_distribution(t, self.temperature) for t in texts])
         return bhattacharyya(probs, q)
 
