@@ -78,6 +78,7 @@ def test_a_malformed_line_names_file_line_and_field(folder: Path, line: Any, fie
     with pytest.raises(AnnotationError) as err:
         LocalDataset(path).samples()
     assert f"{path}, line 2" in str(err.value) and problem in str(err.value)
+    assert "annotations=" not in str(err.value) and "videos=<folder>" not in str(err.value)  # advice that fits this dataset's one parameter
     assert err.value.line == 2 and err.value.field == field
 
 

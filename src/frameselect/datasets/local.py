@@ -48,7 +48,7 @@ from typing import Any
 
 from frameselect.datasets._loading import Where, annotation_error, answer_letter, inside, nonempty_text, option_texts, read_jsonl, spans
 from frameselect.datasets.base import Dataset
-from frameselect.errors import DatasetNotFoundError
+from frameselect.errors import AnnotationError, DatasetNotFoundError
 from frameselect.registry import datasets
 from frameselect.types import Query, Sample, Span, VideoRef
 
@@ -78,12 +78,15 @@ class LocalDataset(Dataset):
                 raise DatasetNotFoundError(f"local: no questions file at {path} (-D file=<questions.jsonl>, one JSON object a line; docs/datasets.md)")
             out: list[Sample] = []
             first_line: dict[str, int] = {}
-            for where, rec in read_jsonl(path):
-                sample = self._sample(where, rec)
-                if sample.id in first_line:
-                    raise annotation_error(where, "id", f"{sample.id!r} is already the id of line {first_line[sample.id]}; ids must be unique in the file")
-                first_line[sample.id] = where.line or 0
-                out.append(sample)
+            try:
+                for where, rec in read_jsonl(path):
+                    sample = self._sample(where, rec)
+                    if sample.id in first_line:
+                        raise annotation_error(where, "id", f"{sample.id!r} is already the id of line {first_line[sample.id]}; ids must be unique in the file")
+                    first_line[sample.id] = where.line or 0
+                    out.append(sample)
+            except AnnotationError as exc:
+                raise _own_words(exc) from None
             self._samples = out
         return self._samples
 
@@ -162,3 +165,24 @@ class LocalDataset(Dataset):
 
     def __repr__(self) -> str:
         return f"LocalDataset(file={self.file!r})"
+
+
+#: the loaders' advice, and what it means for a file of one's own questions
+_ADVICE = (
+    (
+        "video paths in annotations must be relative to the dataset's video folder; keep videos elsewhere with videos=<folder>",
+        "name each video relative to the folder of the questions file, inside it",
+    ),
+    ("fix the annotation file, or pass annotations= pointing to an intact copy", "fix that line of the file; docs/datasets.md describes the format"),
+)
+
+
+def _own_words(exc: AnnotationError) -> AnnotationError:
+    """The loaders' error with advice that fits ``local`` (its parameter is ``file``), keeping where it is."""
+    text = str(exc)
+    for theirs, ours in _ADVICE:
+        text = text.replace(theirs, ours)
+    out = AnnotationError(text)
+    for name in ("path", "line", "index", "key", "field"):
+        setattr(out, name, getattr(exc, name, None))
+    return out
