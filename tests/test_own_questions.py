@@ -129,3 +129,15 @@ def test_a_jsonl_of_three_questions_runs_and_reports_its_questions(tiny_root: Pa
         assert str(line["question"]) in html
     assert html.count("data:image/jpeg;base64,") >= 3 * 4  # each question's 4 chosen frames as thumbnails
     assert "no question text" not in html
+
+
+def test_a_question_over_several_videos_resamples_with_its_videos(tiny_root: Path, tmp_path: Path) -> None:
+    from frameselect.analysis import load_runs
+    from frameselect.video.decode import content_hash
+
+    result = frameselect.evaluate("uniform", dataset=_samples(tiny_root), k=4, store=tmp_path / "s.sqlite")
+    with Store(tmp_path / "s.sqlite") as st:
+        (run,) = load_runs(st, [result.run_id])
+    clusters = dict(zip((r.sample_id for r in run.records), run.clusters, strict=True))
+    a, b = content_hash(str(tiny_root / "tiny_a.mp4")), content_hash(str(tiny_root / "tiny_b.mp4"))
+    assert clusters == {"both": f"{a}+{b}", "one": a}  # "one" is on tiny_a too: the question over both is not the same cluster

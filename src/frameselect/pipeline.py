@@ -139,26 +139,11 @@ def evaluate(
     ``dataset_name`` names a ``dataset`` given as a list of samples in tables and reports (default ``samples_<hash>``, from the samples); the store keeps
     such samples, so ``show``, ``export-selections`` and ``report`` need nothing else.
     """
-    plan = plan_run(
-        selector,
-        evaluators,
-        dataset,
-        k,
-        encoder=encoder,
-        answerer=answerer,
-        pool=pool,
-        seed=seed,
-        selector_params=selector_params,
-        router=router,
-        bank=bank,
-        label=label,
-        limit=limit,
-        tokens=tokens,
-        token_policy=token_policy,
-        token_model=token_model,
-        budget_policy=budget_policy,
-        dataset_name=dataset_name,
+    parts: dict[str, Any] = dict(
+        encoder=encoder, answerer=answerer, pool=pool, seed=seed, selector_params=selector_params, router=router, bank=bank, label=label
     )
+    budget: dict[str, Any] = dict(limit=limit, tokens=tokens, token_policy=token_policy, token_model=token_model, budget_policy=budget_policy)
+    plan = plan_run(selector, evaluators, dataset, k, dataset_name=dataset_name, **parts, **budget)
     ex = executor_spec(executor, workers, ray_address)
     return run_plan(plan, store=store, cache_dir=cache_dir, progress=progress, on_record=on_record, by=by, executor=ex)
 

@@ -345,7 +345,7 @@ class _Reader(Answerer):
     def answer(self, requests: Sequence[AnswerRequest]) -> list[Answer]:
         out = []
         for r in requests:
-            start, loading = time.perf_counter(), self.readings.load_s
+            start, loading = time.perf_counter(), self._loading()
             try:
                 choice = self._read(r) if r.sample.query.options and _has_frames(r) else None
             except Exception as exc:  # one bad sample must not stop the run
@@ -355,9 +355,13 @@ class _Reader(Answerer):
             out.append(Answer(text=letter, latency_s=self._latency(start, loading), model=self.id))
         return out
 
+    def _loading(self) -> float:
+        """Seconds the readings spent loading models so far (0 for readings that load none)."""
+        return float(getattr(self.readings, "load_s", 0.0))
+
     def _latency(self, start: float, loading_before: float) -> float:
         """Seconds since ``start``, less the models loaded meanwhile (noted apart: :meth:`Answerer.loaded`)."""
-        loading = self.readings.load_s - loading_before
+        loading = self._loading() - loading_before
         if loading > 0:
             self.loaded(loading)
         return max(0.0, time.perf_counter() - start - loading)
@@ -460,9 +464,11 @@ class _Reader(Answerer):
         from frameselect.encoders._minilm import label_embeddings
         from frameselect.encoders.offline import bhattacharyya
 
-        self.readings._timed_load(
-            label_embeddings, "torch"
-        )  # as label_distribution asks for it (memoized by its arguments); MiniLM and its embeddings of the class names: once per process, timed apart
+        # MiniLM and its embeddings of the class names, loaded once per process: timed apart (asked for as label_distribution
+        # asks, "torch", since the loader is memoized by its arguments)
+        timed = getattr(self.readings, "_timed_load", None)
+        if timed is not None:
+            timed(label_embeddings, "torch")
         q = np.stack([_label_distribution(t, self.temperature) for t in texts])
         return bhattacharyya(probs, q)
 
