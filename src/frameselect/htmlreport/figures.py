@@ -132,7 +132,8 @@ def cost_scatter(points: Sequence[tuple[str, float, float]], *, xlabel: str, yla
 
 def _place_labels(fig: Any, ax: Any, points: Sequence[tuple[str, float, float]], fontsize: float = 7.0) -> None:
     """Labels beside their points, none over another: points at one place share a label ("a, b"); a label that would
-    cover one already placed moves down a line at a time (a thin leader line then joins it to its point).
+    cover one already placed moves a line up or down (then the other way, further), keeping inside the axes where it can,
+    and a thin leader line joins it to its point.
 
     Each label's ``<g>`` has the id ``cost-label-<i>`` (the browser test measures them)."""
     fig.canvas.draw()  # the axes' final limits and scales
@@ -140,26 +141,36 @@ def _place_labels(fig: Any, ax: Any, points: Sequence[tuple[str, float, float]],
     for i, (_, x, y) in enumerate(points):
         px, py = ax.transData.transform((x, y))
         groups.setdefault((round(float(px)), round(float(py))), []).append(i)
-    line_px = fontsize * 1.5 * fig.dpi / 72.0
-    placed: list[tuple[float, float, float, float]] = []  # x0, y0, x1, y1 in display pixels (y up)
     renderer = fig.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    line = fontsize * 1.4  # points
+    shifts = [0.0] + [sign * n * line for n in range(1, 25) for sign in (1, -1)]
+    placed: list[tuple[float, float, float, float]] = []  # x0, y0, x1, y1 in display pixels
+
+    def free(rect: tuple[float, float, float, float]) -> bool:
+        return not any(rect[0] < b[2] and b[0] < rect[2] and rect[1] < b[3] and b[1] < rect[3] for b in placed)
+
+    def inside(rect: tuple[float, float, float, float]) -> bool:
+        return bool(frame.x0 <= rect[0] and rect[2] <= frame.x1 + 40 and frame.y0 <= rect[1] and rect[3] <= frame.y1)
+
     for n, (_, members) in enumerate(sorted(groups.items(), key=lambda kv: (-kv[0][1], kv[0][0]))):
         text = ", ".join(points[i][0] for i in members)
         x, y = points[members[0]][1], points[members[0]][2]
-        shift = 0.0
-        while True:
-            ann = ax.annotate(text, (x, y), xytext=(4, 3 - shift), textcoords="offset points", fontsize=fontsize)
-            box = ann.get_window_extent(renderer)
+        chosen: tuple[float, tuple[float, float, float, float]] | None = None
+        fallback: tuple[float, tuple[float, float, float, float]] | None = None
+        for shift in shifts:
+            probe = ax.annotate(text, (x, y), xytext=(4, 3 + shift), textcoords="offset points", fontsize=fontsize)
+            box = probe.get_window_extent(renderer)
+            probe.remove()
             rect = (box.x0, box.y0, box.x1, box.y1)
-            if not any(rect[0] < b[2] and b[0] < rect[2] and rect[1] < b[3] and b[1] < rect[3] for b in placed) or shift > 40 * line_px:
-                break
-            ann.remove()
-            shift += line_px * 72.0 / fig.dpi
-        if shift:
-            ann.remove()
-            ann = ax.annotate(
-                text, (x, y), xytext=(4, 3 - shift), textcoords="offset points", fontsize=fontsize, arrowprops={"arrowstyle": "-", "color": "0.6", "lw": 0.5}
-            )
+            if free(rect):
+                if inside(rect):
+                    chosen = (shift, rect)
+                    break
+                fallback = fallback or (shift, rect)
+        shift, rect = chosen or fallback or (0.0, (0.0, 0.0, 0.0, 0.0))
+        leader = {"arrowprops": {"arrowstyle": "-", "color": "0.6", "lw": 0.5}} if shift else {}
+        ann = ax.annotate(text, (x, y), xytext=(4, 3 + shift), textcoords="offset points", fontsize=fontsize, **leader)
         ann.set_gid(f"cost-label-{n}")
         placed.append(rect)
 
