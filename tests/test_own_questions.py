@@ -141,3 +141,15 @@ def test_a_question_over_several_videos_resamples_with_its_videos(tiny_root: Pat
     clusters = dict(zip((r.sample_id for r in run.records), run.clusters, strict=True))
     a, b = content_hash(str(tiny_root / "tiny_a.mp4")), content_hash(str(tiny_root / "tiny_b.mp4"))
     assert clusters == {"both": f"{a}+{b}", "one": a}  # "one" is on tiny_a too: the question over both is not the same cluster
+
+
+def test_a_run_over_a_list_replays_from_its_store_alone(tiny_root: Path, tmp_path: Path) -> None:
+    from frameselect.replay import replay
+
+    store = tmp_path / "s.sqlite"
+    samples = _samples(tiny_root)
+    first = frameselect.evaluate("uniform", ["evidence_recall"], dataset=samples, k=4, store=store)
+    again = replay(first.run_id, "oracle", store=store, evaluators=["mc_accuracy"])
+    assert [r.sample_id for r in again.records] == ["both", "one"] and all(r.status == "ok" for r in again.records)
+    # "one": uniform's frames at 0, 3, 7, 11 s miss the evidence at 4.0-4.6 s, so the oracle (right iff covered) is wrong
+    assert {r.sample_id: r.metrics["mc_accuracy"] for r in again.records}["one"] == 0.0
