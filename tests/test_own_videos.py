@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -132,3 +133,20 @@ def test_cli_topk_with_imagenet_label_writes_eight_images(clip: Path, tmp_path: 
     assert len(video["timestamps"]) == 8 and all(0.0 <= t < 6.0 for t in video["timestamps"])
     assert video["timestamps"] == sorted(set(video["timestamps"]))
     assert json.loads(capsys.readouterr().out) == doc
+
+
+def test_a_second_question_about_the_video_encodes_no_frame_again(clip: Path, tmp_path: Path) -> None:
+    from frameselect.registry import encoders
+
+    class Counting(encoders.get("color_histogram")):  # type: ignore[misc]
+        frames = 0
+
+        def encode_frames(self, frames: Any) -> Any:
+            Counting.frames += len(frames)
+            return super().encode_frames(frames)
+
+    first = frameselect.select(clip, "What happens first?", selector="kcenter", k=3, encoder=Counting(), cache_dir=tmp_path)
+    encoded = Counting.frames
+    second = frameselect.select(clip, "What happens last?", selector="kcenter", k=3, encoder=Counting(), cache_dir=tmp_path)
+    assert encoded == 6 and Counting.frames == encoded  # the 6 pool frames of the 6 s video, once
+    assert first.times == second.times and len(first.times) == 3
