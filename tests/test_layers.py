@@ -113,6 +113,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "evaluate, replay, bench, studies, reports",
         (
             "frameselect.replay",
+            "frameselect.own",
             "frameselect.streaming.evaluate",
             "frameselect.crossvideo.run",
             "frameselect.selections",

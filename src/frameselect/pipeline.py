@@ -124,6 +124,7 @@ def evaluate(
     token_policy: str = "fixed_res",
     token_model: Any = None,
     budget_policy: Any = None,
+    dataset_name: str | None = None,
 ) -> RunResult:
     """Run ``selector`` on ``dataset`` at budget ``k`` (or ``tokens``), score it, store it.
 
@@ -135,26 +136,14 @@ def evaluate(
     (:mod:`frameselect.executors`); results are the same whichever runs them, and neither is in the run's fingerprint. ``ray_address``: the Ray cluster to join
     (default ``$RAY_ADDRESS``, else a local one). ``tokens=N``: ``N`` visual tokens per sample (the mean, routed) instead of ``k`` frames, spent under
     ``token_policy`` and priced by ``token_model`` or the answerer's cost model (:mod:`frameselect.token_budget`). ``budget_policy``: shares k over videos.
+    ``dataset_name`` names a ``dataset`` given as a list of samples in tables and reports (default ``samples_<hash>``, from the samples); the store keeps
+    such samples, so ``show``, ``export-selections`` and ``report`` need nothing else.
     """
-    plan = plan_run(
-        selector,
-        evaluators,
-        dataset,
-        k,
-        encoder=encoder,
-        answerer=answerer,
-        pool=pool,
-        seed=seed,
-        selector_params=selector_params,
-        router=router,
-        bank=bank,
-        label=label,
-        limit=limit,
-        tokens=tokens,
-        token_policy=token_policy,
-        token_model=token_model,
-        budget_policy=budget_policy,
+    parts: dict[str, Any] = dict(
+        encoder=encoder, answerer=answerer, pool=pool, seed=seed, selector_params=selector_params, router=router, bank=bank, label=label
     )
+    budget: dict[str, Any] = dict(limit=limit, tokens=tokens, token_policy=token_policy, token_model=token_model, budget_policy=budget_policy)
+    plan = plan_run(selector, evaluators, dataset, k, dataset_name=dataset_name, **parts, **budget)
     ex = executor_spec(executor, workers, ray_address)
     return run_plan(plan, store=store, cache_dir=cache_dir, progress=progress, on_record=on_record, by=by, executor=ex)
 

@@ -178,7 +178,9 @@ def part_identity(part: Any) -> Any:
     return None if part is None else part_config(part)
 
 
-def _dataset(dataset: str | Dataset | Iterable[Sample], params: Mapping[str, Any] | None = None) -> Dataset:
+def _dataset(dataset: str | Dataset | Iterable[Sample], params: Mapping[str, Any] | None = None, name: str | None = None) -> Dataset:
+    if name is not None and (isinstance(dataset, (str, Dataset))):
+        raise ConfigError("dataset_name= names a list of samples given as dataset=; a registered or constructed dataset has its own name")
     if isinstance(dataset, str):
         ds: Dataset = resolve("datasets", dataset, **dict(params or {}))
         return ds
@@ -188,8 +190,8 @@ def _dataset(dataset: str | Dataset | Iterable[Sample], params: Mapping[str, Any
         check_ranges("datasets", dataset, name=dataset.name)
         return dataset
     try:
-        return InMemoryDataset(list(dataset))
-    except ValueError as exc:  # duplicate sample ids
+        return InMemoryDataset(list(dataset), name=name)
+    except ValueError as exc:  # duplicate sample ids, a bad name
         raise ConfigError(f"the samples given as dataset= cannot form a dataset: {exc}") from exc
 
 
@@ -350,6 +352,7 @@ def plan_run(
     token_policy: str = "fixed_res",
     token_model: Any = None,
     budget_policy: Any = None,
+    dataset_name: str | None = None,
 ) -> Plan:
     """Resolve and validate everything :func:`frameselect.pipeline.evaluate` will run.
 
@@ -363,6 +366,9 @@ def plan_run(
     (:mod:`frameselect.token_budget`; ``k`` is then only ``fixed_k``'s frame
     count), priced by ``token_model`` or else the answerer's own cost model.
     A budget below one frame is refused here.
+
+    ``dataset_name`` names a dataset given as a list of samples (default
+    ``samples_<hash>``: :class:`~frameselect.datasets.base.InMemoryDataset`).
     """
     k, limit, policy = check_budget(k, error=ConfigError, hint="k=, CLI -k"), check_limit(limit), check_pool(pool)
     sel: Selector = resolve_selector(selector, dict(selector_params or {}))
@@ -386,7 +392,7 @@ def plan_run(
 
         assert cost_model is not None
         tokens = check_token_budget(tokens, cost_model, token_policy, k)
-    ds = _dataset(dataset, dataset_params)
+    ds = _dataset(dataset, dataset_params, dataset_name)
     samples = load_samples(ds, limit)
     check_across(sel, across_policy, enc, ans, rt, tokens, samples, bank_parts if rt is not None else ())
     config: dict[str, Any] = {

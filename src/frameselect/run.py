@@ -45,7 +45,7 @@ from frameselect.plan import Plan
 from frameselect.progress import Progress
 from frameselect.selectors.base import check_selection
 from frameselect.store import Store
-from frameselect.types import Answer, CandidatePool, Features, MultiSelection, Sample, SampleRecord, Selection
+from frameselect.types import Answer, CandidatePool, Features, MultiSelection, Sample, SampleRecord, Selection, VideoFrames
 from frameselect.video import DecodeCounter, FrameMemo, VideoFrameSource, VideoInfo, candidates, content_hash, probe, time_error_summary
 
 __all__ = [
@@ -85,6 +85,7 @@ __all__ = [
     "AcrossPrepared",
     "score_across",
     "ACROSS_DROPPED_METADATA",
+    "revivable",
 ]
 
 StoreArg = str | os.PathLike[str] | Store | None
@@ -266,6 +267,7 @@ def score_across(p: Any, plan: Any, answer: Answer | None) -> tuple[SampleRecord
         k=p.k,
         policy=multi.policy,
         metadata=meta,
+        videos=tuple(VideoFrames(row.video, row.selection.indices, row.timestamps) for row in rows),
     )
     return record, rows
 
@@ -461,6 +463,13 @@ def breakdown(records: Sequence[SampleRecord], evaluators: Sequence[Evaluator], 
 
 
 # -- the run ------------------------------------------------------------------------------
+
+
+def revivable(spec: Any) -> bool:
+    """Whether a stored part configuration can re-create its part: it names one and holds no live object (a list of samples)."""
+    import json
+
+    return isinstance(spec, Mapping) and bool(spec.get("name")) and '"__object__"' not in json.dumps(spec, default=str)
 
 
 @contextmanager
@@ -685,6 +694,9 @@ class Run:
         """Open the run's row; the samples not yet stored ``ok`` (resume), in plan order."""
         plan = self.plan
         self.store.open_run(plan.run_id, plan.config, kind=plan.kind, label=plan.label, parent_run=plan.parent_run)
+        if plan.config.get("dataset") and not revivable(plan.config.get("dataset_spec")):
+            # samples given as a list: the store keeps them, so show, export and report need no dataset=
+            self.store.put_samples(str(plan.config["dataset"]), plan.samples)
         done = self.store.done_sample_ids(plan.run_id)
         todo = [s for s in plan.samples if s.id not in done]
         self.counters.samples_skipped = len(plan.samples) - len(todo)
@@ -738,6 +750,8 @@ class Run:
         """Store this invocation's counters; build the result from every stored record of the run's samples."""
         plan = self.plan
         self.counters.frames_decoded = self.ctx.decoded.frames_decoded
+        if plan.answerer is not None:  # a backend answering in this process noted its model's load apart from its answers
+            self.counters.answerer_load_ms += int(round(1000 * plan.answerer.take_load_seconds()))
         self.store.set_counters(plan.run_id, self.counters.as_dict())
         order = {s.id: i for i, s in enumerate(plan.samples)}
         records = sorted((r for r in self.store.records(plan.run_id) if r.sample_id in order), key=lambda r: order[r.sample_id])
