@@ -133,7 +133,7 @@ def test_a_jsonl_of_three_questions_runs_and_reports_its_questions(tiny_root: Pa
 
 def test_a_question_over_several_videos_resamples_with_its_videos(tiny_root: Path, tmp_path: Path) -> None:
     from frameselect.analysis import load_runs
-    from frameselect.video.decode import content_hash
+    from frameselect.video import content_hash
 
     result = frameselect.evaluate("uniform", dataset=_samples(tiny_root), k=4, store=tmp_path / "s.sqlite")
     with Store(tmp_path / "s.sqlite") as st:
