@@ -133,6 +133,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "evaluate, replay, bench, studies, reports",
         (
             "frameselect.replay",
+            "frameselect.own",
             "frameselect.streaming.evaluate",
             "frameselect.crossvideo.run",
             "frameselect.selections",

@@ -143,6 +143,10 @@ def _cluster_key(store: Store, run_id: str, record: SampleRecord, cluster: str) 
     stored = store.selection(run_id, record.sample_id)
     if stored is not None and stored[1].get("video_id"):
         return str(stored[1]["video_id"])
+    if record.videos:  # a question over several videos: its videos together (as a one-video selection of several videos is stored)
+        rows = store.video_selections(run_id, record.sample_id)
+        if rows:
+            return "+".join(row.video_id for row in rows)
     return ("sample", record.sample_id)
 
 

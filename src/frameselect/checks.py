@@ -142,7 +142,9 @@ def part_identity(part: Any) -> Any:
     return None if part is None else part_config(part)
 
 
-def _dataset(dataset: str | Dataset | Iterable[Sample], params: Mapping[str, Any] | None = None) -> Dataset:
+def _dataset(dataset: str | Dataset | Iterable[Sample], params: Mapping[str, Any] | None = None, name: str | None = None) -> Dataset:
+    if name is not None and (isinstance(dataset, (str, Dataset))):
+        raise ConfigError("dataset_name= names a list of samples given as dataset=; a registered or constructed dataset has its own name")
     if isinstance(dataset, str):
         ds: Dataset = resolve("datasets", dataset, **dict(params or {}))
         return ds
@@ -152,8 +154,8 @@ def _dataset(dataset: str | Dataset | Iterable[Sample], params: Mapping[str, Any
         check_ranges("datasets", dataset, name=dataset.name)
         return dataset
     try:
-        return InMemoryDataset(list(dataset))
-    except ValueError as exc:  # duplicate sample ids
+        return InMemoryDataset(list(dataset), name=name)
+    except ValueError as exc:  # duplicate sample ids, a bad name
         raise ConfigError(f"the samples given as dataset= cannot form a dataset: {exc}") from exc
 
 

@@ -98,7 +98,8 @@ class RunOptions:
 
     What shapes the results (and so the run id): ``pool`` (the candidate pool
     policy), ``seed``, ``limit`` (the first samples only) and the parameters of
-    a selector or dataset given by name. What does not: ``label``, ``by`` (the
+    a selector or dataset given by name. What does not: ``label``, ``dataset_name`` (names a list
+    of samples given as the dataset; the store keeps such samples), ``by`` (the
     result's breakdown; None: the scope's), ``progress``, ``on_record``, the
     feature ``cache_dir`` and where videos are computed (``executor``,
     ``workers``, ``ray_address``: :mod:`frameselect.executors`).
@@ -110,6 +111,8 @@ class RunOptions:
     label: str = ""
     selector_params: Mapping[str, Any] | None = None
     dataset_params: Mapping[str, Any] | None = None
+    #: names a dataset given as a list of samples in tables and reports (default ``samples_<hash>``); the store keeps such samples
+    dataset_name: str | None = None
     cache_dir: str | os.PathLike[str] | None = None
     by: str | None = "kind"
     progress: bool | None = None
@@ -292,7 +295,7 @@ def _plan(
     budget = budget.with_parts(cost_model, rt, bank_parts if rt is not None else ())
     if budget.tokens is not None:
         budget = budget.check([sel, *bank_parts], ans)
-    ds = _dataset(dataset, opts.dataset_params)
+    ds = _dataset(dataset, opts.dataset_params, opts.dataset_name)
     samples = load_samples(ds, limit)
     if scope is None:
         scope = default_scope([sel, *(bank_parts if rt is not None else ())], samples).with_parts()

@@ -69,6 +69,7 @@ from frameselect.work import (  # noqa: F401
     open_store,
     prepare_sample,
     reason_of,
+    revivable,
     sample_videos,
     score_sample,
     units_of,
@@ -115,6 +116,7 @@ __all__ = [
     "AcrossPrepared",
     "failure",
     "ACROSS_DROPPED_METADATA",
+    "revivable",
 ]
 
 
@@ -203,6 +205,9 @@ class Run:
         """Open the run's row; the samples not yet stored ``ok`` (resume), in plan order."""
         plan = self.plan
         self.store.open_run(plan.run_id, plan.config, kind=plan.kind, label=plan.label, parent_run=plan.parent_run)
+        if plan.config.get("dataset") and not revivable(plan.config.get("dataset_spec")):
+            # samples given as a list: the store keeps them, so show, export and report need no dataset=
+            self.store.put_samples(str(plan.config["dataset"]), plan.samples)
         done = self.store.done_sample_ids(plan.run_id)
         todo = [s for s in plan.samples if s.id not in done]
         self.counters.samples_skipped = len(plan.samples) - len(todo)
@@ -224,6 +229,8 @@ class Run:
         """Store this invocation's counters; build the result from every stored record of the run's samples."""
         plan = self.plan
         self.counters.frames_decoded = self.ctx.decoded.frames_decoded
+        if plan.answerer is not None:  # a backend answering in this process noted its model's load apart from its answers
+            self.counters.answerer_load_ms += int(round(1000 * plan.answerer.take_load_seconds()))
         self.store.set_counters(plan.run_id, self.counters.as_dict())
         order = {s.id: i for i, s in enumerate(plan.samples)}
         records = sorted((r for r in self.store.records(plan.run_id) if r.sample_id in order), key=lambda r: order[r.sample_id])

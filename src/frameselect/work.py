@@ -43,6 +43,7 @@ from frameselect.answering import (  # noqa: F401
 )
 
 __all__ = [
+    "revivable",
     "ACROSS_DROPPED_METADATA",
     "AcrossPrepared",
     "Prepared",
@@ -377,3 +378,10 @@ class UnitWork:
     def local(self, unit: Unit, ctx: RunContext) -> UnitResult:
         prepared = [prepare_sample(self.step, sample, self.plan, ctx) for sample in unit.samples]
         return UnitResult(prepared=prepared, counters=ctx.counters, pid=os.getpid())
+
+
+def revivable(spec: Any) -> bool:
+    """Whether a stored part configuration can re-create its part: it names one and holds no live object (a list of samples)."""
+    import json
+
+    return isinstance(spec, Mapping) and bool(spec.get("name")) and '"__object__"' not in json.dumps(spec, default=str)

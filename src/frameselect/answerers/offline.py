@@ -159,6 +159,14 @@ class _FrameReadings:
         self._pools: dict[tuple[str, str], NDArray[np.float64]] = {}
         self._frames: dict[str, Any] = {}
         self._decoded: dict[str, tuple[int, int]] = {}
+        #: seconds spent loading models (MobileNetV2, MiniLM's class-name embeddings, the OCR engine) so far: kept out of the answers' latencies
+        self.load_s = 0.0
+
+    def _timed_load(self, load: Any, *args: Any) -> None:
+        """Load a model (memoized per process: a no-op once loaded), adding the seconds it took to ``load_s``."""
+        start = time.perf_counter()
+        load(*args)
+        self.load_s += time.perf_counter() - start
 
     # -- sizes ----------------------------------------------------------------
     def decoded_size(self, pool: CandidatePool, index: int) -> tuple[int, int]:
@@ -229,8 +237,9 @@ class _FrameReadings:
                 out[j] = self._load("probs", keys[j])
         missing = [j for j, v in enumerate(out) if v is None]
         if missing:
-            from frameselect.encoders._mobilenet_v2 import classify
+            from frameselect.encoders._mobilenet_v2 import classify, load_mobilenet_v2
 
+            self._timed_load(load_mobilenet_v2)
             frames = self._decode(pool, [idx[j] for j in missing], [sizes[j] for j in missing])
             for size in dict.fromkeys(sizes[j] for j in missing):
                 slots = [m for m, j in enumerate(missing) if sizes[j] == size]
@@ -256,8 +265,9 @@ class _FrameReadings:
             out.append(None if raw is None else json.loads(bytes(np.asarray(raw, dtype=np.uint8)).decode("utf-8")))
         missing = [j for j, v in enumerate(out) if v is None]
         if missing:
-            from frameselect.encoders._ocr import read_text
+            from frameselect.encoders._ocr import _engine, read_text
 
+            self._timed_load(_engine, self.ocr_max_side)
             frames = self._decode(pool, [idx[j] for j in missing], [sizes[j] for j in missing])
             for m, j in enumerate(missing):
                 text = " ".join(t for t, _ in read_text(frames[m], self.ocr_max_side, self.ocr_min_score))
@@ -398,15 +408,26 @@ class _Reader(Answerer):
             if not r.sample.query.options and not getattr(self, "_warned_no_options", False):
                 self._warned_no_options = True
                 warn_no_options(f"answerer {self.name}", r.sample)
-            start = time.perf_counter()
+            start, loading = time.perf_counter(), self._loading()
             try:
                 choice = self._read(r) if r.sample.query.options and _has_frames(r) else None
             except Exception as exc:  # one bad sample must not stop the run
-                out.append(Answer(text="", latency_s=time.perf_counter() - start, model=self.id, error=f"{type(exc).__name__}: {exc}"))
+                out.append(Answer(text="", latency_s=self._latency(start, loading), model=self.id, error=f"{type(exc).__name__}: {exc}"))
                 continue
             letter = option_letters(len(r.sample.query.options))[choice] if choice is not None else guess_letter(r.sample)
-            out.append(Answer(text=letter, latency_s=time.perf_counter() - start, model=self.id))
+            out.append(Answer(text=letter, latency_s=self._latency(start, loading), model=self.id))
         return out
+
+    def _loading(self) -> float:
+        """Seconds the readings spent loading models so far (0 for readings that load none)."""
+        return float(getattr(self.readings, "load_s", 0.0))
+
+    def _latency(self, start: float, loading_before: float) -> float:
+        """Seconds since ``start``, less the models loaded meanwhile (noted apart: :meth:`Answerer.loaded`)."""
+        loading = self._loading() - loading_before
+        if loading > 0:
+            self.loaded(loading)
+        return max(0.0, time.perf_counter() - start - loading)
 
     def option_logprobs(self, requests: Sequence[AnswerRequest]) -> list[NDArray[np.float64]]:
         """``softmax(LIKELIHOOD_SHARPNESS * evidence scores)`` per request; uniform without evidence."""
@@ -508,8 +529,14 @@ class _Reader(Answerer):
 
     # -- label rules ------------------------------------------------------------
     def _scores(self, probs: NDArray[np.float64], texts: Sequence[str]) -> NDArray[np.float64]:
+        from frameselect.encoders._minilm import label_embeddings
         from frameselect.encoders.offline import bhattacharyya
 
+        # MiniLM and its embeddings of the class names, loaded once per process: timed apart (asked for as label_distribution
+        # asks, "torch", since the loader is memoized by its arguments)
+        timed = getattr(self.readings, "_timed_load", None)
+        if timed is not None:
+            timed(label_embeddings, "torch")
         q = np.stack([_label_distribution(t, self.temperature) for t in texts])
         return bhattacharyya(probs, q)
 

@@ -76,6 +76,7 @@ def _plans(args: argparse.Namespace) -> list[Any]:
 def run(args: argparse.Namespace) -> int:
     from frameselect.executors import executor_scope, executor_spec
     from frameselect.pipeline import run_plan
+    from frameselect.plan import RunOptions
     from frameselect.render import markdown_table
 
     spec = executor_spec(args.executor, args.workers, args.ray_address)
@@ -84,7 +85,12 @@ def run(args: argparse.Namespace) -> int:
     with executor_scope(spec) as ex:  # one executor for every run of the invocation
         for plan in plans:
             results.append(
-                run_plan(plan, store=args.store, cache_dir=args.cache_dir, progress=None if not args.no_progress else False, executor=ex or "serial")
+                run_plan(
+                    plan,
+                    store=args.store,
+                    options=RunOptions(cache_dir=args.cache_dir, progress=None if not args.no_progress else False),
+                    executor=ex or "serial",
+                )
             )
     for result in results:
         label = str(result.config["label"])

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from frameselect.errors import FrameselectError
 from frameselect.scopes.scope import Recorded, Scope
-from frameselect.types import Answer, CandidatePool, Features, Sample, SampleRecord
+from frameselect.types import Answer, CandidatePool, Features, Sample, SampleRecord, VideoFrames
 
 if TYPE_CHECKING:
     from frameselect.budgets import Budget, Sized
@@ -190,5 +190,6 @@ def score_across(p: Prepared, plan: Plan, answer: Answer | None) -> tuple[Sample
         k=p.k,
         policy=multi.policy,
         metadata=meta,
+        videos=tuple(VideoFrames(row.video, row.selection.indices, row.timestamps) for row in rows),
     )
     return record, rows
