@@ -62,6 +62,9 @@ __all__ = [
     "mean_tokens",
     "run_tokens",
     "at_tokens",
+    "identical_selections",
+    "same_note",
+    "IDENTICAL_SHARE",
     "FORMATS",
 ]
 
@@ -500,3 +503,46 @@ def rank_tables(report: RankReport, *, note: str = "") -> list[Table]:
 def render_ranks(report: RankReport, *, note: str = "", fmt: str = "markdown") -> str:
     """:func:`rank_tables` in ``fmt``."""
     return render(rank_tables(report, note=note), fmt)
+
+
+# -- identical selections ---------------------------------------------------------
+
+#: a run whose frames equal another's on at least this share of the shared questions is said to be the same selection
+IDENTICAL_SHARE = 0.95
+
+
+def identical_selections(
+    selections: Mapping[str, Mapping[str, Sequence[int]]], *, prefer: Sequence[str] = (), share: float = IDENTICAL_SHARE
+) -> dict[str, tuple[str, int, int]]:
+    """Entries whose selected frames equal another entry's on at least ``share`` of their shared questions.
+
+    ``selections[entry][sample_id]`` is the entry's selected frame indices
+    (compared as sets). Entries are visited in ``prefer`` order, then in
+    the order given; each is compared with the representatives found so far
+    (entries that matched none) and joins the first it matches. Returns, for
+    each entry that joined one, ``(representative, identical questions,
+    shared questions)``.
+
+    >>> identical_selections({"uniform": {"a": [1, 5], "b": [2, 6]}, "fixed_fps": {"a": [5, 1], "b": [2, 6]}, "topk": {"a": [3, 4], "b": [2, 6]}})
+    {'fixed_fps': ('uniform', 2, 2)}
+    """
+    visit = [e for e in dict.fromkeys(prefer) if e in selections] + [e for e in selections if e not in set(prefer)]
+    reps: list[str] = []
+    same: dict[str, tuple[str, int, int]] = {}
+    for entry in visit:
+        mine = selections[entry]
+        for rep in reps:
+            theirs = selections[rep]
+            shared = [s for s in mine if s in theirs]
+            equal = sum(1 for s in shared if set(mine[s]) == set(theirs[s]))
+            if shared and equal >= share * len(shared):
+                same[entry] = (rep, equal, len(shared))
+                break
+        else:
+            reps.append(entry)
+    return same
+
+
+def same_note(rep: str, equal: int, total: int) -> str:
+    """``"uniform (81/81)"``: the text said beside a run whose frames are another's (in a column "same frames as")."""
+    return f"{rep} ({equal}/{total})"

@@ -32,7 +32,23 @@ one included); beyond, ``n_boot`` random patterns give
 whole clusters between the two runs (scipy's paired ``"samples"``
 permutation over cluster indices).
 
-**Kendall τ_b** between two rankings, with ties: :func:`scipy.stats.kendalltau`.
+**Kendall τ_b** between two rankings, with ties: :func:`scipy.stats.kendalltau`;
+:func:`tau_interval` adds a cluster-bootstrap interval: one draw of clusters
+serves both rankings (the entries' values in each condition are recomputed
+on the same resampled videos), and τ_b is taken per resample.
+
+**Multiple comparisons.** :func:`holm` gives Holm's step-down adjusted
+p-values over a family of tests (``p_(i)`` times ``m - i + 1``, made
+monotone, capped at 1); a test is significant at ``alpha`` when its adjusted
+p-value is below ``alpha``. This controls the family-wise error rate under
+any dependence between the tests.
+
+**Order flips.** A pair of entries *flips* between conditions A and B when
+its paired difference is significant in opposite directions in A and in B.
+:func:`flip_p` gives the intersection-union p-value of that claim, the larger
+of the two two-sided sign-flip p-values (NaN when the estimates do not point
+opposite ways); the flip is significant when that p-value survives Holm
+over the family it is printed in.
 
 **Rank analysis** over a set of ranking groups (a dataset, a metric, a subset
 of questions): each group's ranking of the entries (selectors), τ_b between
@@ -72,6 +88,11 @@ __all__ = [
     "Inversion",
     "RankReport",
     "rank_analysis",
+    "holm",
+    "sign_flip_test",
+    "flip_p",
+    "TauInterval",
+    "tau_interval",
 ]
 
 DEFAULT_BOOT = 1000
@@ -558,3 +579,148 @@ def rank_analysis(
             if in_a.p_value < alpha and in_b.p_value < alpha:
                 inversions.append(Inversion(axis, ga.key, gb.key, better, worse, in_a, in_b))
     return RankReport(rankings, taus, inversions, alpha)
+
+
+# -- multiple comparisons, order flips, τ_b intervals ------------------------------
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the order given; NaN stays NaN and is not counted in the family.
+
+    The ``i``-th smallest of ``m`` p-values becomes ``max_{j <= i} min(1, (m - j + 1) p_(j))``.
+
+    >>> holm([0.01, 0.04, 0.03, 0.005])
+    [0.03, 0.06, 0.06, 0.02]
+    """
+    finite = [i for i, p in enumerate(pvalues) if not math.isnan(float(p))]
+    m = len(finite)
+    out = [math.nan] * len(pvalues)
+    running = 0.0
+    for rank, i in enumerate(sorted(finite, key=lambda i: (float(pvalues[i]), i))):
+        running = max(running, min(1.0, (m - rank) * float(pvalues[i])))
+        out[i] = round(running, 15)
+    return out
+
+
+def sign_flip_test(
+    a: Sequence[float] | NDArray[Any],
+    b: Sequence[float] | NDArray[Any],
+    clusters: Sequence[Hashable] | None = None,
+    *,
+    seed: int = 0,
+    n_random: int = DEFAULT_BOOT,
+    exact_max: int = EXACT_MAX_CLUSTERS,
+) -> tuple[float, float]:
+    """``(mean difference a − b, two-sided sign-flip p)``: :func:`paired_difference` without its interval.
+
+    >>> sign_flip_test([1, 1, 1, 0], [0, 0, 1, 0])
+    (0.5, 0.5)
+    """
+    x = np.asarray(a, dtype=np.float64)
+    y = np.asarray(b, dtype=np.float64)
+    if x.shape != y.shape:
+        raise ValueError(f"paired values differ in length: {x.shape[0]} and {y.shape[0]}")
+    sums, counts, _ = _cluster_sums(x - y, clusters)
+    if sums.shape[0] == 0:
+        return math.nan, math.nan
+    p, _ = _sign_flip_p(sums, sums.shape[0] <= exact_max, n_random, np.random.default_rng(seed))
+    return float(sums.sum() / counts.sum()), p
+
+
+def flip_p(diff_a: float, p_a: float, diff_b: float, p_b: float) -> float:
+    """The p-value of "the pair's order differs between A and B": ``max(p_a, p_b)`` when the differences point opposite ways, else NaN.
+
+    An intersection-union test: the flip is claimed only when both
+    directions are claimed, so the larger p-value is a valid p-value for the
+    conjunction.
+
+    >>> flip_p(0.2, 0.01, -0.1, 0.03), flip_p(0.2, 0.01, 0.1, 0.03)
+    (0.03, nan)
+    """
+    if math.isnan(diff_a) or math.isnan(diff_b) or diff_a * diff_b >= 0:
+        return math.nan
+    return max(float(p_a), float(p_b))
+
+
+@dataclass(frozen=True)
+class TauInterval:
+    """Kendall τ_b between two conditions' rankings with its cluster-bootstrap percentile interval."""
+
+    tau: float
+    low: float
+    high: float
+    entries: int
+    clusters: int
+    level: float = DEFAULT_LEVEL
+
+    def __str__(self) -> str:
+        if math.isnan(self.tau):
+            return "–"
+        return f"{self.tau:+.2f} [{_fmt(self.low, '+.2f')}, {_fmt(self.high, '+.2f')}]"
+
+
+def _entry_sums(
+    data: Mapping[str, Mapping[str, float]], entries: Sequence[str], index: Mapping[Hashable, int], clusters: Mapping[str, Hashable]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Per entry and cluster, the sum and count of the finite per-sample values (entries × clusters)."""
+    sums = np.zeros((len(entries), len(index)))
+    counts = np.zeros((len(entries), len(index)))
+    for e, entry in enumerate(entries):
+        for sid, value in data[entry].items():
+            v = float(value)
+            if math.isnan(v):
+                continue
+            c = index[clusters.get(sid, ("sample", sid))]
+            sums[e, c] += v
+            counts[e, c] += 1
+    return sums, counts
+
+
+def _taus(va: NDArray[np.float64], vb: NDArray[np.float64]) -> NDArray[np.float64]:
+    """τ_b between the rows of ``va`` and ``vb`` (one per resample); NaN where a row has a NaN or is constant."""
+    out = np.full(va.shape[0], math.nan)
+    for r in range(va.shape[0]):
+        if np.isfinite(va[r]).all() and np.isfinite(vb[r]).all():
+            out[r] = kendall_tau(va[r], vb[r])
+    return out
+
+
+def tau_interval(
+    a: Mapping[str, Mapping[str, float]],
+    b: Mapping[str, Mapping[str, float]],
+    clusters: Mapping[str, Hashable],
+    *,
+    n_boot: int = DEFAULT_BOOT,
+    level: float = DEFAULT_LEVEL,
+    seed: int = 0,
+) -> TauInterval:
+    """τ_b between the entries' mean values in condition ``a`` and in ``b``, with a cluster-bootstrap interval.
+
+    ``a[entry][sample_id]`` and ``b[entry][sample_id]`` are per-sample values
+    (the two conditions may hold different samples, e.g. two question
+    kinds); ``clusters`` maps sample ids to clusters (a sample missing from
+    it is its own cluster). Each resample draws the clusters once, with
+    replacement, and recomputes every entry's mean in both conditions on it.
+    Entries in both conditions with a finite mean in each are compared.
+    """
+    _check(n_boot, level)
+    shared = [e for e in a if e in b]
+    index: dict[Hashable, int] = {}
+    for data in (a, b):
+        for entry in shared:
+            for sid in data[entry]:
+                index.setdefault(clusters.get(sid, ("sample", sid)), len(index))
+    sa, na = _entry_sums(a, shared, index, clusters)
+    sb, nb = _entry_sums(b, shared, index, clusters)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        keep = (na.sum(axis=1) > 0) & (nb.sum(axis=1) > 0)
+    sa, na, sb, nb = sa[keep], na[keep], sb[keep], nb[keep]
+    n_entries, n_clusters = int(keep.sum()), len(index)
+    if n_entries < 2:
+        return TauInterval(math.nan, math.nan, math.nan, n_entries, n_clusters, level)
+    estimate = kendall_tau(sa.sum(axis=1) / na.sum(axis=1), sb.sum(axis=1) / nb.sum(axis=1))
+    weights = _draws(np.random.default_rng(seed), n_clusters, n_boot).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        replicates = _taus((weights @ sa.T) / (weights @ na.T), (weights @ sb.T) / (weights @ nb.T))
+    low, high = _percentiles(replicates, level)
+    return TauInterval(estimate, low, high, n_entries, n_clusters, level)

@@ -40,8 +40,9 @@ def test_bench_without_models_runs_query_agnostic_selectors(tmp_path: Path, caps
     assert "### k = 4" in out.out and "| uniform |" in out.out and "oracle (upper bound)" in out.out
     assert "skipped topk" in out.out + out.err  # needs relevance, and there is no encoder
     # the oracle as the only answerer: its ranks once, its accuracy by kind not printed beside itself
-    assert out.out.count("ranks at k = 4 by oracle accuracy (1 = best of 2):") == 1
-    assert "accuracy by question kind at k = 4 (oracle):" in out.out and " / " not in out.out.split("(oracle):")[1].split("ranks at")[0]
+    assert out.out.count("ranks at k = 4 by oracle accuracy on global and needle questions (1 = best of 2):") == 1
+    assert "accuracy by question kind at k = 4 (oracle [95 % interval]):" in out.out
+    assert " / " not in out.out.split("(oracle [95 % interval]):")[1].split("## Rankings")[0]
     assert (tmp_path / "c" / "bench").is_dir() and (tmp_path / "b.sqlite").exists()
 
 
