@@ -130,3 +130,32 @@ def test_identical_selections_threshold_order_and_sets() -> None:
     # only shared questions count
     assert identical_selections({"a": {"q0": (1,)}, "b": {"q1": (1,)}}) == {}
     assert same_note("uniform", 81, 81) == "uniform (81/81)"
+
+
+def test_multiway_bootstrap_weights_a_question_by_the_product_of_its_videos_multiplicities() -> None:
+    from frameselect.stats import multiway_mean, multiway_weights
+
+    groups = [("a", "b"), ("b", "c"), ("c",), ("a", "b", "c")]
+    values = np.array([1.0, 0.0, 1.0, 0.5])
+    weights, n_videos = multiway_weights(groups, 400, seed=9)
+    draws = np.random.default_rng(9).multinomial(3, [1 / 3] * 3, size=400)  # videos in first-seen order a, b, c
+    by_hand = np.stack([draws[:, 0] * draws[:, 1], draws[:, 1] * draws[:, 2], draws[:, 2], draws[:, 0] * draws[:, 1] * draws[:, 2]], axis=1)
+    assert n_videos == 3 and np.array_equal(weights, by_hand)
+    iv = multiway_mean(values, groups, n_boot=400, seed=9)
+    with np.errstate(invalid="ignore"):
+        reps = (by_hand @ values) / by_hand.sum(axis=1)
+    reps = reps[np.isfinite(reps)]
+    assert (iv.low, iv.high) == pytest.approx(tuple(np.quantile(reps, [0.025, 0.975])))
+    assert iv.estimate == pytest.approx(0.625) and iv.clusters == 3
+
+
+def test_multiway_paired_p_value_never_below_what_an_exact_test_over_the_videos_could_give() -> None:
+    from frameselect.stats import multiway_paired
+
+    groups = [("a", "b"), ("b", "c"), ("a", "c")] * 4
+    better = multiway_paired([1.0] * 12, [0.0] * 12, groups, n_boot=500)
+    assert better.mean_diff == 1.0 and better.p_value == pytest.approx(2.0 ** (1 - 3))  # every resample is +1: the floor for 3 videos
+    assert multiway_paired([1.0, 0.0] * 6, [1.0, 0.0] * 6, groups).p_value == 1.0
+    many = [(f"v{i}", f"v{(i + 1) % 30}") for i in range(30)]
+    strong = multiway_paired([1.0] * 30, [0.0] * 30, many, n_boot=999)
+    assert strong.p_value == pytest.approx(1 / 1000)  # 30 videos: the floor 2^-29 is below 1 / (n_boot + 1)
