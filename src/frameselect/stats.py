@@ -67,11 +67,13 @@ over the family it is printed in.
 of questions): each group's ranking of the entries (selectors), τ_b between
 the rankings of compared groups, and the *inversions*: pairs of entries whose
 order flips between two groups while their paired difference is significant
-in both.
+in both, after Holm's correction over every pair of every comparison (see
+*Order flips* below).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import warnings
@@ -109,6 +111,9 @@ __all__ = [
     "multiway_weights",
     "multiway_mean",
     "multiway_paired",
+    "TauLine",
+    "Flip",
+    "compare_conditions",
 ]
 
 DEFAULT_BOOT = 1000
@@ -538,6 +543,8 @@ class Inversion:
     worse: str
     in_a: PairedDifference
     in_b: PairedDifference
+    #: Holm-adjusted p-value of the flip (``max`` of the two p-values) over every pair of every comparison
+    p_holm: float = math.nan
 
 
 @dataclass
@@ -566,8 +573,11 @@ def rank_analysis(
 ) -> RankReport:
     """Rankings of every group; τ_b and significant inversions for each ``(axis, i, j)`` comparison.
 
-    An inversion needs a strict order flip of the groups' values and a paired
-    p-value below ``alpha`` in each of the two groups.
+    An inversion needs a strict order flip of the groups' values and paired
+    differences significant in both groups: the flip's p-value (the larger
+    of the two, :func:`flip_p`) below ``alpha`` after Holm's correction over
+    every pair of entries of every comparison (pairs whose order does not
+    flip count with p = 1).
     """
     rankings = [_ranking(g) for g in groups]
     tests: dict[tuple[int, str, str], PairedDifference] = {}
@@ -578,7 +588,9 @@ def rank_analysis(
         return tests[(gi, first, second)]
 
     taus: list[TauResult] = []
-    inversions: list[Inversion] = []
+    candidates: list[Inversion] = []
+    flip_ps: list[float] = []
+    untested = 0
     for axis, i, j in comparisons:
         ga, gb = groups[i], groups[j]
         shared = [e for e in rankings[i].order if e in set(rankings[j].order)]
@@ -589,11 +601,18 @@ def rank_analysis(
         for x, y in itertools.combinations(shared, 2):
             da, db = good_a[x] - good_a[y], good_b[x] - good_b[y]
             if da * db >= 0:
+                untested += 1
                 continue
             better, worse = (x, y) if da > 0 else (y, x)
             in_a, in_b = test(i, better, worse), test(j, better, worse)
-            if in_a.p_value < alpha and in_b.p_value < alpha:
-                inversions.append(Inversion(axis, ga.key, gb.key, better, worse, in_a, in_b))
+            p = max(in_a.p_value, in_b.p_value)
+            if math.isnan(p):
+                untested += 1
+                continue
+            candidates.append(Inversion(axis, ga.key, gb.key, better, worse, in_a, in_b))
+            flip_ps.append(p)
+    adjusted = holm(flip_ps + [1.0] * untested)
+    inversions = [dataclasses.replace(inv, p_holm=p) for inv, p in zip(candidates, adjusted, strict=False) if p < alpha]
     return RankReport(rankings, taus, inversions, alpha)
 
 
@@ -818,3 +837,96 @@ def multiway_paired(
         p = min(1.0, max(2 * min(float(np.mean(reps <= 0)), float(np.mean(reps >= 0))), floor))
     method = f"product-weight bootstrap over {n_videos} videos, {n_boot} resamples"
     return PairedDifference(float(finite.mean()), low, high, p, int(finite.size), n_videos, level, method)
+
+
+# -- rankings compared across conditions ---------------------------------------------
+
+ALPHA = 0.05
+
+
+@dataclass
+class TauLine:
+    """τ_b between two conditions' rankings."""
+
+    axis: str
+    a: str
+    b: str
+    tau: TauInterval
+
+
+@dataclass
+class Flip:
+    """A selector pair ordered ``better`` > ``worse`` in condition ``a`` and the other way in ``b`` (by the estimates)."""
+
+    axis: str
+    a: str
+    b: str
+    better: str
+    worse: str
+    diff_a: float
+    p_a: float
+    diff_b: float
+    p_b: float
+    p: float
+    p_holm: float = math.nan
+
+    def significant(self, alpha: float = ALPHA) -> bool:
+        return not math.isnan(self.p_holm) and self.p_holm < alpha
+
+
+def _mean_of(values: Mapping[str, float]) -> float:
+    finite = [float(v) for v in values.values() if not math.isnan(float(v))]
+    return sum(finite) / len(finite) if finite else math.nan
+
+
+def _ranked(values: Mapping[str, Mapping[str, float]]) -> list[str]:
+    means = {e: _mean_of(v) for e, v in values.items()}
+    return sorted((e for e in means if not math.isnan(means[e])), key=lambda e: (-means[e], e))
+
+
+def compare_conditions(
+    conditions: Mapping[str, Mapping[str, Mapping[str, float]]],
+    comparisons: Sequence[tuple[str, str, str]],
+    clusters: Mapping[str, Hashable],
+    *,
+    n_boot: int = DEFAULT_BOOT,
+    seed: int = 0,
+) -> tuple[list[TauLine], list[Flip], int]:
+    """τ_b with its interval for each ``(axis, a, b)`` comparison of conditions, and the candidate order flips.
+
+    ``conditions[label][entry][sample_id]`` is a per-sample value. For every
+    pair of entries ranked in both conditions whose mean differences point
+    opposite ways, the sign-flip test over ``clusters`` in each condition
+    gives :func:`flip_p`; the other pairs are hypotheses with p = 1. Returns
+    ``(taus, flips, pairs with p = 1)``: a caller adds the flips' p-values
+    and that many ones to its Holm family and sets ``Flip.p_holm``.
+    """
+    taus = [TauLine(axis, a, b, tau_interval(conditions[a], conditions[b], clusters, n_boot=n_boot, seed=seed)) for axis, a, b in comparisons]
+    tests: dict[tuple[str, str, str], tuple[float, float]] = {}
+
+    def test(label: str, x: str, y: str) -> tuple[float, float]:
+        if (label, x, y) not in tests:
+            da, db = conditions[label][x], conditions[label][y]
+            shared = [s for s in da if s in db]
+            tests[(label, x, y)] = sign_flip_test([da[s] for s in shared], [db[s] for s in shared], [clusters.get(s, s) for s in shared], seed=seed)
+        return tests[(label, x, y)]
+
+    flips: list[Flip] = []
+    untested = 0
+    for axis, a, b in comparisons:
+        ca, cb = conditions[a], conditions[b]
+        shared = [e for e in _ranked(ca) if e in set(_ranked(cb))]
+        for x, y in itertools.combinations(sorted(shared), 2):
+            ma, mb = _mean_of(ca[x]) - _mean_of(ca[y]), _mean_of(cb[x]) - _mean_of(cb[y])
+            if ma * mb >= 0:
+                untested += 1
+                continue
+            better, worse = (x, y) if ma > 0 else (y, x)
+            da, pa = test(a, better, worse)
+            db, pb = test(b, better, worse)
+            p = flip_p(da, pa, db, pb)
+            if math.isnan(p):
+                untested += 1
+                continue
+            flips.append(Flip(axis, a, b, better, worse, da, pa, db, pb, p))
+    return taus, flips, untested

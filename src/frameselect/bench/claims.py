@@ -38,22 +38,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from frameselect.analysis import IDENTICAL_SHARE
-from frameselect.stats import (
-    DEFAULT_BOOT,
-    Interval,
-    PairedDifference,
-    TauInterval,
-    bootstrap_mean,
-    flip_p,
-    holm,
-    paired_difference,
-    sign_flip_test,
-    tau_interval,
-)
+from frameselect.stats import ALPHA, DEFAULT_BOOT, Flip, Interval, PairedDifference, TauLine, bootstrap_mean, compare_conditions, holm, paired_difference
 
 __all__ = ["ALPHA", "Comparison", "TauLine", "Flip", "BenchClaims", "bench_claims", "IDENTICAL_SHARE"]
 
-ALPHA = 0.05
 BASELINE = "uniform"
 
 #: per (selector, budget, backend): {sample id: value}
@@ -70,36 +58,6 @@ class Comparison:
     first: str
     second: str
     diff: PairedDifference
-    p_holm: float = math.nan
-
-    def significant(self, alpha: float = ALPHA) -> bool:
-        return not math.isnan(self.p_holm) and self.p_holm < alpha
-
-
-@dataclass
-class TauLine:
-    """τ_b between two conditions' rankings."""
-
-    axis: str
-    a: str
-    b: str
-    tau: TauInterval
-
-
-@dataclass
-class Flip:
-    """A selector pair ordered ``better`` > ``worse`` in condition ``a`` and the other way in ``b`` (by the estimates)."""
-
-    axis: str
-    a: str
-    b: str
-    better: str
-    worse: str
-    diff_a: float
-    p_a: float
-    diff_b: float
-    p_b: float
-    p: float
     p_holm: float = math.nan
 
     def significant(self, alpha: float = ALPHA) -> bool:
@@ -205,35 +163,7 @@ def bench_claims(
         labels = [condition(f"k={k} · {ans}", k, ans, None) for k in budgets]
         comparisons_of += [("budget", a, b) for a, b in itertools.combinations(labels, 2)]
 
-    taus = [TauLine(axis, a, b, tau_interval(conditions[a], conditions[b], clusters, n_boot=n_boot, seed=seed)) for axis, a, b in comparisons_of]
-
-    tests: dict[tuple[str, str, str], tuple[float, float]] = {}
-
-    def test(label: str, x: str, y: str) -> tuple[float, float]:
-        if (label, x, y) not in tests:
-            da, db = conditions[label][x], conditions[label][y]
-            shared = [s for s in da if s in db]
-            tests[(label, x, y)] = sign_flip_test([da[s] for s in shared], [db[s] for s in shared], [clusters.get(s, s) for s in shared], seed=seed)
-        return tests[(label, x, y)]
-
-    flips: list[Flip] = []
-    untested = 0  # hypotheses of the family whose estimates do not point opposite ways (p = 1)
-    for axis, a, b in comparisons_of:
-        ca, cb = conditions[a], conditions[b]
-        shared = [s for s in ranking(ca) if s in set(ranking(cb))]
-        for x, y in itertools.combinations(sorted(shared), 2):
-            ma, mb = _mean(ca[x]) - _mean(ca[y]), _mean(cb[x]) - _mean(cb[y])
-            if ma * mb >= 0:
-                untested += 1
-                continue
-            better, worse = (x, y) if ma > 0 else (y, x)
-            da, pa = test(a, better, worse)
-            db, pb = test(b, better, worse)
-            p = flip_p(da, pa, db, pb)
-            if math.isnan(p):
-                untested += 1
-                continue
-            flips.append(Flip(axis, a, b, better, worse, da, pa, db, pb, p))
+    taus, flips, untested = compare_conditions(conditions, comparisons_of, clusters, n_boot=n_boot, seed=seed)
 
     pvalues = [c.diff.p_value for c in comparisons] + [f.p for f in flips] + [1.0] * untested
     adjusted = holm(pvalues)
