@@ -159,3 +159,18 @@ def test_multiway_paired_p_value_never_below_what_an_exact_test_over_the_videos_
     many = [(f"v{i}", f"v{(i + 1) % 30}") for i in range(30)]
     strong = multiway_paired([1.0] * 30, [0.0] * 30, many, n_boot=999)
     assert strong.p_value == pytest.approx(1 / 1000)  # 30 videos: the floor 2^-29 is below 1 / (n_boot + 1)
+
+
+def test_rank_analysis_inversions_survive_holm_only() -> None:
+    """Three entries, 6 videos: each flip's p is 2/64 in both groups, below 0.05 alone; Holm over the 3 pairs: 3 x 2/64 > 0.05."""
+    from frameselect.stats import RankGroup, rank_analysis
+
+    def group(key: str, a: float, b: float, c: float) -> RankGroup:
+        data = {name: {f"s{i}": v for i in range(6)} for name, v in (("A", a), ("B", b), ("C", c))}
+        return RankGroup(("ds", "m", key), data)
+
+    report = rank_analysis([group("x", 1.0, 0.0, 0.5), group("y", 0.0, 1.0, 0.5)], [("kind", 0, 1)], alpha=0.05)
+    assert report.inversions == []
+    loose = rank_analysis([group("x", 1.0, 0.0, 0.5), group("y", 0.0, 1.0, 0.5)], [("kind", 0, 1)], alpha=0.1)
+    assert {(i.better, i.worse) for i in loose.inversions} == {("A", "B"), ("A", "C"), ("C", "B")}
+    assert all(i.p_holm == pytest.approx(3 * 2 / 64) for i in loose.inversions)

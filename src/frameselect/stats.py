@@ -74,6 +74,7 @@ in both, after Holm's correction over every pair of every comparison (see
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
 import warnings
@@ -322,14 +323,26 @@ def _sign_flip_p(cluster_sums: NDArray[np.float64], exact: bool, n_random: int, 
         return 1.0, 2
     if abs(float(cluster_sums.sum())) <= 1e-12 * max(1.0, float(np.abs(cluster_sums).max())):
         return 1.0, 2 ** cluster_sums.shape[0] if exact else n_random  # a zero total (up to rounding): every pattern is as extreme
+    if exact:  # the exact p depends on the cluster sums alone (not on the generator): many pairs of a table share them
+        return _exact_sign_flip_p(tuple(float(x) for x in cluster_sums))
     res = permutation_test(
         (cluster_sums,),
         _abs_sum,
         permutation_type="samples",
         vectorized=True,
-        n_resamples=np.inf if exact else n_random,
+        n_resamples=n_random,
         alternative="greater",
         rng=rng,
+    )
+    return float(res.pvalue), int(np.asarray(res.null_distribution).shape[0])
+
+
+@functools.lru_cache(maxsize=65536)
+def _exact_sign_flip_p(cluster_sums: tuple[float, ...]) -> tuple[float, int]:
+    from scipy.stats import permutation_test
+
+    res = permutation_test(
+        (np.asarray(cluster_sums),), _abs_sum, permutation_type="samples", vectorized=True, n_resamples=np.inf, alternative="greater"
     )
     return float(res.pvalue), int(np.asarray(res.null_distribution).shape[0])
 

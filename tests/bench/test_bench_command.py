@@ -144,3 +144,22 @@ def test_bench_tokens_runs_every_selector_at_the_cost_of_k_frames_and_compares_t
             assert {(len(r.selection), r.metrics["tokens"]) for r in at_tokens} == {(k, float(tokens))}
         assert f"- k={k} vs {tokens} tokens: Kendall tau_b = " in section
     assert "significant inversions: none" in section
+
+
+def test_bench_main_table_carries_intervals_and_says_identical_selections(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The check of the statistics: six selectors, three videos; uniform, fixed_fps (1 fps = the pool) and multires choose the same frames."""
+    pytest.importorskip("torch")
+    pytest.importorskip("rapidocr")
+    import re
+
+    argv = ["bench", "-s", "uniform", "-s", "topk", "-s", "multires", "-s", "fixed_fps", "-s", "aks", "-s", "kcenter", "--n-videos", "3", "--minutes", "1", "-k", "8"]
+    assert main([*argv, "--store", str(tmp_path / "b.sqlite"), "--cache-dir", str(tmp_path / "c"), "--no-report"]) == 0
+    out = capsys.readouterr().out
+    main_table = out.split("### k = 8")[1].split("(cells:")[0]
+    rows = {line.split(" | ")[0][2:]: line for line in main_table.splitlines() if line.startswith("| ") and not line.startswith("| selector")}
+    assert set(rows) == {"uniform", "topk *", "multires °", "fixed_fps", "aks *", "kcenter"}
+    for line in rows.values():  # label_ocr_reader, label_reader, ocr_reader, oracle: each with its interval
+        assert len(re.findall(r"\| \d\.\d{3} \[\d\.\d\d, \d\.\d\d\]", line)) == 4, line
+    assert rows["fixed_fps"].rstrip(" |").endswith("uniform (24/24)") and rows["multires °"].rstrip(" |").endswith("uniform (24/24)")
+    assert out.index("## Rankings across conditions") < out.index("ranks at k = 8")
+    assert ("invert" in out) == ("These selector pairs invert" in out)
