@@ -140,3 +140,17 @@ def test_rank_section_without_flips_has_no_inversion_word() -> None:
     )
     text = "\n".join(format_rank_section(claims))
     assert "invert" not in text and not claims.flips
+
+
+def test_frames_against_tokens_is_compared_when_the_token_section_ran() -> None:
+    result = _result([1.0] * N_VIDEOS, [1.0] * N_VIDEOS)  # at 8 frames topk is right everywhere, uniform on half
+    values = {(r.selector, r.k, r.answerer): r.per_sample for r in result.rows}
+    # at the token cost of 8 frames the order is reversed: uniform right everywhere, topk nowhere
+    tokens = {("uniform", 8): dict.fromkeys(result.videos, 1.0), ("topk", 8): dict.fromkeys(result.videos, 0.0)}
+    claims = bench_claims(
+        values, result.videos, result.sample_kinds, budgets=(8,), answerers=["label_ocr_reader"], primary="label_ocr_reader", token_values=tokens
+    )
+    (line,) = [t for t in claims.taus if t.axis == "frames vs tokens"]
+    assert (line.a, line.b) == ("k=8 · label_ocr_reader", "tokens of k=8 · label_ocr_reader") and line.tau.entries == 2
+    assert line.tau.tau == pytest.approx(-1.0)
+    assert [(f.axis, f.better, f.worse) for f in claims.significant_flips] == [("frames vs tokens", "topk", "uniform")]

@@ -114,6 +114,7 @@ def bench_claims(
     selections: Mapping[tuple[str, int], Mapping[str, Sequence[int]]] | None = None,
     order: Mapping[int, Sequence[str]] | None = None,
     prefer: Sequence[str] = (),
+    token_values: Mapping[tuple[str, int], Mapping[str, float]] | None = None,
     alpha: float = ALPHA,
     n_boot: int = DEFAULT_BOOT,
     seed: int = 0,
@@ -122,7 +123,10 @@ def bench_claims(
 
     ``values[(selector, k, answerer)][sample_id]`` is the sample's accuracy,
     ``clusters[sample_id]`` its video and ``kinds[sample_id]`` its question
-    kind; ``order[k]`` the printed ranking at ``k`` (default: by the
+    kind; ``token_values[(selector, k)]`` the ``primary`` backend's
+    accuracies at the token cost of ``k`` frames (the token section, when
+    run: compared with the ranking at ``k`` frames on the axis "frames vs
+    tokens"); ``order[k]`` the printed ranking at ``k`` (default: by the
     ``primary`` backend's accuracy); identical selections are said beside
     the later of ``uniform``, then ``prefer``, then the printed order.
     """
@@ -162,6 +166,12 @@ def bench_claims(
     for ans in answerers:
         labels = [condition(f"k={k} · {ans}", k, ans, None) for k in budgets]
         comparisons_of += [("budget", a, b) for a, b in itertools.combinations(labels, 2)]
+    for k in budgets:
+        at_tokens: dict[str, Mapping[str, float]] = {s: v for (s, kk), v in (token_values or {}).items() if kk == k}
+        if len(at_tokens) >= 2:
+            frames = condition(f"k={k} · {primary}", k, primary, None)
+            conditions[f"tokens of k={k} · {primary}"] = at_tokens
+            comparisons_of.append(("frames vs tokens", frames, f"tokens of k={k} · {primary}"))
 
     taus, flips, untested = compare_conditions(conditions, comparisons_of, clusters, n_boot=n_boot, seed=seed)
 

@@ -462,8 +462,23 @@ def result_claims(result: BenchResult, primary: str) -> Any:
     answerers = [a for a in result.config.answerers if any(key[2] == a for key in values)]
     return bench_claims(
         values, result.videos, result.sample_kinds, budgets=result.config.budgets, answerers=answerers, primary=primary,
-        selections=selections, order=order, prefer=[result.config.query_aware], seed=result.config.seed,
+        selections=selections, order=order, prefer=[result.config.query_aware], token_values=_token_values(result), seed=result.config.seed,
     )  # fmt: skip
+
+
+def _token_values(result: BenchResult) -> dict[tuple[str, int], dict[str, float]]:
+    """Per (selector, k), the per-question answer metric of the token section's run at the cost of k frames (read from the store)."""
+    rows = getattr(result.tokens, "rows", None) or []
+    if not rows or not os.path.exists(result.config.store):
+        return {}
+    from frameselect.store import Store
+
+    out: dict[tuple[str, int], dict[str, float]] = {}
+    with Store(result.config.store) as store:
+        for row in rows:
+            records = store.records(row.run_id, status="ok")
+            out[(row.selector, row.k)] = {r.sample_id: float(r.metrics.get(result.answer_metric, math.nan)) for r in records}
+    return out
 
 
 def _cell(claims: Any, k: int, selector: str, answerer: str, value: float) -> str:
