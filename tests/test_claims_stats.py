@@ -174,3 +174,16 @@ def test_rank_analysis_inversions_survive_holm_only() -> None:
     loose = rank_analysis([group("x", 1.0, 0.0, 0.5), group("y", 0.0, 1.0, 0.5)], [("kind", 0, 1)], alpha=0.1)
     assert {(i.better, i.worse) for i in loose.inversions} == {("A", "B"), ("A", "C"), ("C", "B")}
     assert all(i.p_holm == pytest.approx(3 * 2 / 64) for i in loose.inversions)
+
+
+def test_vectorised_tau_b_equals_scipys_row_by_row() -> None:
+    from frameselect.stats import _taus
+
+    rng = np.random.default_rng(2)
+    va = rng.integers(0, 4, size=(300, 6)).astype(float) / 3  # many ties
+    vb = rng.integers(0, 4, size=(300, 6)).astype(float) / 3
+    va[0] = 0.5  # a constant row: undefined
+    got = _taus(va, vb)
+    for r in range(300):
+        want = kendalltau(va[r], vb[r], variant="b").statistic if len(set(va[r])) > 1 and len(set(vb[r])) > 1 else math.nan
+        assert (math.isnan(got[r]) and math.isnan(want)) or got[r] == pytest.approx(want, abs=1e-12)
