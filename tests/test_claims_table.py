@@ -47,7 +47,15 @@ def test_table_across_datasets_says_invert_only_for_a_significant_flip(tmp_path:
         # 16 videos: 1000 random sign patterns, none as extreme in either dataset; 3 pairs in the family
         assert "## These pairs of runs invert" in out
         line = next(ln for ln in out.splitlines() if ln.startswith("| dataset | mlvu | videomme | sel_a | sel_b |"))
-        assert line.endswith("| <0.001 | <0.001 | 0.003 |")  # 1/1001 in each; Holm: 3 x 1/1001
+        assert line.endswith("| <0.001 | <0.001 | <0.001 |")
+        from frameselect.analysis import agreement, load_runs
+
+        with Store(path) as st:
+            report = agreement(load_runs(st), n_boot=200)
+        assert report is not None and report.family == 3
+        flip = next(f for f in report.significant if {f.better, f.worse} == {"sel_a", "sel_b"})
+        # 16 videos: 20000 random sign patterns, none as extreme, in each dataset; Holm over the 3 pairs of the one comparison
+        assert flip.p == pytest.approx(1 / 20001) and flip.p_holm == pytest.approx(3 / 20001)
         assert "| dataset | mlvu | videomme | -1.000 [" in out or "| dataset | mlvu | videomme | -0.816 [" in out
     else:
         assert "invert" not in out and "| none (0 pair(s) change order by their estimates alone) |" in out

@@ -42,7 +42,7 @@ from frameselect.stats import (
     bootstrap_mean,
     compare_conditions,
     format_p,
-    holm,
+    holm_flips,
     rank_analysis,
 )
 from frameselect.store import RunInfo, Store
@@ -542,7 +542,7 @@ def rank_tables(report: RankReport, *, note: str = "") -> list[Table]:
         ],
         title=(
             f"Order flips significant in both groups (paired sign-flip tests; the flip's p is the larger of the two, "
-            f"Holm over every pair of every comparison, α = {report.alpha:g})"
+            f"Holm over the pairs of each comparison, α = {report.alpha:g})"
         ),
         empty="none",
     )
@@ -610,8 +610,8 @@ class Agreement:
 
     metric: str
     taus: list[TauLine]
-    flips: list[Flip]  # candidate flips, each with its Holm p over ``family``
-    family: int
+    flips: list[Flip]  # candidate flips, each with its Holm p over the pairs of its comparison
+    family: int  # the most pairs in one comparison
     alpha: float = 0.05
     n_boot: int = DEFAULT_BOOT
 
@@ -645,7 +645,7 @@ def agreement(
     conditions); a pair flips significantly when its paired differences are
     significant in opposite directions in the two conditions
     (:func:`frameselect.stats.compare_conditions`), after Holm's correction
-    over every pair of every comparison printed.
+    over the pairs of each comparison (the pairs of runs of one comparison are one family).
     """
     spec = _agreement_metric(runs, metrics)
     if spec is None:
@@ -672,11 +672,9 @@ def agreement(
             comparisons += [(by, a, b) for a, b in itertools.combinations(subsets, 2)]
     if not comparisons:
         return None
-    taus, flips, untested = compare_conditions(conditions, comparisons, clusters, n_boot=n_boot, seed=seed)
-    adjusted = holm([f.p for f in flips] + [1.0] * untested)
-    for f, p in zip(flips, adjusted, strict=False):
-        f.p_holm = p
-    return Agreement(spec.name, taus, flips, len(flips) + untested, alpha, n_boot)
+    taus, flips, pairs = compare_conditions(conditions, comparisons, clusters, n_boot=n_boot, seed=seed)
+    holm_flips(flips, pairs)
+    return Agreement(spec.name, taus, flips, max(pairs.values(), default=0), alpha, n_boot)
 
 
 def agreement_tables(report: Agreement) -> list[Table]:
@@ -690,7 +688,7 @@ def agreement_tables(report: Agreement) -> list[Table]:
         taus.add(t.axis, t.a, t.b, Interval(t.tau.tau, t.tau.low, t.tau.high), t.tau.entries)
     test = (
         f"paired differences significant in opposite directions in A and in B (sign-flip tests over videos; the larger p), "
-        f"Holm over all {report.family} pairs of every comparison, α = {report.alpha:g}"
+        f"Holm over the pairs of runs of each comparison (up to {report.family}), α = {report.alpha:g}"
     )
     significant = report.significant
     if not significant:
@@ -729,5 +727,7 @@ def agreement_lines(report: Agreement) -> list[str]:
             for f in significant
         ]
     else:
-        lines.append(f"order flips significant after Holm over {report.family} pairs: none ({len(report.flips)} change order by their estimates alone)")
+        lines.append(
+            f"order flips significant after Holm (over the pairs of each comparison): none ({len(report.flips)} change order by their estimates alone)"
+        )
     return lines

@@ -61,13 +61,14 @@ its paired difference is significant in opposite directions in A and in B.
 :func:`flip_p` gives the intersection-union p-value of that claim, the larger
 of the two two-sided sign-flip p-values (NaN when the estimates do not point
 opposite ways); the flip is significant when that p-value survives Holm
-over the family it is printed in.
+over the pairs of its comparison (:func:`holm_flips`; the pairs that do not
+flip by their estimates count with p = 1).
 
 **Rank analysis** over a set of ranking groups (a dataset, a metric, a subset
 of questions): each group's ranking of the entries (selectors), τ_b between
 the rankings of compared groups, and the *inversions*: pairs of entries whose
 order flips between two groups while their paired difference is significant
-in both, after Holm's correction over every pair of every comparison (see
+in both, after Holm's correction over the pairs of that comparison (see
 *Order flips* below).
 """
 
@@ -115,12 +116,15 @@ __all__ = [
     "TauLine",
     "Flip",
     "compare_conditions",
+    "holm_flips",
 ]
 
 DEFAULT_BOOT = 1000
 DEFAULT_LEVEL = 0.95
 #: up to this many clusters the sign-flip test enumerates every sign pattern
 EXACT_MAX_CLUSTERS = 12
+#: random sign patterns beyond that, where a whole family of tests is corrected (Holm over m tests needs well over m / alpha)
+DEFAULT_PERMUTATIONS = 20000
 
 Stat = Callable[[Sequence[Any]], float]
 
@@ -313,6 +317,10 @@ def _abs_sum(x: NDArray[np.float64], axis: int) -> NDArray[np.float64]:
 def _sign_flip_p(cluster_sums: NDArray[np.float64], exact: bool, n_random: int, rng: np.random.Generator) -> tuple[float, int]:
     """Two-sided sign-flip p-value of the total of ``cluster_sums`` and the number of patterns used.
 
+    Beyond the exact range, ``n_random`` random patterns give at best
+    ``1 / (n_random + 1)``: a caller that corrects for ``m`` tests needs
+    ``n_random`` well above ``m / alpha`` for any test to be able to pass.
+
     ``scipy.stats.permutation_test`` with one sample and ``permutation_type="samples"``
     flips the sign of each cluster's sum; the statistic is ``|Σ ± S_c|``, so
     ``alternative="greater"`` counts the patterns at least as extreme as the observed one.
@@ -341,9 +349,7 @@ def _sign_flip_p(cluster_sums: NDArray[np.float64], exact: bool, n_random: int, 
 def _exact_sign_flip_p(cluster_sums: tuple[float, ...]) -> tuple[float, int]:
     from scipy.stats import permutation_test
 
-    res = permutation_test(
-        (np.asarray(cluster_sums),), _abs_sum, permutation_type="samples", vectorized=True, n_resamples=np.inf, alternative="greater"
-    )
+    res = permutation_test((np.asarray(cluster_sums),), _abs_sum, permutation_type="samples", vectorized=True, n_resamples=np.inf, alternative="greater")
     return float(res.pvalue), int(np.asarray(res.null_distribution).shape[0])
 
 
@@ -356,6 +362,7 @@ def paired_difference(
     level: float = DEFAULT_LEVEL,
     seed: int = 0,
     exact_max: int = EXACT_MAX_CLUSTERS,
+    n_permutations: int | None = None,
 ) -> PairedDifference:
     """Paired comparison of per-sample values ``a`` and ``b`` (same samples, same order).
 
@@ -384,8 +391,9 @@ def paired_difference(
         replicates = (weights @ sums) / (weights @ counts)
     low, high = _percentiles(replicates, level)
     exact = n_clusters <= exact_max
-    p, _ = _sign_flip_p(sums, exact, n_boot, rng)
-    method = f"sign-flip, exact over {2**n_clusters} patterns" if exact else f"sign-flip, {n_boot} random patterns"
+    n_random = n_permutations or n_boot
+    p, _ = _sign_flip_p(sums, exact, n_random, rng)
+    method = f"sign-flip, exact over {2**n_clusters} patterns" if exact else f"sign-flip, {n_random} random patterns"
     return PairedDifference(observed, low, high, p, n, n_clusters, level, method)
 
 
@@ -556,7 +564,7 @@ class Inversion:
     worse: str
     in_a: PairedDifference
     in_b: PairedDifference
-    #: Holm-adjusted p-value of the flip (``max`` of the two p-values) over every pair of every comparison
+    #: Holm-adjusted p-value of the flip (``max`` of the two p-values) over the pairs of its comparison
     p_holm: float = math.nan
 
 
@@ -589,8 +597,8 @@ def rank_analysis(
     An inversion needs a strict order flip of the groups' values and paired
     differences significant in both groups: the flip's p-value (the larger
     of the two, :func:`flip_p`) below ``alpha`` after Holm's correction over
-    every pair of entries of every comparison (pairs whose order does not
-    flip count with p = 1).
+    the pairs of entries of its comparison (pairs whose order does not flip
+    count with p = 1).
     """
     rankings = [_ranking(g) for g in groups]
     tests: dict[tuple[int, str, str], PairedDifference] = {}
@@ -601,10 +609,11 @@ def rank_analysis(
         return tests[(gi, first, second)]
 
     taus: list[TauResult] = []
-    candidates: list[Inversion] = []
-    flip_ps: list[float] = []
-    untested = 0
+    inversions: list[Inversion] = []
     for axis, i, j in comparisons:
+        candidates: list[Inversion] = []
+        flip_ps: list[float] = []
+        untested = 0
         ga, gb = groups[i], groups[j]
         shared = [e for e in rankings[i].order if e in set(rankings[j].order)]
         good_a = {e: ga.goodness(e) for e in shared}
@@ -624,8 +633,8 @@ def rank_analysis(
                 continue
             candidates.append(Inversion(axis, ga.key, gb.key, better, worse, in_a, in_b))
             flip_ps.append(p)
-    adjusted = holm(flip_ps + [1.0] * untested)
-    inversions = [dataclasses.replace(inv, p_holm=p) for inv, p in zip(candidates, adjusted, strict=False) if p < alpha]
+        adjusted = holm(flip_ps + [1.0] * untested)
+        inversions += [dataclasses.replace(inv, p_holm=p) for inv, p in zip(candidates, adjusted, strict=False) if p < alpha]
     return RankReport(rankings, taus, inversions, alpha)
 
 
@@ -917,15 +926,16 @@ def compare_conditions(
     *,
     n_boot: int = DEFAULT_BOOT,
     seed: int = 0,
-) -> tuple[list[TauLine], list[Flip], int]:
+    n_permutations: int = DEFAULT_PERMUTATIONS,
+) -> tuple[list[TauLine], list[Flip], dict[tuple[str, str, str], int]]:
     """τ_b with its interval for each ``(axis, a, b)`` comparison of conditions, and the candidate order flips.
 
     ``conditions[label][entry][sample_id]`` is a per-sample value. For every
     pair of entries ranked in both conditions whose mean differences point
     opposite ways, the sign-flip test over ``clusters`` in each condition
     gives :func:`flip_p`; the other pairs are hypotheses with p = 1. Returns
-    ``(taus, flips, pairs with p = 1)``: a caller adds the flips' p-values
-    and that many ones to its Holm family and sets ``Flip.p_holm``.
+    ``(taus, flips, pairs per comparison)``; :func:`holm_flips` sets each
+    flip's ``p_holm`` over the pairs of its comparison.
     """
     taus = [TauLine(axis, a, b, tau_interval(conditions[a], conditions[b], clusters, n_boot=n_boot, seed=seed)) for axis, a, b in comparisons]
     tests: dict[tuple[str, str, str], tuple[float, float]] = {}
@@ -934,25 +944,33 @@ def compare_conditions(
         if (label, x, y) not in tests:
             da, db = conditions[label][x], conditions[label][y]
             shared = [s for s in da if s in db]
-            tests[(label, x, y)] = sign_flip_test([da[s] for s in shared], [db[s] for s in shared], [clusters.get(s, s) for s in shared], seed=seed)
+            clusters_xy = [clusters.get(s, s) for s in shared]
+            tests[(label, x, y)] = sign_flip_test([da[s] for s in shared], [db[s] for s in shared], clusters_xy, seed=seed, n_random=n_permutations)
         return tests[(label, x, y)]
 
     flips: list[Flip] = []
-    untested = 0
+    pairs: dict[tuple[str, str, str], int] = {}
     for axis, a, b in comparisons:
         ca, cb = conditions[a], conditions[b]
         shared = [e for e in _ranked(ca) if e in set(_ranked(cb))]
+        pairs[(axis, a, b)] = len(shared) * (len(shared) - 1) // 2
         for x, y in itertools.combinations(sorted(shared), 2):
             ma, mb = _mean_of(ca[x]) - _mean_of(ca[y]), _mean_of(cb[x]) - _mean_of(cb[y])
             if ma * mb >= 0:
-                untested += 1
                 continue
             better, worse = (x, y) if ma > 0 else (y, x)
             da, pa = test(a, better, worse)
             db, pb = test(b, better, worse)
             p = flip_p(da, pa, db, pb)
-            if math.isnan(p):
-                untested += 1
-                continue
-            flips.append(Flip(axis, a, b, better, worse, da, pa, db, pb, p))
-    return taus, flips, untested
+            if not math.isnan(p):
+                flips.append(Flip(axis, a, b, better, worse, da, pa, db, pb, p))
+    return taus, flips, pairs
+
+
+def holm_flips(flips: Sequence[Flip], pairs: Mapping[tuple[str, str, str], int]) -> None:
+    """Sets each flip's ``p_holm``: Holm over the pairs of its comparison (the pairs that are not candidate flips count with p = 1)."""
+    for key, n_pairs in pairs.items():
+        mine = [f for f in flips if (f.axis, f.a, f.b) == key]
+        adjusted = holm([f.p for f in mine] + [1.0] * max(0, n_pairs - len(mine)))
+        for f, p in zip(mine, adjusted, strict=False):
+            f.p_holm = p

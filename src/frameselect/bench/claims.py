@@ -17,12 +17,16 @@ resampling and of permutation (questions about one video are correlated):
 - order flips: a selector pair whose paired difference is significant in
   opposite directions in the two conditions of a comparison
   (:func:`frameselect.stats.flip_p`, the larger of the two p-values);
-- one Holm family (:func:`frameselect.stats.holm`) over every p-value the
-  bench prints: the comparisons against uniform, the adjacent-rank
-  comparisons and one flip hypothesis per selector pair and comparison (a
-  pair whose estimates do not point opposite ways is in the family with
-  p = 1). A claim is marked only where its Holm-adjusted p-value is below
-  ``alpha``.
+- Holm's correction (:func:`frameselect.stats.holm`) over two kinds of
+  family: every comparison the main tables print (against uniform, every
+  backend and budget, and between adjacent ranks) is one family; the
+  selector pairs of one comparison of conditions are another (one flip
+  hypothesis per pair; a pair whose estimates do not point opposite ways is
+  in the family with p = 1). One family over every printed p-value would
+  hold some 10^4 hypotheses on the default run, more than any attainable
+  p-value (at best 2^(1-V) exactly, 1 / 20001 by random sign patterns) can
+  survive: no test could pass, whatever the data. A claim is marked only
+  where its Holm-adjusted p-value is below ``alpha``.
 
 Identical selections (:func:`frameselect.analysis.identical_selections`):
 a selector whose frames equal another's on at least 95 % of the questions at
@@ -38,7 +42,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from frameselect.analysis import IDENTICAL_SHARE
-from frameselect.stats import ALPHA, DEFAULT_BOOT, Flip, Interval, PairedDifference, TauLine, bootstrap_mean, compare_conditions, holm, paired_difference
+from frameselect.stats import (
+    ALPHA,
+    DEFAULT_BOOT,
+    DEFAULT_PERMUTATIONS,
+    Flip,
+    Interval,
+    PairedDifference,
+    TauLine,
+    bootstrap_mean,
+    compare_conditions,
+    holm,
+    holm_flips,
+    paired_difference,
+)
 
 __all__ = ["ALPHA", "Comparison", "TauLine", "Flip", "BenchClaims", "bench_claims", "IDENTICAL_SHARE"]
 
@@ -70,7 +87,8 @@ class BenchClaims:
     comparisons: list[Comparison]
     taus: list[TauLine]
     flips: list[Flip]  # candidate flips (estimates opposite), with their Holm p
-    family: int  # the number of hypotheses in the Holm family
+    family: int  # the number of comparisons in the main tables' Holm family
+    flip_family: int = 0  # the most selector pairs in one comparison of conditions (each comparison is a Holm family)
     same: dict[tuple[str, int], tuple[str, int, int]] = field(default_factory=dict)  # (selector, k) -> (same as, identical, questions)
     alpha: float = ALPHA
     n_boot: int = DEFAULT_BOOT
@@ -100,7 +118,8 @@ def ranking(values: Mapping[str, Mapping[str, float]]) -> list[str]:
 
 def _paired(first: Mapping[str, float], second: Mapping[str, float], clusters: Mapping[str, Hashable], n_boot: int, seed: int) -> PairedDifference:
     shared = [s for s in first if s in second]
-    return paired_difference([first[s] for s in shared], [second[s] for s in shared], [clusters.get(s, s) for s in shared], n_boot=n_boot, seed=seed)
+    a, b = [first[s] for s in shared], [second[s] for s in shared]
+    return paired_difference(a, b, [clusters.get(s, s) for s in shared], n_boot=n_boot, seed=seed, n_permutations=DEFAULT_PERMUTATIONS)
 
 
 def bench_claims(
@@ -173,14 +192,12 @@ def bench_claims(
             conditions[f"tokens of k={k} · {primary}"] = at_tokens
             comparisons_of.append(("frames vs tokens", frames, f"tokens of k={k} · {primary}"))
 
-    taus, flips, untested = compare_conditions(conditions, comparisons_of, clusters, n_boot=n_boot, seed=seed)
+    taus, flips, pairs = compare_conditions(conditions, comparisons_of, clusters, n_boot=n_boot, seed=seed)
+    holm_flips(flips, pairs)
 
-    pvalues = [c.diff.p_value for c in comparisons] + [f.p for f in flips] + [1.0] * untested
-    adjusted = holm(pvalues)
-    for c, p in zip(comparisons, adjusted, strict=False):
+    pvalues = [c.diff.p_value for c in comparisons]
+    for c, p in zip(comparisons, holm(pvalues), strict=True):
         c.p_holm = p
-    for f, p in zip(flips, adjusted[len(comparisons) :], strict=False):
-        f.p_holm = p
     family = sum(1 for p in pvalues if not math.isnan(p))
 
     same: dict[tuple[str, int], tuple[str, int, int]] = {}
@@ -190,7 +207,7 @@ def bench_claims(
         for s, (rep, n_same, total) in identical_selections(by_selector, prefer=[BASELINE, *prefer, *table_order]).items():
             same[(s, k)] = (rep, n_same, total)
     n_clusters = len({clusters.get(s, s) for v in values.values() for s in v})
-    return BenchClaims(intervals, comparisons, taus, flips, family, same, alpha, n_boot, n_clusters)
+    return BenchClaims(intervals, comparisons, taus, flips, family, max(pairs.values(), default=0), same, alpha, n_boot, n_clusters)
 
 
 def _p(p: float) -> str:
@@ -225,7 +242,7 @@ def format_rank_section(claims: BenchClaims) -> list[str]:
     significant = claims.significant_flips
     test = (
         f"a flip: the pair's paired difference is significant in opposite directions in A and in B; sign-flip tests over videos, "
-        f"p = the larger of the two, Holm over all {claims.family} tests this report prints, α = {claims.alpha:g}"
+        f"p = the larger of the two, Holm over the selector pairs of each comparison (up to {claims.flip_family}), α = {claims.alpha:g}"
     )
     if not significant:
         out.append(f"Order flips: none is significant; {len(claims.flips)} pair(s) change order by their estimates alone ({test}).")
@@ -245,8 +262,8 @@ def summary_line(claims: BenchClaims) -> str:
     n_sig = sum(1 for c in claims.comparisons if c.significant(claims.alpha))
     return (
         f"(cells: accuracy [95 % bootstrap interval, {claims.n_boot} resamples of the {claims.clusters} videos]; "
-        f"▲/▼: above/below uniform, paired sign-flip test over videos, significant after Holm over all {claims.family} tests "
-        f"this report prints (α = {claims.alpha:g}); {n_sig} of {len(claims.comparisons)} comparisons of the main tables are)"
+        f"▲/▼: above/below uniform, paired sign-flip test over videos, significant after Holm over the {claims.family} comparisons "
+        f"the main tables print (α = {claims.alpha:g}); {n_sig} of them are)"
     )
 
 
