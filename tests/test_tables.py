@@ -192,7 +192,10 @@ def test_ranks_prints_rankings_and_kendall_tau_from_the_store(store_path: Path, 
     red = {label: float(np.mean([r.metrics["redundancy"] for r in recs])) for label, recs, _ in runs}
     tau = scipy_stats.kendalltau([means[x] for x in labels], [-red[x] for x in labels]).statistic
     assert f"| metric | tiny-v2 · evidence_recall · all | tiny-v2 · redundancy · all | {tau:.3f} | 3 |" in out
-    assert "## Order flips significant in both groups (paired sign-flip tests; the flip's p is the larger of the two, Holm over the pairs of each comparison, α = 0.05)" in out
+    assert (
+        "## Order flips significant in both groups (paired sign-flip tests; the flip's p is the larger of the two, Holm over the pairs of each comparison, α = 0.05)"
+        in out
+    )
 
 
 def _synthetic_store(path: Path) -> None:

@@ -152,7 +152,27 @@ def test_bench_main_table_carries_intervals_and_says_identical_selections(tmp_pa
     pytest.importorskip("rapidocr")
     import re
 
-    argv = ["bench", "-s", "uniform", "-s", "topk", "-s", "multires", "-s", "fixed_fps", "-s", "aks", "-s", "kcenter", "--n-videos", "3", "--minutes", "1", "-k", "8"]
+    argv = [
+        "bench",
+        "-s",
+        "uniform",
+        "-s",
+        "topk",
+        "-s",
+        "multires",
+        "-s",
+        "fixed_fps",
+        "-s",
+        "aks",
+        "-s",
+        "kcenter",
+        "--n-videos",
+        "3",
+        "--minutes",
+        "1",
+        "-k",
+        "8",
+    ]
     assert main([*argv, "--store", str(tmp_path / "b.sqlite"), "--cache-dir", str(tmp_path / "c"), "--no-report"]) == 0
     out = capsys.readouterr().out
     main_table = out.split("### k = 8")[1].split("(cells:")[0]

@@ -152,14 +152,15 @@ def _f(value: float | None, spec: str) -> str:
 def format_stream_report(rows: Sequence[StreamBenchRow], answerer: str = "oracle") -> str:
     """A Markdown table: one line per selector and memory size; accuracy after the evidence [95 % interval], by delay group in columns.
 
-    The "before" delay group is printed only when some row has an accuracy
-    before the evidence that is not the oracle's (1 by construction).
+    The questions asked before their evidence get a column of their own
+    only when some row has an accuracy there that is not the oracle's (1 by
+    construction).
     """
     from frameselect.stats import format_interval
     from frameselect.streaming.evaluate import DELAY_GROUPS
 
     with_before = any(r.before is not None for r in rows)
-    groups = [g for g, _ in DELAY_GROUPS if any(g in r.by_delay for r in rows) and (g != "before" or with_before)]
+    groups = [g for g, _ in DELAY_GROUPS if any(g in r.by_delay for r in rows) and g != "before"]  # "before": its own column, or left out
     head = [
         "streaming selector",
         "M",
