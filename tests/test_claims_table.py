@@ -41,7 +41,7 @@ def test_table_across_datasets_says_invert_only_for_a_significant_flip(tmp_path:
     _store(path, flip)
     assert main(["table", "--store", str(path), "--boot", "200"]) == 0
     out = capsys.readouterr().out
-    assert "## Rankings across datasets on evidence_recall: Kendall τ_b [95% bootstrap interval over videos]" in out
+    assert "## Rankings across datasets (and --by subsets) on evidence_recall: Kendall τ_b [95% bootstrap interval over videos]" in out
     assert "| dataset | mlvu | videomme |" in out
     if flip:
         # 16 videos: 1000 random sign patterns, none as extreme in either dataset; 3 pairs in the family

@@ -681,7 +681,7 @@ def agreement_tables(report: Agreement) -> list[Table]:
     """τ_b with intervals, and the significant flips (a table titled "invert" only when one exists)."""
     taus = Table(
         [Column("axis"), Column("A"), Column("B"), Column("τ_b", "interval", signed=True), Column("runs", "int")],
-        title=f"Rankings across datasets on {report.metric}: Kendall τ_b [95% bootstrap interval over videos]",
+        title=f"Rankings across datasets (and --by subsets) on {report.metric}: Kendall τ_b [95% bootstrap interval over videos]",
         note="–: undefined (a ranking ties every run)",
     )
     for t in report.taus:
