@@ -11,6 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from test_claims_table import _store  # noqa: E402
 
 
+@pytest.mark.slow  # builds the whole page twice
 @pytest.mark.parametrize("flip", [True, False])
 def test_report_ranks_across_datasets(tmp_path: Path, flip: bool) -> None:
     pytest.importorskip("jinja2")
