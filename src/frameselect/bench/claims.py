@@ -13,7 +13,9 @@ resampling and of permutation (questions about one video are correlated):
 - Kendall τ_b between the rankings of two *conditions* with a cluster-bootstrap
   interval (:func:`frameselect.stats.tau_interval`): question kinds against
   each other (per budget, ranking backend), backends against each other (per
-  budget, all questions), budgets against each other (per backend);
+  budget, all questions), budgets against each other (per backend), and,
+  when the token section ran, each budget's ranking at ``k`` frames against
+  the ranking at the token cost of ``k`` frames;
 - order flips: a selector pair whose paired difference is significant in
   opposite directions in the two conditions of a comparison
   (:func:`frameselect.stats.flip_p`, the larger of the two p-values);
