@@ -177,7 +177,7 @@ def test_rank_analysis_inversions_survive_holm_only() -> None:
 
 
 def test_vectorised_tau_b_equals_scipys_row_by_row() -> None:
-    from frameselect.stats import _taus
+    from frameselect.stats._rankings import _taus
 
     rng = np.random.default_rng(2)
     va = rng.integers(0, 4, size=(300, 6)).astype(float) / 3  # many ties

@@ -59,6 +59,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "frameselect.counters",
             "frameselect.windows",
             "frameselect.stats",
+            "frameselect.stats.*",
             "frameselect.progress",
             "frameselect.render",
             "frameselect.video.pixels",

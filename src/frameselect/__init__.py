@@ -17,8 +17,11 @@ from frameselect.errors import FrameselectError, UnknownNameError
 from frameselect.registry import REGISTRIES, Registry, get_registry
 
 if TYPE_CHECKING:  # static tools and IDEs see the real names and signatures; at run time they load on first use
+    from frameselect.budgets import Frames, Routed, Tokens
     from frameselect.own import select
     from frameselect.pipeline import evaluate
+    from frameselect.plan import RunOptions
+    from frameselect.scopes import AcrossVideos, OneVideo, Stream
     from frameselect.types import (
         Answer,
         CandidatePool,
@@ -38,6 +41,17 @@ _TYPES = frozenset(
     {"Answer", "CandidatePool", "Features", "FrameSource", "InMemoryFrames", "Query", "Sample", "SampleRecord", "Selection", "Span", "VideoFrames", "VideoRef"}
 )
 
+#: what ``evaluate`` takes besides its parts: the budget, the scope and the run's options (:mod:`frameselect.budgets`, :mod:`frameselect.scopes`)
+_ENGINE = {
+    "Frames": "frameselect.budgets",
+    "Tokens": "frameselect.budgets",
+    "Routed": "frameselect.budgets",
+    "OneVideo": "frameselect.scopes",
+    "AcrossVideos": "frameselect.scopes",
+    "Stream": "frameselect.scopes",
+    "RunOptions": "frameselect.plan",
+}
+
 _PART_PACKAGES = {
     "selectors": "selectors",
     "encoders": "encoders",
@@ -51,7 +65,7 @@ _PART_PACKAGES = {
 
 
 def __getattr__(name: str) -> object:
-    """Part packages, core types and ``evaluate`` load on first use: ``frameselect.selectors.names()``, ``frameselect.Query``.
+    """Part packages, core types, ``evaluate`` and its budgets, scopes and options load on first use: ``frameselect.selectors.names()``, ``frameselect.Query``.
 
     ``frameselect.evaluate`` is :func:`frameselect.pipeline.evaluate` itself,
     with its real signature and docstring; ``frameselect.select`` is
@@ -63,6 +77,8 @@ def __getattr__(name: str) -> object:
         return importlib.import_module(f"frameselect.{_PART_PACKAGES[name]}")
     if name in _TYPES:
         return getattr(importlib.import_module("frameselect.types"), name)
+    if name in _ENGINE:
+        return getattr(importlib.import_module(_ENGINE[name]), name)
     if name == "evaluate":
         return importlib.import_module("frameselect.pipeline").evaluate
     if name == "select":
@@ -72,6 +88,13 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "__version__",
+    "AcrossVideos",
+    "Frames",
+    "OneVideo",
+    "Routed",
+    "RunOptions",
+    "Stream",
+    "Tokens",
     "clear_caches",
     "Answer",
     "CandidatePool",
