@@ -139,6 +139,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "frameselect.crossvideo.run",
             "frameselect.selections",
             "frameselect.analysis",
+            "frameselect.analysis.*",
             "frameselect.bench",
             "frameselect.bench.*",
             "frameselect.learned.*",

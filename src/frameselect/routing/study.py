@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from frameselect.analysis import _cluster_key
+from frameselect.analysis._tables import _cluster_key
 from frameselect.render import Column, Table, render
 from frameselect.stats import Interval, PairedDifference, bootstrap_mean, format_p, paired_difference
 from frameselect.store import RunInfo, Store
