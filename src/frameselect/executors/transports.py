@@ -421,9 +421,7 @@ def _call(fn: Callable[..., T], *args: Any) -> T:
 
 def _runtime_env() -> dict[str, Any]:
     """A local cluster's workers import this frameselect (the driver's, wherever it is on the path)."""
-    import frameselect
-
-    root = str(Path(frameselect.__file__).resolve().parents[1])  # the folder holding the frameselect package
+    root = str(Path(__file__).resolve().parents[__name__.count(".")])  # the folder holding the frameselect package
     path = os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH", "")])])
     return {"env_vars": {"PYTHONPATH": path}}
 
