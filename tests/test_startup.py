@@ -68,10 +68,10 @@ def test_cli_list_prints_every_registered_name() -> None:
 def test_listing_names_imports_no_builtin_module_and_get_still_loads_them() -> None:
     code = (
         "import json, sys\nfrom frameselect.registry import selectors\nnames = selectors.names('k*')\n"
-        "before = 'frameselect.selectors.classical' in sys.modules\ncls = selectors.get('kmeans')\n"
-        "print(json.dumps([names, before, cls.__module__, 'frameselect.selectors.classical' in sys.modules]))"
+        "before = 'frameselect.selectors.diversity' in sys.modules\ncls = selectors.get('kmeans')\n"
+        "print(json.dumps([names, before, cls.__module__, 'frameselect.selectors.diversity' in sys.modules]))"
     )
-    assert fresh(code) == [["katna", "kcenter", "kmeans", "ktv"], False, "frameselect.selectors.classical", True]
+    assert fresh(code) == [["katna", "kcenter", "kmeans", "ktv"], False, "frameselect.selectors.diversity", True]
 
 
 def test_the_static_name_index_equals_what_the_builtin_modules_register() -> None:
