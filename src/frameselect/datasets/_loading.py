@@ -115,6 +115,9 @@ __all__ = [
     "default_data_root",
     "AnnotationDataset",
     "TaskFilteredDataset",
+    "read_text",
+    "nonempty_text",
+    "checked_span",
 ]
 
 #: extensions tried, in order, when an annotation names a video by id only

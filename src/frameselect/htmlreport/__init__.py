@@ -61,7 +61,7 @@ from frameselect.htmlreport._views import THUMB_WIDTH, Cell, DatasetView, Report
 from frameselect.stats import Interval, Ranking, format_interval, format_p, kendall_tau
 from frameselect.store import Store
 
-__all__ = ["build_report", "write_report", "ReportError"]
+__all__ = ["build_report", "write_report", "ReportError", "ReportOptions"]
 
 #: metrics preferred as the report's headline, in order; else the first metric of the table
 HEADLINE_METRICS = ("mc_accuracy", "accuracy", "videomme_v2_score", "evidence_recall")

@@ -142,4 +142,8 @@ __all__ = [
     "Flip",
     "compare_conditions",
     "holm_flips",
+    "ALPHA",
+    "DEFAULT_PERMUTATIONS",
+    "Stat",
+    "format_p",
 ]
