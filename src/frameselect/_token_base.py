@@ -133,6 +133,7 @@ class TokenModel:
         are one video, priced as :meth:`visual_tokens`. Per-frame models
         (:class:`PerFrameTokenModel`) price each frame as it is.
 
+        >>> from frameselect.tokens import token_model
         >>> qwen = token_model("qwen2_5_vl")
         >>> qwen.selection_tokens([(728, 1288)] * 2 + [(168, 336)] * 3)  # one pair of 26 x 46 patches, two of 6 x 12
         1340
