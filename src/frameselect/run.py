@@ -454,6 +454,8 @@ def aggregate(records: Sequence[SampleRecord], evaluators: Sequence[Evaluator]) 
 
     ``mean_k`` is the mean number of frames actually selected; ``budget`` the
     mean budget asked for (they differ where a pool holds fewer frames than k);
+    with budgets the questions chose (records with ``chosen_budget``), ``budget_std``,
+    ``budget_min`` and ``budget_max`` give their spread;
     ``fill_share`` the share of those frames that the selector's fill rule
     supplied (:func:`frameselect.fill.fill_share`; absent where no record says).
     """
@@ -468,6 +470,9 @@ def aggregate(records: Sequence[SampleRecord], evaluators: Sequence[Evaluator]) 
     if ok:
         table["mean_k"] = float(np.mean([len(r.selection) for r in ok]))
         table["budget"] = float(np.mean([r.k for r in ok]))
+        if any("chosen_budget" in r.metadata for r in ok):  # budgets the questions chose: their spread beside the mean
+            ks = np.asarray([r.k for r in ok], dtype=np.float64)
+            table.update(budget_std=float(ks.std()), budget_min=float(ks.min()), budget_max=float(ks.max()))
     share = fill_share(ok)
     if share is not None:
         table["fill_share"] = share

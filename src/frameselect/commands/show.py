@@ -71,6 +71,10 @@ def _results_table(label: str, records: list[SampleRecord], evaluators: Sequence
     for ev in (revive_evaluator(c) for c in evaluators):
         if ev is not None:
             values = {k: v for k, v in values.items() if k not in ev.score_keys} | dict(ev.aggregate(ok))
+    if any("chosen_budget" in r.metadata for r in ok):  # budgets the questions chose: mean and spread beside accuracy
+        from frameselect.routing.chooser import spread
+
+        values |= spread([r.k for r in ok])
     share = fill_share(ok)
     fill = [] if share is None else [Column(FILL_COLUMN, "number", fmt=format_fill_share)]
     table = Table(
