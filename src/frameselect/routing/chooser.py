@@ -101,7 +101,7 @@ def relevance_mass_share(p: NDArray[np.float64], share: float) -> int:
     2
     """
     cum = np.cumsum(np.sort(np.asarray(p, dtype=np.float64))[::-1])
-    return int(min(np.searchsorted(cum, share - 1e-12) + 1, len(cum)))
+    return min(int(np.searchsorted(cum, share - 1e-12)) + 1, len(cum))
 
 
 def coverage_gains(p: NDArray[np.float64], order: Sequence[int], radius: int) -> list[float]:
