@@ -234,3 +234,17 @@ def test_a_run_selects_through_its_answerer(vlm: Qwen2_5VL, tiny, tmp_path: Any)
     ok = [r for r in result.records if r.status == "ok"]
     assert len(ok) == 2, [r.error for r in result.records]
     assert all(len(r.selection) == 3 for r in ok)
+
+
+@pytest.mark.parametrize("k", [1, 3, 8, 20])
+def test_flexselect_keeps_the_selection_contract(vlm: Qwen2_5VL, k: int) -> None:
+    """What the conformance suite checks of every selector, on real frames: min(k, N) unique ascending indices, the same on a rerun."""
+    pool = _pool(8)
+    for group in (3, 64):
+        sel = FlexSelect(group=group).select_through(vlm, pool, Query("Is there a cat?", ()), k)
+        idx = list(sel.indices)
+        assert idx == sorted(set(idx)) and len(idx) == min(k, 8) and all(0 <= i < 8 for i in idx)
+        assert sel.filled == 0
+        assert list(FlexSelect(group=group).select_through(vlm, pool, Query("Is there a cat?", ()), k).indices) == idx
+    with pytest.raises(Exception, match="answering model's attention"):
+        FlexSelect().select(pool, Query("Is there a cat?", ()), k)
