@@ -248,3 +248,42 @@ def test_flexselect_keeps_the_selection_contract(vlm: Qwen2_5VL, k: int) -> None
         assert list(FlexSelect(group=group).select_through(vlm, pool, Query("Is there a cat?", ()), k).indices) == idx
     with pytest.raises(Exception, match="answering model's attention"):
         FlexSelect().select(pool, Query("Is there a cat?", ()), k)
+
+
+#: yunzhuzhang0918/flexselect at a1d1f5aa6d388c44ae6ea4b618b785be617f71ad, eval/qwen2_5_vl/token_selector.py
+#: ``token_selection`` and ``token_selection_mean``, run unchanged on CPU (torch 2.13) as a method of this module's tiny
+#: model's decoder layer ``L`` (``num_heads``, ``head_dim``, ``num_key_value_heads``, ``num_key_value_groups`` and
+#: ``mrope_section = [2, 3, 3]`` set on it), with the layer's input from ``output_hidden_states``, ``vision_embedding_pos``
+#: of the video tokens and the raw M-RoPE tables ``cos``/``sin`` of the model's 3-D positions (``get_rope_index``):
+#: the frames ``_frames(4)`` at 0.5-3.5 s and the question "What colour is the car?" (red, blue), no time instruction.
+REFERENCE = {
+    (0, "max"): [0.080268979, 0.083331563, 0.085987248, 0.080584928, 0.082623072, 0.071866877, 0.0775562, 0.07487642],
+    (0, "mean"): [0.022818295, 0.023845926, 0.02451909, 0.023638794, 0.023982042, 0.02298563, 0.023387186, 0.02265499],
+    (1, "max"): [0.091249011, 0.086742364, 0.086355157, 0.086302541, 0.079390518, 0.075463586, 0.077760808, 0.086590797],
+    (1, "mean"): [0.024747733, 0.023361243, 0.023030719, 0.022567475, 0.022772145, 0.022732941, 0.023155257, 0.023309637],
+    (2, "max"): [0.09322615, 0.08099331, 0.079556435, 0.076279178, 0.073241845, 0.077068955, 0.076827861, 0.07167992],
+    (2, "mean"): [0.024960773, 0.023753278, 0.024404278, 0.02352882, 0.023361776, 0.022436168, 0.023093591, 0.022690788],
+}
+
+
+@pytest.mark.parametrize(("layer", "reduce"), sorted(REFERENCE))
+def test_token_scores_equal_the_reference_code(vlm: Qwen2_5VL, layer: int, reduce: str) -> None:
+    from frameselect.answerers.transformers_vlm import text_to_visual_attention
+
+    frames, times = _frames(4), [0.5, 1.5, 2.5, 3.5]
+    prompt = build_prompt(Query("What colour is the car?", ("red", "blue")), times, 4.0, False)
+    _, inputs = vlm._inputs(prompt, frames, times)
+    captured: dict[str, Any] = {}
+
+    def grab(module: Any, args: Any, kwargs: Any) -> None:
+        captured.update(hidden=args[0] if args else kwargs["hidden_states"], rope=kwargs["position_embeddings"])
+
+    handle = vlm.decoder_layers()[layer].register_forward_pre_hook(grab, with_kwargs=True)
+    try:
+        with torch.inference_mode():
+            vlm._model(**inputs, use_cache=False)
+    finally:
+        handle.remove()
+    visual = inputs["input_ids"][0] == vlm._model.config.video_token_id
+    ours = text_to_visual_attention(vlm.decoder_layers()[layer], captured["hidden"], *captured["rope"], visual, reduce).numpy()
+    np.testing.assert_allclose(ours, REFERENCE[(layer, reduce)], rtol=1e-5, atol=2e-9)
