@@ -140,27 +140,9 @@ def evaluate(
     ``choose_budget`` (with ``choose_params``, e.g. ``{"cap": 32}``): each question chooses its frame count within the cap
     (:mod:`frameselect.routing.chooser`); ``k`` is then unused, and the table reports the mean and spread of what was spent.
     """
-    plan = plan_run(
-        selector,
-        evaluators,
-        dataset,
-        k,
-        encoder=encoder,
-        answerer=answerer,
-        pool=pool,
-        seed=seed,
-        selector_params=selector_params,
-        router=router,
-        bank=bank,
-        label=label,
-        limit=limit,
-        tokens=tokens,
-        token_policy=token_policy,
-        token_model=token_model,
-        budget_policy=budget_policy,
-        choose_budget=choose_budget,
-        choose_params=choose_params,
-    )
+    options: dict[str, Any] = dict(encoder=encoder, answerer=answerer, pool=pool, seed=seed, selector_params=selector_params, router=router, bank=bank)
+    options.update(label=label, limit=limit, tokens=tokens, token_policy=token_policy, token_model=token_model, budget_policy=budget_policy)
+    plan = plan_run(selector, evaluators, dataset, k, **options, choose_budget=choose_budget, choose_params=choose_params)
     ex = executor_spec(executor, workers, ray_address)
     return run_plan(plan, store=store, cache_dir=cache_dir, progress=progress, on_record=on_record, by=by, executor=ex)
 
