@@ -131,7 +131,7 @@ class RelevanceMassChooser(BudgetChooser):
         "text_weight": Range(ge=0, le=1),
     }
 
-    def __init__(self, cap: int = 64, min_k: int = 1, mass: float = 0.5, temperature: float = 0.3, text_weight: float = 0.5) -> None:
+    def __init__(self, cap: int = 64, min_k: int = 1, mass: float = 0.5, temperature: float = 0.2, text_weight: float = 0.5) -> None:
         super().__init__(cap, min_k)
         self.mass = float(mass)
         self.temperature = float(temperature)
