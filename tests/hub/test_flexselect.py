@@ -287,3 +287,26 @@ def test_token_scores_equal_the_reference_code(vlm: Qwen2_5VL, layer: int, reduc
     visual = inputs["input_ids"][0] == vlm._model.config.video_token_id
     ours = text_to_visual_attention(vlm.decoder_layers()[layer], captured["hidden"], *captured["rope"], visual, reduce).numpy()
     np.testing.assert_allclose(ours, REFERENCE[(layer, reduce)], rtol=1e-5, atol=2e-9)
+
+
+def test_qwen2_vl_frame_scores_equal_its_own_attention() -> None:
+    """The Qwen2-VL backend reads the same scores from its model (one layer, grouped-query attention)."""
+    from frameselect.answerers.transformers_vlm import Qwen2VL
+    from tests.hub.test_vlm import _qwen_model
+
+    tok = _qwen_tokenizer()
+    processor = QwenVLInputs(tok, QwenVideoConfig(min_pixels=SIDE * SIDE, max_pixels=SIDE * SIDE), chat_template=QWEN_TEMPLATE)
+    model = _qwen_model("qwen2_vl", tok, seed=5)
+    model.set_attn_implementation("eager")
+    vlm = Qwen2VL(model=model, processor=processor, max_new_tokens=2, time_instruction=False)
+    frames, times = _frames(6, seed=9), [0.5, 1.5, 2.5, 3.5, 4.5, 5.5]
+    prompt = build_prompt(Query("Which colour comes first?", ("red", "blue")), times, 6.0, False)
+    _, inputs = vlm._inputs(prompt, frames, times)
+    with torch.inference_mode():
+        attn = model(**inputs, output_attentions=True, use_cache=False).attentions[0][0].float()
+    visual = inputs["input_ids"][0] == model.config.video_token_id
+    end = int(torch.nonzero(visual)[-1]) + 1
+    tokens = attn[:, end:, :][..., visual].reshape(-1, int(visual.sum())).max(0).values.numpy().reshape(3, -1)
+    got = vlm.frame_attention(prompt, frames, times, layer=0)
+    np.testing.assert_allclose(got, [tokens[i // 2].mean() for i in range(6)], rtol=1e-5)
+    assert "answerer_attention" in Qwen2VL.capabilities
