@@ -291,8 +291,9 @@ def test_token_scores_equal_the_reference_code(vlm: Qwen2_5VL, layer: int, reduc
 
 def test_qwen2_vl_frame_scores_equal_its_own_attention() -> None:
     """The Qwen2-VL backend reads the same scores from its model (one layer, grouped-query attention)."""
-    from frameselect.answerers.transformers_vlm import Qwen2VL
     from tests.hub.test_vlm import _qwen_model
+
+    from frameselect.answerers.transformers_vlm import Qwen2VL
 
     tok = _qwen_tokenizer()
     processor = QwenVLInputs(tok, QwenVideoConfig(min_pixels=SIDE * SIDE, max_pixels=SIDE * SIDE), chat_template=QWEN_TEMPLATE)
