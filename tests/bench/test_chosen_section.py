@@ -57,3 +57,16 @@ def test_references_run_at_the_chosen_mean_in_frames_and_tokens(tiny, tmp_path: 
     assert all(0 <= a.p_holm <= 1 for a in section.arms)
     text = format_chosen_section(section)
     assert "chosen − reference" in text and f"{section.frames_mean} frames" in text and "p (Holm)" in text
+
+
+def test_bench_flags_are_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from frameselect.cli import main
+
+    store = ["--store", str(tmp_path / "b.sqlite"), "--cache-dir", str(tmp_path / "c"), "--no-report"]
+    assert main(["bench", "-C", "cap=8", *store]) == 2
+    assert "give --chosen-budget too" in capsys.readouterr().err
+    assert main(["bench", "--chosen-budget", "--tokens", *store]) == 2
+    assert "--tokens and --chosen-budget are separate sections" in capsys.readouterr().err
+    assert main(["bench", "--chosen-budget", "nope", "--n-videos", "1", "--minutes", "0.5", *store]) == 2
+    assert "unknown budget chooser 'nope'" in capsys.readouterr().err
+    assert not (tmp_path / "c" / "features").exists()  # refused before any video was encoded
