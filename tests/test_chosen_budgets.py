@@ -197,3 +197,24 @@ def test_cli_run_refuses_a_chooser_parameter_without_a_chooser(capsys: pytest.Ca
     code = main(["run", "-s", "topk", "-C", "cap=8", "--store", str(tmp_path / "s.sqlite")])
     assert code == 2
     assert "give --choose-budget NAME too" in capsys.readouterr().err
+
+
+def test_a_replay_keeps_each_questions_budget_and_reports_the_spread(tiny, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from frameselect.replay import replay
+
+    store = tmp_path / "s.sqlite"
+    parent = frameselect.evaluate(
+        selector="topk",
+        dataset=tiny,
+        encoder=MeanColour(),
+        answerer="oracle",
+        evaluators=["mc_accuracy"],
+        store=store,
+        cache_dir=tmp_path / "c",
+        choose_budget="relevance_mass",
+        choose_params={"cap": 6},
+    )
+    again = replay(parent.run_id, "oracle", store=store, dataset=tiny, cache_dir=tmp_path / "c")
+    assert {r.sample_id: r.k for r in again.records} == {r.sample_id: r.k for r in parent.records}
+    for key in ("budget", "budget_std", "budget_min", "budget_max"):
+        assert again.table[key] == pytest.approx(parent.table[key])
