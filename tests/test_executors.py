@@ -376,7 +376,8 @@ def test_deepcopy_and_pickle_of_a_decode_counter_do_not_depend_on_what_was_impor
 
     code = (
         "import copy, pickle\n"
-        "from frameselect.video.decode import DecodeCounter, FrameMemo\n"
+        "from frameselect.video.counter import DecodeCounter\n"
+        "from frameselect.video.memo import FrameMemo\n"
         "c = DecodeCounter(); c.add(5); m = FrameMemo(limit=3)\n"
         "before = (copy.deepcopy(c).frames_decoded, pickle.loads(pickle.dumps(c)).frames_decoded, copy.deepcopy(m).limit)\n"
         "import frameselect.executors, frameselect.run\n"
@@ -391,7 +392,7 @@ def test_deepcopy_and_pickle_of_a_decode_counter_do_not_depend_on_what_was_impor
         env={**os.environ, "PYTHONPATH": str(Path(frameselect.__file__).parent.parent)},
     )
     assert out.stdout.split() == ["True", "(0,", "0,", "3)"], out.stderr[-2000:]  # a counter travels empty, a memo with its settings
-    from frameselect.video.decode import DecodeCounter
+    from frameselect.video.counter import DecodeCounter
 
     c = DecodeCounter()
     c.add(2)
@@ -452,7 +453,7 @@ def _records_per_sample(store: Path, run_id: str) -> dict[str, int]:
 
 
 def test_a_worker_killed_once_has_its_unit_retried_and_nothing_is_lost_or_duplicated(tiny: Any, tmp_path: Path) -> None:
-    from frameselect.video.decode import content_hash
+    from frameselect.video.hashing import content_hash
 
     victim = content_hash(next(iter(tiny)).video)
     marker = tmp_path / "killed.pid"
@@ -468,7 +469,7 @@ def test_a_worker_killed_once_has_its_unit_retried_and_nothing_is_lost_or_duplic
 
 def test_a_worker_killed_on_every_try_fails_only_its_units_samples_with_the_cause(tiny: Any, tmp_path: Path) -> None:
     from frameselect.run import failure_reasons
-    from frameselect.video.decode import content_hash
+    from frameselect.video.hashing import content_hash
 
     victim_video = next(iter(tiny)).video
     sel = DiesOn(video_id=content_hash(victim_video), driver_pid=os.getpid())

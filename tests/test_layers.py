@@ -23,8 +23,8 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = SRC / "frameselect"
 
-#: deprecated aliases kept for one release: the module-level ``__getattr__`` that forwards them is left out of the graph
-DEPRECATED_ALIASES = {"frameselect.parts": "revive, now frameselect.registry.revive"}
+#: modules whose module-level ``__getattr__`` forwards a deprecated alias, left out of the graph (none since 0.2.0)
+DEPRECATED_ALIASES: dict[str, str] = {}
 
 #: the engine's modules, reshaped on their own branch: the cycle among them is checked separately (strict xfail)
 ENGINE = frozenset(
@@ -61,7 +61,6 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "frameselect.stats",
             "frameselect.progress",
             "frameselect.render",
-            "frameselect.report",
             "frameselect.video.pixels",
             "frameselect.video.synth",
         ),
@@ -82,7 +81,6 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "frameselect.video.policy",
             "frameselect.video.source",
             "frameselect.video.pool",
-            "frameselect.video.decode",
             "frameselect.cache",
             "frameselect.store",
         ),
@@ -106,7 +104,6 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "frameselect.crossvideo",
             "frameselect.crossvideo.*",
             "frameselect.arrays",
-            "frameselect.byof",
             "frameselect.testing",
             "frameselect.testing.*",
         ),
@@ -116,16 +113,15 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "evaluate, replay, bench, studies, reports",
         (
             "frameselect.replay",
+            "frameselect.own",
             "frameselect.streaming.evaluate",
             "frameselect.crossvideo.run",
             "frameselect.selections",
             "frameselect.analysis",
-            "frameselect.tables",
             "frameselect.bench",
             "frameselect.bench.*",
             "frameselect.learned.*",
             "frameselect.routing.study",
-            "frameselect.routing.report",
             "frameselect.htmlreport",
             "frameselect.htmlreport.*",
         ),
@@ -290,7 +286,6 @@ def test_cycles_are_found_through_imports_inside_functions_and_not_through_type_
 
 def test_the_graph_holds_imports_made_inside_functions() -> None:
     graph = import_graph()
-    assert "frameselect.registry" in graph["frameselect.parts"] or "frameselect.parts" in DEPRECATED_ALIASES
     assert "frameselect.cache" in graph["frameselect.encoders._onnx"]  # onnx_dir() imports it when called
     assert "frameselect.pipeline" in graph["frameselect.routing.study"]  # inside run_study-like functions
 

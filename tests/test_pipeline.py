@@ -209,7 +209,9 @@ class _WritesUndeclared(Evaluator):
 
 def test_selector_breaking_its_contract_stops_the_run(tiny, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     kw: dict[str, Any] = dict(dataset=tiny, k=3, store=tmp_path / "s.sqlite", cache_dir=tmp_path / "c")
-    with pytest.raises(ContractError, match=r"selector '_TooMany' broke the contract: returned \[0, 1, 2, 3\] for k=3, N=12"):
+    with pytest.raises(
+        ContractError, match=r"selector '_TooMany' broke its contract: 4 indices where min\(k, N\) = 3 are due \(returned \[0, 1, 2, 3\] for k=3, N=12\)"
+    ):
         frameselect.evaluate(selector=_TooMany(), **kw)
     with pytest.raises(ContractError, match=r"selector 'duck_duplicates' broke its contract on sample 'tiny_a/\w+': duplicate indices"):
         frameselect.evaluate(selector=_DuckDuplicates(), **kw)  # type: ignore[arg-type]
@@ -316,7 +318,7 @@ def test_evaluate_and_replay_share_the_run_and_fit_on_a_screen() -> None:
 
 def test_records_carry_the_pools_time_errors(tiny: Any) -> None:
     """Runs report how far each pool's candidates sit from the times the policy asked for."""
-    from frameselect.video.decode import candidates, time_error_summary
+    from frameselect.video.pool import candidates, time_error_summary
 
     exact = frameselect.evaluate(selector="uniform", dataset=tiny, k=2, pool="fps=1.0")
     approx = frameselect.evaluate(selector="uniform", dataset=tiny, k=2, pool="fps=1.0,approx")

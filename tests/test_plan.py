@@ -11,7 +11,7 @@ import pytest
 import frameselect
 from frameselect.errors import ConfigError, FrameselectError
 from frameselect.store import Store
-from frameselect.video.decode import DecodeCounter
+from frameselect.video.counter import DecodeCounter
 
 
 @pytest.fixture()

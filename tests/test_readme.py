@@ -24,6 +24,18 @@ def test_readme_starts_with_the_two_commands() -> None:
     assert "bash scripts/test.sh" in ci
 
 
+def test_readme_first_screen_is_set_up_then_the_call_the_command_and_the_bench() -> None:
+    text = README.read_text()
+    headings = re.findall(r"^## (.+)$", text, flags=re.M)
+    assert headings[:3] == ["One call", "One command", "The default benchmark"]
+    one_call = text[text.index("## One call") : text.index("## One command")]
+    one_command = text[text.index("## One command") : text.index("## The default benchmark")]
+    bench = text[text.index("## The default benchmark") : text.index(f"## {headings[3]}")]
+    assert "frameselect.evaluate(" in one_call and "frameselect run " in one_command
+    assert "docs/bench.md" in bench and not re.search(r"\d+\s*(s|min|seconds|minutes)\b", bench), "bench figures belong in docs/bench.md"
+    assert text.index("bash scripts/test.sh") < text.index("## One call")
+
+
 @pytest.mark.parametrize("index", range(3))
 def test_readme_python_examples_run(index: int, tiny_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from frameselect.datasets import tiny

@@ -133,7 +133,7 @@ def test_capabilities_are_declared_on_the_base_classes() -> None:
 
 
 def test_frame_sources_keep_one_protocol() -> None:
-    from frameselect.video.decode import VideoFrameSource
+    from frameselect.video.source import VideoFrameSource
 
     frames = [np.full((4, 6, 3), i, dtype=np.uint8) for i in range(3)]
     source = InMemoryFrames(frames)

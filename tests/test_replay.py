@@ -170,11 +170,16 @@ def test_dataset_is_recreated_from_the_run_config(tmp_path: Path) -> None:
     assert [e["name"] for e in rep.config["evaluators"]] == ["evidence_recall", "frame_precision", "mc_accuracy"]
     assert rep.table["mc_accuracy"] == 1.0 and rep.table["n"] == 3
     assert rep.table["evidence_recall"] == pytest.approx(run.table["evidence_recall"], nan_ok=True)
-    # an in-memory dataset cannot be re-created: say so
+    # an in-memory dataset cannot be re-created from its configuration: the store keeps its samples, and replay reads them
     samples = list(frameselect.datasets.create("tiny"))[:1]
     mem = frameselect.evaluate(selector="uniform", dataset=InMemoryDataset(samples), k=2, store=store, cache_dir=cache)
+    kept = replay(mem.run_id, KnowsTheAnswer(), store=store, cache_dir=cache)
+    assert [r.sample_id for r in kept.records] == [samples[0].id] and not kept.failed
+    # a store without them (written before it kept them): say so
+    with sqlite3.connect(store) as conn:
+        conn.execute("DELETE FROM dataset_samples")
     with pytest.raises(FrameselectError, match="pass dataset="):
-        replay(mem.run_id, KnowsTheAnswer(), store=store, cache_dir=cache)
+        replay(mem.run_id, KnowsTheAnswer(), store=store, cache_dir=cache, evaluators=["frame_precision"])
     assert not replay(mem.run_id, KnowsTheAnswer(), store=store, dataset=samples, evaluators=["mc_accuracy"], cache_dir=cache).failed
 
 

@@ -164,7 +164,7 @@ def test_ids_given_by_list_or_mapping_and_per_video_seeds() -> None:
         (lambda: select_across("uniform", 4, [TEN, TWENTY], ids=["a"]), "1 video ids given for 2 videos"),
         (lambda: select_across("uniform", 4, [TEN, TWENTY], ids=["a", "a"]), "video ids must be unique"),
         (lambda: select_across("uniform", 4, []), "no video given"),
-        (lambda: select_across("uniform", 0, [TEN, TWENTY]), "frame budget k must be at least 1"),
+        (lambda: select_across("uniform", 0, [TEN, TWENTY]), "frame budget k must be an integer of at least 1, got 0"),
     ],
     ids=[
         "holmes",

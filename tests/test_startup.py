@@ -35,7 +35,20 @@ def test_import_frameselect_loads_no_heavy_module() -> None:
     assert fresh("import frameselect\n" + LOADED) == []
 
 
-@pytest.mark.parametrize("argv", [["list", "selectors"], ["list", "encoders"], ["list", "answerers"], ["list", "streaming"]], ids=" ".join)
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["list"],
+        ["list", "selectors"],
+        ["list", "encoders"],
+        ["list", "answerers"],
+        ["list", "streaming"],
+        ["list", "budget_policies"],
+        ["list", "joint_selectors"],
+        ["list", "token_models"],
+    ],
+    ids=" ".join,
+)
 def test_listing_parts_from_the_command_line_loads_no_heavy_module(argv: list[str]) -> None:
     code = f"import contextlib, io\nfrom frameselect.cli import main\nwith contextlib.redirect_stdout(io.StringIO()):\n    main({argv!r})\n" + LOADED
     assert fresh(code) == []

@@ -17,10 +17,26 @@ from frameselect.errors import FrameselectError, UnknownNameError
 from frameselect.registry import REGISTRIES, Registry, get_registry
 
 if TYPE_CHECKING:  # static tools and IDEs see the real names and signatures; at run time they load on first use
+    from frameselect.own import select
     from frameselect.pipeline import evaluate
-    from frameselect.types import Answer, CandidatePool, Features, FrameSource, InMemoryFrames, Query, Sample, SampleRecord, Selection, Span
+    from frameselect.types import (
+        Answer,
+        CandidatePool,
+        Features,
+        FrameSource,
+        InMemoryFrames,
+        Query,
+        Sample,
+        SampleRecord,
+        Selection,
+        Span,
+        VideoFrames,
+        VideoRef,
+    )
 
-_TYPES = frozenset({"Answer", "CandidatePool", "Features", "FrameSource", "InMemoryFrames", "Query", "Sample", "SampleRecord", "Selection", "Span"})
+_TYPES = frozenset(
+    {"Answer", "CandidatePool", "Features", "FrameSource", "InMemoryFrames", "Query", "Sample", "SampleRecord", "Selection", "Span", "VideoFrames", "VideoRef"}
+)
 
 _PART_PACKAGES = {
     "selectors": "selectors",
@@ -38,7 +54,8 @@ def __getattr__(name: str) -> object:
     """Part packages, core types and ``evaluate`` load on first use: ``frameselect.selectors.names()``, ``frameselect.Query``.
 
     ``frameselect.evaluate`` is :func:`frameselect.pipeline.evaluate` itself,
-    with its real signature and docstring.
+    with its real signature and docstring; ``frameselect.select`` is
+    :func:`frameselect.own.select` (frames of your own video files for a question).
     """
     import importlib
 
@@ -48,6 +65,8 @@ def __getattr__(name: str) -> object:
         return getattr(importlib.import_module("frameselect.types"), name)
     if name == "evaluate":
         return importlib.import_module("frameselect.pipeline").evaluate
+    if name == "select":
+        return importlib.import_module("frameselect.own").select
     raise AttributeError(f"module 'frameselect' has no attribute {name!r}")
 
 
@@ -68,6 +87,8 @@ __all__ = [
     "Selection",
     "Span",
     "UnknownNameError",
+    "VideoFrames",
+    "VideoRef",
     "answerers",
     "datasets",
     "encoders",
@@ -75,6 +96,7 @@ __all__ = [
     "evaluators",
     "get_registry",
     "routers",
+    "select",
     "selectors",
     "streaming",
 ]

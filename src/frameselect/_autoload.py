@@ -7,9 +7,8 @@ import pkgutil
 from collections.abc import Iterable
 
 
-def import_submodules(package: str, path: Iterable[str], skip: Iterable[str] = ()) -> None:
-    """Import every public module of ``package`` found on ``path``, but those named in ``skip`` (old paths kept as shims)."""
-    skipped = frozenset(skip)
+def import_submodules(package: str, path: Iterable[str]) -> None:
+    """Import every public module of ``package`` found on ``path`` (a name starting with ``_`` is a helper, left out)."""
     for info in sorted(pkgutil.iter_modules(list(path)), key=lambda m: m.name):
-        if not info.name.startswith("_") and info.name not in skipped:
+        if not info.name.startswith("_"):
             importlib.import_module(f"{package}.{info.name}")

@@ -143,6 +143,10 @@ def _cluster_key(store: Store, run_id: str, record: SampleRecord, cluster: str) 
     stored = store.selection(run_id, record.sample_id)
     if stored is not None and stored[1].get("video_id"):
         return str(stored[1]["video_id"])
+    if record.videos:  # a question over several videos: its videos together (as a one-video selection of several videos is stored)
+        rows = store.video_selections(run_id, record.sample_id)
+        if rows:
+            return "+".join(row.video_id for row in rows)
     return ("sample", record.sample_id)
 
 
@@ -280,6 +284,8 @@ def at_tokens(runs: Sequence[StoredRun], budget: float) -> tuple[list[StoredRun]
     (no tokens recorded, or over the budget with no run of their
     configuration within it).
     """
+    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not math.isfinite(budget) or budget <= 0:
+        raise ValueError(f"at_tokens: the budget is a finite number of visual tokens above 0, got {budget!r}")
     best: dict[str, StoredRun] = {}
     for run in runs:
         spent = run_tokens(run)

@@ -186,15 +186,16 @@ def select_from_arrays(
 def _across_selector(selector: Any, params: Mapping[str, Any]) -> Any:
     """A joint selector (by name or instance), else a single-video selector as :func:`select_from_arrays` makes it; ``holmes`` refused."""
     from frameselect.crossvideo import JointSelector, joint_selectors
-    from frameselect.crossvideo.holmes import Holmes
 
-    holmes = (
-        "joint selector 'holmes' reads its answer out through an answerer, and selecting from arrays has none: "
-        "run it with 'frameselect run' (Python: frameselect.evaluate) and an answerer"
-    )
+    def refused(name: str) -> SelectionError:
+        return SelectionError(
+            f"joint selector {name!r} reads its answer out through an answerer, and selecting from arrays has none: "
+            "run it with 'frameselect run' (Python: frameselect.evaluate) and an answerer"
+        )
+
     if isinstance(selector, JointSelector):
-        if isinstance(selector, Holmes):
-            raise SelectionError(holmes)
+        if selector.drives_answerer:
+            raise refused(selector.name)
         if params:
             raise SelectionError(f"parameters {sorted(params)} given with a selector instance; pass them to its constructor instead")
         return selector
@@ -204,8 +205,8 @@ def _across_selector(selector: Any, params: Mapping[str, Any]) -> Any:
         except UnknownNameError as exc:
             raise UnknownNameError(f"{exc} (joint selectors over several videos: {', '.join(joint_selectors.names())})") from None
     factory = joint_selectors.get(selector)
-    if isinstance(factory, type) and issubclass(factory, Holmes):
-        raise SelectionError(holmes)
+    if getattr(factory, "drives_answerer", False):
+        raise refused(selector)
     known = parameter_names(factory)
     unknown = sorted(set(params) - set(known))
     if unknown:

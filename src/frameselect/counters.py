@@ -21,6 +21,8 @@ class RunCounters:
     samples_done: int = 0
     samples_skipped: int = 0
     samples_failed: int = 0
+    #: milliseconds the answering backend spent loading its model in this invocation (left out of each answer's latency)
+    answerer_load_ms: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return dict(self.__dict__)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 __all__ = [
     "FrameselectError",
+    "NoOptionsWarning",
+    "warn_no_options",
     "UnknownNameError",
     "UnknownRunError",
     "DuplicateNameError",
@@ -134,3 +136,21 @@ class PartConfigError(FrameselectError, TypeError):
 
 class StoreError(FrameselectError):
     """The results store cannot be read or written (a damaged file, a full disk); the message names the store and what to do."""
+
+
+class NoOptionsWarning(UserWarning):
+    """A multiple-choice part (``mc_accuracy``, the offline readers) was given a sample without options: it scores or
+    answers by the letters A-D of no question, so every such sample reads alike. Warned once per part, i.e. once a run."""
+
+
+def warn_no_options(part: str, sample: object) -> None:
+    """The one warning of a multiple-choice ``part`` given a sample without options (the caller warns once)."""
+    import warnings
+
+    sid = getattr(sample, "id", "?")
+    warnings.warn(
+        f"{part}: sample {sid!r} has no options, so it is scored as a multiple-choice question of the letters A-D it does not have "
+        "(the dataset gives no options: for an lmms-eval task, give doc_to_choice); warned once, other such samples follow silently",
+        NoOptionsWarning,
+        stacklevel=3,
+    )

@@ -42,17 +42,20 @@ import dataclasses
 import enum
 import inspect
 import math
+import operator
 import os
 import re
 import sys
 from collections.abc import Mapping
 from typing import Any, ClassVar, TypedDict, TypeVar
 
-from frameselect.errors import PartConfigError
+from frameselect.errors import FrameselectError, PartConfigError, SelectionError
 
 __all__ = [
     "Part",
     "Range",
+    "K_MAX",
+    "check_budget",
     "declared_ranges",
     "numeric_parameters",
     "parameter_declarations",
@@ -233,6 +236,29 @@ def check_params(factory: type | object, params: Mapping[str, Any] | None = None
     return problems
 
 
+#: the largest frame budget: far more frames than any video holds, and within what the store keeps as an integer
+K_MAX = 2**31 - 1
+
+
+def check_budget(k: Any, *, error: type[FrameselectError] = SelectionError, hint: str = "") -> int:
+    """``k`` as a frame budget: an integer (a numpy one too, never a bool) from 1 to :data:`K_MAX`.
+
+    The one budget check of the package. A part checks the budget it is called with (the
+    default: :class:`~frameselect.errors.SelectionError`); a run's plan checks the configured one
+    (``error=ConfigError`` and ``hint``, where the user sets it: ``"k=, CLI -k"``).
+    """
+    where = f" ({hint})" if hint else ""
+    try:
+        value = None if isinstance(k, bool) else operator.index(k)
+    except TypeError:
+        value = None
+    if value is None or value < 1:
+        raise error(f"frame budget k must be an integer of at least 1, got {k!r}{where}")
+    if value > K_MAX:
+        raise error(f"frame budget k={value} is too large: k must be at most {K_MAX}{where}")
+    return value
+
+
 def registered_name_of(cls: type) -> str:
     """The name ``cls`` itself is registered under; "" for a class that is not (even if a parent is)."""
     name = vars(cls).get("registered_name", "")
@@ -399,15 +425,3 @@ def objects_in(value: Any, path: str) -> list[str]:
 def is_revivable(config: Mapping[str, Any]) -> bool:
     """Whether ``config`` holds only plain values (no injected live objects)."""
     return not objects_in(dict(config.get("params") or {}), "params")
-
-
-def __getattr__(name: str) -> Any:
-    """``frameselect.parts.revive``, moved to :func:`frameselect.registry.revive` (kept for one release)."""
-    if name == "revive":
-        import warnings
-
-        from frameselect.registry import revive
-
-        warnings.warn("frameselect.parts.revive moved to frameselect.registry.revive", DeprecationWarning, stacklevel=2)
-        return revive
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

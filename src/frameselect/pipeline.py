@@ -124,6 +124,7 @@ def evaluate(
     token_policy: str = "fixed_res",
     token_model: Any = None,
     budget_policy: Any = None,
+    dataset_name: str | None = None,
     choose_budget: Any = None,
     choose_params: Mapping[str, Any] | None = None,
 ) -> RunResult:
@@ -137,12 +138,15 @@ def evaluate(
     (:mod:`frameselect.executors`); results are the same whichever runs them, and neither is in the run's fingerprint. ``ray_address``: the Ray cluster to join
     (default ``$RAY_ADDRESS``, else a local one). ``tokens=N``: ``N`` visual tokens per sample (the mean, routed) instead of ``k`` frames, spent under
     ``token_policy`` and priced by ``token_model`` or the answerer's cost model (:mod:`frameselect.token_budget`). ``budget_policy``: shares k over videos.
-    ``choose_budget`` (with ``choose_params``, e.g. ``{"cap": 32}``): each question chooses its frame count within the cap
-    (:mod:`frameselect.routing.chooser`); ``k`` is then unused, and the table reports the mean and spread of what was spent.
+    ``dataset_name`` names a ``dataset`` given as a list of samples in tables and reports (default ``samples_<hash>``, from the samples); the store keeps
+    such samples, so ``show``, ``export-selections`` and ``report`` need nothing else. ``choose_budget`` (with ``choose_params``, e.g. ``{"cap": 32}``):
+    each question chooses its frame count within the cap (:mod:`frameselect.routing.chooser`); the table reports the mean and spread of what was spent.
     """
-    options: dict[str, Any] = dict(encoder=encoder, answerer=answerer, pool=pool, seed=seed, selector_params=selector_params, router=router, bank=bank)
-    options.update(label=label, limit=limit, tokens=tokens, token_policy=token_policy, token_model=token_model, budget_policy=budget_policy)
-    plan = plan_run(selector, evaluators, dataset, k, **options, choose_budget=choose_budget, choose_params=choose_params)
+    parts: dict[str, Any] = dict(
+        encoder=encoder, answerer=answerer, pool=pool, seed=seed, selector_params=selector_params, router=router, bank=bank, label=label
+    )
+    budget: dict[str, Any] = dict(limit=limit, tokens=tokens, token_policy=token_policy, token_model=token_model, budget_policy=budget_policy)
+    plan = plan_run(selector, evaluators, dataset, k, dataset_name=dataset_name, choose_budget=choose_budget, choose_params=choose_params, **parts, **budget)
     ex = executor_spec(executor, workers, ray_address)
     return run_plan(plan, store=store, cache_dir=cache_dir, progress=progress, on_record=on_record, by=by, executor=ex)
 
@@ -229,9 +233,7 @@ def select_step_across(p: Any, plan: Any, ctx: Any, selector: Any, tokens: Acros
     answerer), and the record's metadata holds the budget, each video's share,
     tokens and frame size; the ``tokens`` metric is their sum.
     """
-    from frameselect.crossvideo.holmes import Holmes, filled_selection
     from frameselect.crossvideo.joint import JointSelector, one_video_sample, select_across_videos
-    from frameselect.errors import ContractError
     from frameselect.run import AcrossPrepared
 
     sample = p.sample
@@ -245,8 +247,8 @@ def select_step_across(p: Any, plan: Any, ctx: Any, selector: Any, tokens: Acros
         pools[ref.id] = build_pool(sample, plan.pool, ctx, ref.path)
         view = one_video_sample(sample, ref.id)
         features[ref.id] = featurize(pools[ref.id], view, needs, plan.encoder, ctx) if needs else Features()
-    if isinstance(selector, Holmes):
-        selector.encoder = plan.encoder
+    if isinstance(selector, JointSelector):
+        selector.use_encoder(plan.encoder)
     if getattr(plan, "tokens", None) is not None and tokens is None:
         raise FrameselectError(f"sample {sample.id!r} has no token plan: one of its videos could not be read when the run was planned")
     shares = {vid: fp.k for vid, fp in tokens.plans.items()} if tokens is not None else None
@@ -254,13 +256,8 @@ def select_step_across(p: Any, plan: Any, ctx: Any, selector: Any, tokens: Acros
         p.k = sum(shares.values())
     multi = select_across_videos(sample, pools, features, p.k, selector=selector, policy=policy, seed=sample_seed(plan.seed, sample.id), shares=shares)
     ctx.counters.selector_calls += 1
-    for vid, sel in multi.by_video.items():
-        idx = list(sel.indices)
-        n = len(pools[vid])
-        if idx != sorted(set(idx)) or (idx and not 0 <= idx[0] <= idx[-1] < n):
-            raise ContractError(
-                f"selector {multi.selector!r} gave video {vid!r} of sample {sample.id!r} indices that are not unique, ascending and within its pool of {n}"
-            )
+    for vid, sel in multi.by_video.items():  # each video's count is the joint selector's or the budget policy's: any number
+        check_selection(selector, sel, None, len(pools[vid]), sample, video=vid)
     if getattr(plan, "token_model", None) is not None:  # each video's frames priced as the answerer sends them: one entry per video
         priced = {}
         for vid, sel in multi.by_video.items():
@@ -277,8 +274,8 @@ def select_step_across(p: Any, plan: Any, ctx: Any, selector: Any, tokens: Acros
             )
     for ref in sample.video_refs:
         p.put(ref.id, pools[ref.id], multi.by_video[ref.id], features[ref.id])
-    holmes = isinstance(selector, Holmes)
-    p.across = AcrossPrepared(multi, filled_selection(multi, selector) if holmes else multi, selector.audit(sample) if holmes else None)
+    joint = isinstance(selector, JointSelector)
+    p.across = AcrossPrepared(multi, selector.answer_view(multi) if joint else multi, selector.audit(sample) if joint else None)
     p.policy = multi.policy
 
 

@@ -6,7 +6,7 @@ the part and what to do: a selector, router or evaluator whose needs the
 encoder cannot meet, a parameter a part does not have, answer-level
 evaluators without an answering backend, a numeric parameter outside the
 range its part declares (``Part.param_ranges``), ``k`` outside
-``1..K_MAX``, a bad pool policy, ``limit < 0``. :func:`plan_run` builds the plan of ``evaluate()``; replay
+``1..K_MAX`` (:func:`frameselect.parts.check_budget`), a bad pool policy, ``limit < 0``. :func:`plan_run` builds the plan of ``evaluate()``; replay
 builds its own from the stored run (:mod:`frameselect.replay`).
 """
 
@@ -22,11 +22,11 @@ from frameselect.encoders.base import Encoder
 from frameselect.errors import ConfigError, FrameselectError, PartConfigError
 from frameselect.evaluators.base import Evaluator
 from frameselect.fingerprint import fingerprint
-from frameselect.parts import Part, check_params, part_config
+from frameselect.parts import Part, check_budget, check_params, part_config
 from frameselect.registry import get_registry
 from frameselect.selectors.base import Selector
 from frameselect.types import Sample
-from frameselect.video.decode import parse_policy
+from frameselect.video.policy import parse_policy
 
 if TYPE_CHECKING:
     from frameselect.crossvideo.budget import BudgetPolicy
@@ -38,9 +38,7 @@ __all__ = [
     "plan_run",
     "resolve",
     "check_needs",
-    "check_budget",
     "check_ranges",
-    "K_MAX",
     "check_limit",
     "check_pool",
     "check_answerer",
@@ -101,10 +99,6 @@ def _singular(kind: str) -> str:
     )
 
 
-#: the largest frame budget: far more frames than any video holds, and within what the store keeps as an integer
-K_MAX = 2**31 - 1
-
-
 def check_ranges(kind: str, part: Any, params: Mapping[str, Any] | None = None, *, name: str | None = None) -> None:
     """Numeric parameters lie in their declared ranges: ``params`` for a part class about to be created, else the part's own."""
     problems = check_params(part, params)
@@ -139,15 +133,6 @@ def resolve(kind: str, part: Any, **params: Any) -> Any:
     except (TypeError, ValueError, ImportError) as exc:
         given = ", ".join(f"{k}={v!r}" for k, v in params.items()) or "its defaults"
         raise ConfigError(f"{what} {part!r} cannot be created with {given}: {type(exc).__name__}: {exc}") from exc
-
-
-def check_budget(k: Any) -> int:
-    """``k`` as a frame budget (an integer ≥ 1)."""
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ConfigError(f"frame budget k must be an integer of at least 1, got {k!r} (k=, CLI -k)")
-    if k > K_MAX:
-        raise ConfigError(f"frame budget k={k} is too large: k must be at most {K_MAX} (k=, CLI -k)")
-    return int(k)
 
 
 def check_limit(limit: Any) -> int | None:
@@ -199,7 +184,9 @@ def part_identity(part: Any) -> Any:
     return None if part is None else part_config(part)
 
 
-def _dataset(dataset: str | Dataset | Iterable[Sample], params: Mapping[str, Any] | None = None) -> Dataset:
+def _dataset(dataset: str | Dataset | Iterable[Sample], params: Mapping[str, Any] | None = None, name: str | None = None) -> Dataset:
+    if name is not None and (isinstance(dataset, (str, Dataset))):
+        raise ConfigError("dataset_name= names a list of samples given as dataset=; a registered or constructed dataset has its own name")
     if isinstance(dataset, str):
         ds: Dataset = resolve("datasets", dataset, **dict(params or {}))
         return ds
@@ -209,8 +196,8 @@ def _dataset(dataset: str | Dataset | Iterable[Sample], params: Mapping[str, Any
         check_ranges("datasets", dataset, name=dataset.name)
         return dataset
     try:
-        return InMemoryDataset(list(dataset))
-    except ValueError as exc:  # duplicate sample ids
+        return InMemoryDataset(list(dataset), name=name)
+    except ValueError as exc:  # duplicate sample ids, a bad name
         raise ConfigError(f"the samples given as dataset= cannot form a dataset: {exc}") from exc
 
 
@@ -387,7 +374,6 @@ def check_across(
     selector decides each video's frame count only when it selects, so it
     takes a frame budget, not a token budget.
     """
-    from frameselect.crossvideo.holmes import Holmes
     from frameselect.crossvideo.joint import JointSelector
 
     parts = [sel, *(b for b in bank if b is not sel)]
@@ -396,11 +382,12 @@ def check_across(
         raise ConfigError(f"joint selector {joints[0].name!r} shares the budget itself: give no budget_policy (CLI --budget-policy)")
     if policy is not None and "relevance" in policy.needs and (enc is None or not enc.has_text):
         raise ConfigError(f"budget policy {policy.name!r} shares the budget by query relevance: pass a text-capable encoder (encoder=, e.g. 'imagenet_label')")
-    if any(isinstance(p, Holmes) for p in parts) and ans is None:
-        raise ConfigError("joint selector 'holmes' reads its answer out through an answerer: pass answerer= (e.g. 'label_ocr_reader')")
-    if router is not None and len(parts) > 1 and any(isinstance(p, Holmes) for p in parts):
+    drivers = [p for p in parts if getattr(p, "drives_answerer", False)]
+    if drivers and ans is None:
+        raise ConfigError(f"joint selector {drivers[0].name!r} reads its answer out through an answerer: pass answerer= (e.g. 'label_ocr_reader')")
+    if router is not None and len(parts) > 1 and drivers:
         raise ConfigError(
-            "joint selector 'holmes' reads out the answer of every question it selects for: a router may assign it only as its one selector (no other --bank entries)"
+            f"joint selector {drivers[0].name!r} reads out the answer of every question it selects for: a router may assign it only as its one selector (no other --bank entries)"
         )
     if policy is not None and not policy.keeps_total and (router is not None or tokens is not None):
         what = "a router's budgets" if router is not None else "a token budget"
@@ -435,6 +422,7 @@ def plan_run(
     token_policy: str = "fixed_res",
     token_model: Any = None,
     budget_policy: Any = None,
+    dataset_name: str | None = None,
     choose_budget: Any = None,
     choose_params: Mapping[str, Any] | None = None,
 ) -> Plan:
@@ -451,14 +439,17 @@ def plan_run(
     count), priced by ``token_model`` or else the answerer's own cost model.
     A budget below one frame is refused here.
 
+    ``dataset_name`` names a dataset given as a list of samples (default
+    ``samples_<hash>``: :class:`~frameselect.datasets.base.InMemoryDataset`).
+
     ``choose_budget`` (a name of :mod:`frameselect.routing.chooser` or an
     instance, with ``choose_params``) lets each question choose its frame count
     within the chooser's ``cap``; ``k`` is then ignored (the cap stands in its place).
     """
     chooser = resolve_chooser(choose_budget, choose_params)
     if chooser is not None:
-        k = check_budget(chooser.cap)
-    k, limit, policy = check_budget(k), check_limit(limit), check_pool(pool)
+        k = chooser.cap
+    k, limit, policy = check_budget(k, error=ConfigError, hint="k=, CLI -k"), check_limit(limit), check_pool(pool)
     sel: Selector = resolve_selector(selector, dict(selector_params or {}))
     across_policy = resolve_budget_policy(budget_policy)
     evs: list[Evaluator] = [resolve("evaluators", e) for e in evaluators]
@@ -483,7 +474,7 @@ def plan_run(
 
         assert cost_model is not None
         tokens = check_token_budget(tokens, cost_model, token_policy, k)
-    ds = _dataset(dataset, dataset_params)
+    ds = _dataset(dataset, dataset_params, dataset_name)
     samples = load_samples(ds, limit)
     check_across(sel, across_policy, enc, ans, rt, tokens, samples, bank_parts if rt is not None else ())
     check_chooser(chooser, sel, rt, tokens, samples)

@@ -106,8 +106,7 @@ class Registry(Generic[T]):
         self._builtins_loaded = True
         for package in self._builtin_modules:
             imported = importlib.import_module(package)
-            # a package's DEPRECATED_MODULES are shims of moved modules: importing them would only warn
-            import_submodules(package, getattr(imported, "__path__", ()), skip=getattr(imported, "DEPRECATED_MODULES", ()))
+            import_submodules(package, getattr(imported, "__path__", ()))
 
     def _scan_plugins(self) -> None:
         """Read this kind's entry points (without importing them) and refuse colliding names."""

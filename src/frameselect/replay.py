@@ -48,7 +48,7 @@ from frameselect.fingerprint import fingerprint
 from frameselect.parts import part_config
 from frameselect.plan import Plan, load_samples, part_identity, resolve
 from frameselect.registry import get_registry, revive
-from frameselect.run import AcrossPrepared, Prepared, Run, RunContext, RunResult, build_pool, open_store, sample_videos
+from frameselect.run import AcrossPrepared, Prepared, Run, RunContext, RunResult, build_pool, open_store, revivable, sample_videos
 from frameselect.store import RunInfo, Store, VideoSelectionRow
 from frameselect.types import MultiSelection, Sample, SampleRecord, Selection, VideoRef
 
@@ -101,7 +101,7 @@ def replay(
     ex = executor_spec(executor, workers, ray_address)
     with open_store(store) as st:
         parent = st.run(run_id)
-        plan = plan_replay(parent, answerer, dataset=dataset, evaluators=evaluators, answerer_params=answerer_params, label=label)
+        plan = plan_replay(parent, answerer, dataset=dataset, evaluators=evaluators, answerer_params=answerer_params, label=label, store=st)
         stored, across = stored_selections(st, parent.run_id, plan.samples)
         with Run(plan, store=st, cache_dir=cache_dir, progress=progress, on_record=on_record, by=by) as run:
             return run.execute_with(StoredSelectionStep(parent.run_id, stored, across), ex)
@@ -150,12 +150,16 @@ def plan_replay(
     evaluators: Sequence[str | Evaluator] | None = None,
     answerer_params: Mapping[str, Any] | None = None,
     label: str = "",
+    store: Store | None = None,
 ) -> Plan:
-    """The replay of ``parent`` under ``answerer``: its own, resumable run of kind ``"replay"``."""
+    """The replay of ``parent`` under ``answerer``: its own, resumable run of kind ``"replay"``.
+
+    ``store``: where a run over a list of samples keeps them (its dataset cannot be re-created otherwise).
+    """
     ans: Answerer = resolve("answerers", answerer, **dict(answerer_params or {}))
     evs = _evaluators(evaluators, parent)
     limit = parent.config.get("limit")
-    samples = load_samples(_dataset(dataset, parent), None if limit is None else int(limit))
+    samples = load_samples(_dataset(dataset, parent, store), None if limit is None else int(limit))
     _refuse_read_out(parent)
     identity = {"replay_of": parent.run_id, "answerer": part_identity(ans), "evaluators": [part_config(e) for e in evs]}
     config = {k: v for k, v in parent.config.items() if k not in ("label", "answerer", "evaluators")}
@@ -245,7 +249,6 @@ class StoredSelectionStep:
 
 def _refuse_read_out(parent: RunInfo) -> None:
     """A run whose answers are a joint selector's read-out (``holmes``) cannot take another answerer: refused at plan time."""
-    from frameselect.crossvideo.holmes import Holmes
     from frameselect.plan import resolve_selector
 
     spec = parent.config.get("selector")
@@ -255,7 +258,7 @@ def _refuse_read_out(parent: RunInfo) -> None:
         selector = resolve_selector(spec["name"], dict(spec.get("params") or {}))
     except (FrameselectError, ValueError, TypeError):
         return  # a selector that is gone reads nothing out; the stored selections replay as they are
-    if isinstance(selector, Holmes):
+    if getattr(selector, "drives_answerer", False):
         raise ConfigError(
             f"run {parent.run_id[:12]} chose its frames with {spec['name']!r}, whose answer is its read-out: the answerer sees only the frames of its "
             "filled slots and its audit gates the reply, and the store keeps neither; replay cannot swap the answerer in. "
@@ -283,9 +286,17 @@ def _check_fits(
 # -- what the original run used ---------------------------------------------------------
 
 
-def dataset_from_config(config: Mapping[str, Any]) -> Dataset:
-    """Re-create the dataset a run used from its stored configuration."""
+def dataset_from_config(config: Mapping[str, Any], store: Store | None = None) -> Dataset:
+    """Re-create the dataset a run used from its stored configuration.
+
+    A run over a list of samples (``evaluate(dataset=[...])``) cannot be
+    re-created from its configuration; ``store`` keeps its samples
+    (:meth:`~frameselect.store.Store.put_samples`), and they are read from there.
+    """
     spec = config.get("dataset_spec")
+    kept = store.samples(str(config["dataset"])) if store is not None and config.get("dataset") else None
+    if kept is not None and not revivable(spec):
+        return InMemoryDataset(kept, name=str(spec.get("name") or "samples") if isinstance(spec, Mapping) else "samples")
     if not isinstance(spec, Mapping):  # runs stored before dataset_spec existed: "name:hash" ids name the dataset
         spec = {"name": str(config.get("dataset", "")).split(":", 1)[0]}
     try:
@@ -299,9 +310,9 @@ def dataset_from_config(config: Mapping[str, Any]) -> Dataset:
     return dataset
 
 
-def _dataset(dataset: str | Dataset | Sequence[Sample] | None, parent: RunInfo) -> Dataset:
+def _dataset(dataset: str | Dataset | Sequence[Sample] | None, parent: RunInfo, store: Store | None = None) -> Dataset:
     if dataset is None:
-        ds = dataset_from_config(parent.config)
+        ds = dataset_from_config(parent.config, store)
     elif isinstance(dataset, str):
         ds = resolve("datasets", dataset)
     elif isinstance(dataset, Dataset):

@@ -43,9 +43,10 @@ from frameselect.executors import Executor, ExecutorSpec, executor_scope, make_j
 from frameselect.fill import fill_share
 from frameselect.plan import Plan
 from frameselect.progress import Progress
+from frameselect.selectors.base import check_selection
 from frameselect.store import Store
-from frameselect.types import Answer, CandidatePool, Features, MultiSelection, Sample, SampleRecord, Selection
-from frameselect.video.decode import DecodeCounter, FrameMemo, VideoFrameSource, VideoInfo, candidates, content_hash, probe, time_error_summary
+from frameselect.types import Answer, CandidatePool, Features, MultiSelection, Sample, SampleRecord, Selection, VideoFrames
+from frameselect.video import DecodeCounter, FrameMemo, VideoFrameSource, VideoInfo, candidates, content_hash, probe, time_error_summary
 
 __all__ = [
     "Run",
@@ -84,6 +85,7 @@ __all__ = [
     "AcrossPrepared",
     "score_across",
     "ACROSS_DROPPED_METADATA",
+    "revivable",
 ]
 
 StoreArg = str | os.PathLike[str] | Store | None
@@ -202,9 +204,9 @@ class AcrossPrepared:
     """What the prepare step keeps of a question over several videos besides its pools and selections."""
 
     multi: MultiSelection
-    #: the selections the answerer sees (``holmes``: its filled slots' frames)
+    #: the selections the answerer sees (a joint selector's ``answer_view``; ``holmes``: its filled slots' frames)
     view: MultiSelection
-    #: ``holmes``' audit right after its selection (options alive, slot record)
+    #: a joint selector's ``audit`` right after its selection (``holmes``: options alive, slot record)
     audited: tuple[list[int], dict[str, Any]] | None = None
 
 
@@ -214,10 +216,10 @@ def score_across(p: Any, plan: Any, answer: Answer | None) -> tuple[SampleRecord
     Evaluators that read the answer score once (with the first video's pool and selection);
     the others score each video's selection in that video and the record keeps their mean over
     the videos (NaN values left out: a video without evidence has no evidence recall). Added:
-    ``frames`` in all, ``binding_accuracy`` (bindings and ``metadata["entities"]``) and, for
-    ``holmes``, its gated answer with ``slot_fill_rate`` and ``gate_passed``.
+    ``frames`` in all, ``binding_accuracy`` (bindings and ``metadata["entities"]``) and, for a
+    joint selector that drives the answerer (``holmes``), its read-out answer, its record under its
+    name in the metadata and its metrics (``slot_fill_rate``, ``gate_passed``).
     """
-    from frameselect.crossvideo.holmes import Holmes
     from frameselect.crossvideo.joint import one_video_sample
     from frameselect.crossvideo.metrics import binding_accuracy, per_video_evidence_recall
     from frameselect.store import VideoSelectionRow
@@ -226,9 +228,10 @@ def score_across(p: Any, plan: Any, answer: Answer | None) -> tuple[SampleRecord
     sample: Sample = p.sample
     multi = across.multi
     meta: dict[str, Any] = {key: v for key, v in {**sample.metadata, **p.metadata}.items() if key not in ACROSS_DROPPED_METADATA}
-    if isinstance(plan.selector, Holmes) and answer is not None:
-        answer, slots = plan.selector.read_out(sample, answer, across.audited)
-        meta["holmes"] = slots
+    read_out: dict[str, Any] | None = None
+    if getattr(plan.selector, "drives_answerer", False) and answer is not None:
+        answer, read_out = plan.selector.read_out(sample, answer, across.audited)
+        meta[plan.selector.name] = read_out
     refs = sample.video_refs
     first = refs[0].id
     answer_evs = [e for e in plan.evaluators if e.reads_answer]
@@ -249,8 +252,8 @@ def score_across(p: Any, plan: Any, answer: Answer | None) -> tuple[SampleRecord
     entities = sample.metadata.get("entities")
     if multi.bindings and isinstance(entities, Mapping):
         metrics["binding_accuracy"] = binding_accuracy(multi, p.pools, entities)
-    if "holmes" in meta:
-        metrics.update(Holmes.metrics(meta["holmes"]))
+    if read_out is not None:
+        metrics.update(plan.selector.metrics(read_out))
     meta["per_video_recall"] = per_video_evidence_recall(sample, p.pools, multi)[1]
     meta["bindings"] = [list(b) for b in multi.bindings]
     rows = [VideoSelectionRow(r.id, p.pools[r.id].video_id, multi.by_video[r.id], tuple(multi.by_video[r.id].timestamps(p.pools[r.id]))) for r in refs]
@@ -264,35 +267,9 @@ def score_across(p: Any, plan: Any, answer: Answer | None) -> tuple[SampleRecord
         k=p.k,
         policy=multi.policy,
         metadata=meta,
+        videos=tuple(VideoFrames(row.video, row.selection.indices, row.timestamps) for row in rows),
     )
     return record, rows
-
-
-# -- contracts -------------------------------------------------------------------------
-
-
-def check_selection(selector: Any, selection: Selection, k: int, n: int, sample: Sample) -> None:
-    """The selector contract, checked by the run on every selection.
-
-    ``min(k, N)`` unique, ascending indices into the pool; a selector in
-    reference-exact mode (``reference_exact`` true) returns its reference's
-    raw output, so only the range is checked. A breach raises :class:`ContractError`.
-    """
-    idx = list(selection.indices)
-    name = selector.name
-    problems = [f"index {i} is outside the pool of {n}" for i in idx if not 0 <= i < n][:1]
-    if not (selection.reference_exact or selector.reference_exact):
-        if len(set(idx)) != len(idx):
-            problems.append("duplicate indices")
-        if idx != sorted(idx):
-            problems.append("indices not ascending")
-        if len(idx) != min(k, n):
-            problems.append(f"{len(idx)} indices where min(k, N) = {min(k, n)} are due")
-    if problems:
-        raise ContractError(
-            f"selector {name!r} broke its contract on sample {sample.id!r}: {'; '.join(problems)} (returned {idx[:20]} for k={k}, N={n}); "
-            "a selector returns min(k, N) unique ascending pool indices: fix the selector"
-        )
 
 
 def score_sample(
@@ -492,6 +469,13 @@ def breakdown(records: Sequence[SampleRecord], evaluators: Sequence[Evaluator], 
 
 
 # -- the run ------------------------------------------------------------------------------
+
+
+def revivable(spec: Any) -> bool:
+    """Whether a stored part configuration can re-create its part: it names one and holds no live object (a list of samples)."""
+    import json
+
+    return isinstance(spec, Mapping) and bool(spec.get("name")) and '"__object__"' not in json.dumps(spec, default=str)
 
 
 @contextmanager
@@ -716,6 +700,9 @@ class Run:
         """Open the run's row; the samples not yet stored ``ok`` (resume), in plan order."""
         plan = self.plan
         self.store.open_run(plan.run_id, plan.config, kind=plan.kind, label=plan.label, parent_run=plan.parent_run)
+        if plan.config.get("dataset") and not revivable(plan.config.get("dataset_spec")):
+            # samples given as a list: the store keeps them, so show, export and report need no dataset=
+            self.store.put_samples(str(plan.config["dataset"]), plan.samples)
         done = self.store.done_sample_ids(plan.run_id)
         todo = [s for s in plan.samples if s.id not in done]
         self.counters.samples_skipped = len(plan.samples) - len(todo)
@@ -769,6 +756,8 @@ class Run:
         """Store this invocation's counters; build the result from every stored record of the run's samples."""
         plan = self.plan
         self.counters.frames_decoded = self.ctx.decoded.frames_decoded
+        if plan.answerer is not None:  # a backend answering in this process noted its model's load apart from its answers
+            self.counters.answerer_load_ms += int(round(1000 * plan.answerer.take_load_seconds()))
         self.store.set_counters(plan.run_id, self.counters.as_dict())
         order = {s.id: i for i, s in enumerate(plan.samples)}
         records = sorted((r for r in self.store.records(plan.run_id) if r.sample_id in order), key=lambda r: order[r.sample_id])

@@ -108,12 +108,14 @@ def _load_json(path: Path) -> Any:
             return json.loads(text)
         except ValueError:
             pass
+        except RecursionError:
+            raise SelectionImportError(f"{path}: JSON nested too deeply to read (lists or objects inside each other thousands of levels down)") from None
     rows = []
     for n, line in enumerate(text.splitlines(), 1):
         if line.strip():
             try:
                 rows.append(json.loads(line))
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:
                 raise SelectionImportError(f"{path}: line {n} is not JSON ({exc})") from None
     return rows
 
@@ -181,6 +183,11 @@ def read_published(fmt: str, path: str | os.PathLike[str], *, k: int | None = No
             if not isinstance(samples, list):
                 raise SelectionImportError(f"{p}: a {DOCUMENT_FORMAT} document needs a 'samples' list")
             records = _records_with(samples, "frame_indices", p, "frames")
+            for pub, rec in zip(records, samples, strict=True):
+                if isinstance(rec.get("videos"), list) and len(rec["videos"]) > 1:
+                    raise SelectionImportError(
+                        f"{pub.ref}: a question over several videos; importing such selections is not supported (leave it out of the file)"
+                    )
             return [dataclasses.replace(pub, filled=_filled(pub, rec)) for pub, rec in zip(records, samples, strict=True)]
         if not isinstance(data, dict):
             raise SelectionImportError(f"{p}: expected {{sample_id: [frame indices or seconds]}} or a {DOCUMENT_FORMAT} document")
@@ -412,32 +419,49 @@ def export_selections(run_id: str, *, store: Any, dataset: Any = None, cache_dir
     st = store if isinstance(store, Store) else Store(Path(store))
     try:
         info = st.run(run_id)
-        ds = dataset_from_config(info.config) if dataset is None else resolve("datasets", dataset) if isinstance(dataset, str) else dataset
+        ds = dataset_from_config(info.config, st) if dataset is None else resolve("datasets", dataset) if isinstance(dataset, str) else dataset
         by_id = {s.id: s for s in ds}
         cache = Cache(Path(cache_dir) if cache_dir is not None else default_cache_dir() / "features")
         ctx = _Context(cache=cache, counters=RunCounters())
         rows = []
+        run_pool = str(info.config.get("pool") or "fps=1.0")
+
+        def frames(sample: Sample, path: str, policy: str, idx: list[int]) -> dict[str, Any]:
+            pool_ = build_pool(sample, policy, ctx, path)
+            if idx and max(idx) >= len(pool_):
+                raise FrameselectError(f"sample {sample.id!r}: stored indices do not fit the pool of {path}; the video or pool changed")
+            return {
+                "video": path,
+                "video_id": pool_.video_id,
+                "frame_indices": [int(pool_.frame_indices[i]) for i in idx],
+                "times": [float(pool_.timestamps[i]) for i in idx],
+                "pool": policy,
+                "pool_indices": idx,
+            }
+
         for rec in st.records(info.run_id, status="ok"):
-            stored = st.selection(info.run_id, rec.sample_id)
             sample = by_id.get(rec.sample_id)
-            if stored is None or sample is None:
+            if sample is None:
+                continue
+            stored = st.selection(info.run_id, rec.sample_id)
+            if stored is None:
+                per_video = st.video_selections(info.run_id, rec.sample_id)
+                if not per_video:
+                    continue
+                # a question over several videos: the first video's frames at the top (as in the record), each video's under "videos"
+                paths = {ref.id: ref.path for ref in sample.video_refs}
+                videos = [{"id": row.video, **frames(sample, paths[row.video], run_pool, list(row.selection.indices))} for row in per_video]
+                first = {key: value for key, value in videos[0].items() if key != "id"}
+                rows.append({"id": sample.id, **first, "k": int(rec.k or sum(len(v["frame_indices"]) for v in videos)), "videos": videos})
                 continue
             selection, meta = stored
-            policy = str(meta.get("policy") or info.config.get("pool") or "fps=1.0")
-            pool_ = build_pool(sample, policy, ctx)
+            policy = str(meta.get("policy") or run_pool)
             idx = list(selection.indices)
-            if idx and max(idx) >= len(pool_):
-                raise FrameselectError(f"sample {rec.sample_id!r}: stored indices do not fit the pool of {sample.video}; the video or pool changed")
             rows.append(
                 {
                     "id": sample.id,
-                    "video": sample.video,
-                    "video_id": pool_.video_id,
+                    **frames(sample, sample.video, policy, idx),
                     "k": int(meta.get("k") or len(idx)),
-                    "frame_indices": [int(pool_.frame_indices[i]) for i in idx],
-                    "times": [float(pool_.timestamps[i]) for i in idx],
-                    "pool": policy,
-                    "pool_indices": idx,
                     **({} if selection.filled is None else {"filled": selection.filled}),
                 }
             )

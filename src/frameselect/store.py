@@ -27,9 +27,9 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from frameselect._version import __version__
 from frameselect.errors import ConfigError, StoreError, UnknownRunError
-from frameselect.types import SampleRecord, Selection
+from frameselect.types import Query, Sample, SampleRecord, Selection, Span, VideoFrames, VideoRef
 
-__all__ = ["Store", "RunInfo", "VideoSelectionRow"]
+__all__ = ["Store", "RunInfo", "VideoSelectionRow", "sample_to_json", "sample_from_json"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -93,6 +93,13 @@ CREATE TABLE IF NOT EXISTS video_selections (
     filled      INTEGER,
     PRIMARY KEY (run_id, sample_id, video)
 );
+CREATE TABLE IF NOT EXISTS dataset_samples (
+    dataset     TEXT NOT NULL,
+    position    INTEGER NOT NULL,
+    sample_id   TEXT NOT NULL,
+    sample      TEXT NOT NULL,
+    PRIMARY KEY (dataset, sample_id)
+);
 """
 
 
@@ -146,6 +153,40 @@ class RunInfo:
     def selector(self) -> str:
         sel = self.config.get("selector") or {}
         return str(sel.get("name", "?")) if isinstance(sel, Mapping) else str(sel)
+
+
+def _spans(spans: Sequence[Span]) -> list[list[float]]:
+    return [[s.start, s.end] for s in spans]
+
+
+def sample_to_json(sample: Sample) -> dict[str, Any]:
+    """A sample as plain JSON values (what :meth:`Store.put_samples` keeps); :func:`sample_from_json` reads it back."""
+    out: dict[str, Any] = {
+        "id": sample.id,
+        "video": sample.video,
+        "question": sample.query.text,
+        "options": list(sample.query.options),
+        "answer": sample.answer,
+        "evidence": _spans(sample.evidence),
+        "metadata": dict(sample.metadata),
+    }
+    if sample.videos:
+        out["videos"] = [{"id": v.id, "path": v.path, "evidence": _spans(v.evidence)} for v in sample.videos]
+    if sample.asked_at is not None:
+        out["asked_at"] = sample.asked_at
+    return out
+
+
+def sample_from_json(data: Mapping[str, Any]) -> Sample:
+    """The sample :func:`sample_to_json` wrote."""
+    query = Query(str(data["question"]), tuple(str(o) for o in data.get("options") or ()))
+    meta = dict(data.get("metadata") or {})
+    answer = data.get("answer")
+    if data.get("videos"):
+        refs = [VideoRef(str(v["id"]), str(v["path"]), tuple(Span(float(a), float(b)) for a, b in v.get("evidence") or ())) for v in data["videos"]]
+        return Sample.across(str(data["id"]), refs, query, answer, meta)
+    evidence = tuple(Span(float(a), float(b)) for a, b in data.get("evidence") or ())
+    return Sample(str(data["id"]), str(data["video"]), query, answer, evidence, meta, asked_at=data.get("asked_at"))
 
 
 def _json(value: Any) -> str:
@@ -403,12 +444,16 @@ class Store:
             sql += " AND r.status = ?"
             params += (status,)
         sql += " ORDER BY r.rowid"
+        per_video = self._video_frames(run_id)
         out = []
         for sid, st, err, metrics, answer, meta, idx, ts, k, policy, windows, filled in self._conn.execute(sql, params):
             md = json.loads(meta)
             if k is None:  # a row from before the k and policy columns: they sit in the metadata
                 k, policy = md.pop("k", 0), md.pop("policy", "")
             m = {key: (math.nan if v is None else float(v)) for key, v in json.loads(metrics).items()}
+            videos = tuple(per_video.get(sid, ()))
+            if idx is None and videos:  # a question over several videos: selection and times are the first video's
+                idx, ts = _json(list(videos[0].indices)), _json(list(videos[0].timestamps))
             out.append(
                 SampleRecord(
                     sample_id=sid,
@@ -423,8 +468,17 @@ class Store:
                     metadata=md,
                     answer_windows=None if windows is None else json.loads(windows),
                     filled=None if filled is None else int(filled),
+                    videos=videos,
                 )
             )
+        return out
+
+    def _video_frames(self, run_id: str) -> dict[str, list[VideoFrames]]:
+        """Each question over several videos of the run: the frames chosen in each of its videos, in order."""
+        out: dict[str, list[VideoFrames]] = {}
+        rows = self._conn.execute("SELECT sample_id, video, indices, timestamps FROM video_selections WHERE run_id = ? ORDER BY sample_id, position", (run_id,))
+        for sid, video, idx, ts in rows:
+            out.setdefault(str(sid), []).append(VideoFrames(str(video), tuple(json.loads(idx)), tuple(json.loads(ts))))
         return out
 
     @_guarded
@@ -472,6 +526,22 @@ class Store:
             VideoSelectionRow(str(v), str(h), Selection(tuple(json.loads(idx)), selector=str(sel), latency_s=float(lat), filled=fill), tuple(json.loads(ts)))
             for v, h, sel, idx, ts, lat, fill in rows
         ]
+
+    # -- the samples of datasets that cannot be re-created from a configuration ------------
+    @_guarded
+    def put_samples(self, dataset: str, samples: Sequence[Sample]) -> None:
+        """Keep ``samples`` under the dataset id ``dataset`` (a run over a list of samples), so the store alone can show and export it."""
+        with self.transaction() as conn:  # the id is a fingerprint of the samples: a sample kept once stays as it is
+            conn.executemany(
+                "INSERT OR IGNORE INTO dataset_samples (dataset, position, sample_id, sample) VALUES (?, ?, ?, ?)",
+                [(dataset, i, s.id, json.dumps(sample_to_json(s), sort_keys=True, default=str)) for i, s in enumerate(samples)],
+            )
+
+    @_guarded
+    def samples(self, dataset: str) -> list[Sample] | None:
+        """The samples kept under the dataset id ``dataset`` (:meth:`put_samples`), in order; None when none are kept."""
+        rows = self._conn.execute("SELECT sample FROM dataset_samples WHERE dataset = ? ORDER BY position", (dataset,)).fetchall()
+        return [sample_from_json(json.loads(r[0])) for r in rows] or None
 
     @_guarded
     def delete_run(self, run_id: str) -> None:

@@ -138,12 +138,18 @@ def min_frame_tokens(model: TokenModel, n: int = 1) -> int:
     raise TokenBudgetError(f"{model.family}: no video of {n} frame(s) can be costed")
 
 
+#: the largest token budget a run takes (far above any model's context; shares of it stay exact in 64-bit integers)
+TOKENS_MAX = 2**31 - 1
+
+
 def check_token_budget(tokens: object, model: TokenModel, policy: str, k: int | None = None) -> int:
     """A run's token budget, validated at plan time: an integer no smaller than one frame (``k`` frames for ``fixed_k``)."""
     if policy not in TOKEN_POLICIES:
         raise ConfigError(f"unknown token policy {policy!r}; use one of {', '.join(TOKEN_POLICIES)} (token_policy=, CLI --token-policy)")
     if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1:
         raise ConfigError(f"token budget must be a positive integer, got {tokens!r} (tokens=, CLI --tokens)")
+    if tokens > TOKENS_MAX:
+        raise ConfigError(f"token budget {tokens} is too large: give at most {TOKENS_MAX} visual tokens (tokens=, CLI --tokens)")
     if policy == "fixed_k" and (k is None or isinstance(k, bool) or not isinstance(k, int) or k < 1):
         raise ConfigError(f"token policy 'fixed_k' needs the frame count k (k=, CLI -k), got {k!r}")
     frames = k if policy == "fixed_k" and k is not None else 1
@@ -482,7 +488,9 @@ def _video_facts(sample: Sample, policy: str, ctx: RunContext) -> tuple[tuple[in
     :func:`~frameselect.run.build_pool` finds it. The two numbers are
     memoised by the video's content hash and the pool policy.
     """
-    from frameselect.video.decode import content_hash, parse_policy, probe, select_pool
+    from frameselect.video.hashing import content_hash
+    from frameselect.video.policy import parse_policy, select_pool
+    from frameselect.video.probing import probe
 
     video_hash = content_hash(sample.video)
     known = _FACTS.get((video_hash, policy))

@@ -39,11 +39,12 @@ from __future__ import annotations
 import dataclasses
 import math
 import operator
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from frameselect.errors import ConfigError, FrameselectError
-from frameselect.registry import Registry
+from frameselect.errors import ConfigError, FrameselectError, PartConfigError
+from frameselect.registry import Registry, did_you_mean
 
 __all__ = [
     "TokenCostError",
@@ -58,8 +59,12 @@ __all__ = [
     "LlavaOnevision",
     "InternVL",
     "SmolVLM",
+    "SmolVLM2Small",
+    "SmolVLM2Medium",
     "token_models",
     "token_model",
+    "token_model_from_pretrained",
+    "MODEL_TYPES",
     "visual_tokens",
     "frame_size",
 ]
@@ -84,6 +89,20 @@ def _size_dict(family: str, name: str, value: object, keys: tuple[str, ...]) -> 
     if not isinstance(value, Mapping) or set(value) != set(keys):
         raise ConfigError(f"token model {family!r}: {name} must be a mapping with exactly the keys {', '.join(keys)}, got {value!r}")
     return {key: _positive_int(family, f"{name}[{key!r}]", value[key]) for key in keys}
+
+
+def _choice(family: str, name: str, value: object, allowed: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value not in allowed:
+        raise ConfigError(f"token model {family!r}: {name} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
+    return value
+
+
+def _not_above(family: str, low_name: str, low: int, high_name: str, high: int) -> None:
+    if low > high:
+        raise ConfigError(
+            f"token model {family!r}: {low_name}={low} is above {high_name}={high}; no frame size satisfies both (the processor would give "
+            f"sizes outside the range it was given): make {low_name} at most {high_name}"
+        )
 
 
 def _frames(family: str, frames: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -141,6 +160,19 @@ class TokenModel:
     checkpoint: ClassVar[str] = ""
     #: whether the size a frame is resized to depends on the number of frames in the video
     size_depends_on_frame_count: ClassVar[bool] = False
+
+    #: transformers keyword names the processor takes that are not fields here (read by :meth:`from_processor_kwargs`)
+    processor_kwargs: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def from_processor_kwargs(cls, params: Mapping[str, Any]) -> dict[str, Any]:
+        """``params`` in transformers' keyword names as this model's fields (checked; names that change no count dropped)."""
+        return dict(params)
+
+    @classmethod
+    def accepted_names(cls) -> list[str]:
+        """The names :func:`token_model` takes for this family: its fields and the processor's own keyword names."""
+        return [f.name for f in dataclasses.fields(cls) if f.init and not f.name.startswith("_")] + list(cls.processor_kwargs)
 
     def visual_tokens(self, frames: Sequence[tuple[int, int]]) -> int:
         """The placeholder tokens a video of ``frames`` (``(height, width)`` each, in order) costs; 0 for no frames."""
@@ -213,11 +245,25 @@ class Qwen2VL(TokenModel):
     cap_pixels_per_frame: bool = False
     max_video_tokens: int = 128000
 
+    processor_kwargs: ClassVar[tuple[str, ...]] = ("size",)
+
     def __post_init__(self) -> None:
         for name in ("min_pixels", "max_pixels", "patch_size", "merge_size", "temporal_patch_size", "max_video_tokens"):
             _positive_int(self.family, name, getattr(self, name))
+        _not_above(self.family, "min_pixels", self.min_pixels, "max_pixels", self.max_pixels)
         if not isinstance(self.cap_pixels_per_frame, bool):
             raise ConfigError(f"token model {self.family!r}: cap_pixels_per_frame must be true or false, got {self.cap_pixels_per_frame!r}")
+
+    @classmethod
+    def from_processor_kwargs(cls, params: Mapping[str, Any]) -> dict[str, Any]:
+        """transformers' ``size={"shortest_edge": ..., "longest_edge": ...}`` is ``min_pixels``/``max_pixels``;
+        ``min_pixels``/``max_pixels`` given beside it win, as in ``Qwen2VLVideoProcessor.__init__``."""
+        out = dict(params)
+        if "size" in out:
+            size = _size_dict(cls.family, "size", out.pop("size"), ("shortest_edge", "longest_edge"))
+            out.setdefault("min_pixels", size["shortest_edge"])
+            out.setdefault("max_pixels", size["longest_edge"])
+        return out
 
     @property
     def size_depends_on_frame_count(self) -> bool:  # type: ignore[override]
@@ -360,6 +406,7 @@ class Qwen3VL(TokenModel):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "size", _size_dict(self.family, "size", self.size, ("shortest_edge", "longest_edge")))
+        _not_above(self.family, 'size["shortest_edge"]', self.size["shortest_edge"], 'size["longest_edge"]', self.size["longest_edge"])
         for name in ("patch_size", "merge_size", "temporal_patch_size", "max_video_tokens"):
             _positive_int(self.family, name, getattr(self, name))
         if not isinstance(self.cap_pixels_per_frame, bool):
@@ -461,9 +508,24 @@ class LlavaOnevision(PerFrameTokenModel):
     num_image_tokens: int = 729
     size: dict[str, int] = dataclasses.field(default_factory=lambda: _square(384))
 
+    processor_kwargs: ClassVar[tuple[str, ...]] = ("vision_feature_select_strategy", "vision_aspect_ratio")
+
     def __post_init__(self) -> None:
         _positive_int(self.family, "num_image_tokens", self.num_image_tokens)
         object.__setattr__(self, "size", _size_dict(self.family, "size", self.size, ("height", "width")))
+
+    @classmethod
+    def from_processor_kwargs(cls, params: Mapping[str, Any]) -> dict[str, Any]:
+        """``vision_feature_select_strategy`` (``"default"``/``"full"``) and ``vision_aspect_ratio`` (a string) are checked:
+        ``LlavaOnevisionProcessor`` applies them to images only (a video costs ``196 * T + 1`` either way)."""
+        out = dict(params)
+        if "vision_feature_select_strategy" in out:
+            _choice(cls.family, "vision_feature_select_strategy", out.pop("vision_feature_select_strategy"), ("default", "full"))
+        if "vision_aspect_ratio" in out:
+            ratio = out.pop("vision_aspect_ratio")
+            if not isinstance(ratio, str):
+                raise ConfigError(f"token model {cls.family!r}: vision_aspect_ratio must be a string such as 'anyres_max_9', got {ratio!r}")
+        return out
 
     def tokens_per_frame(self) -> int:
         pooled = math.ceil(int(math.sqrt(self.num_image_tokens)) / 2)
@@ -515,7 +577,8 @@ class SmolVLM(PerFrameTokenModel):
 
     Defaults from ``HuggingFaceTB/SmolVLM2-2.2B-Instruct`` (``image_seq_len`` in its
     ``processor_config.json``, ``max_image_size`` in its preprocessor configuration); the
-    256M and 500M checkpoints use ``image_seq_len=64`` and ``max_image_size={"longest_edge": 512}``.
+    256M and 500M checkpoints (``image_seq_len=64``, ``max_image_size={"longest_edge": 512}``)
+    are the families ``smolvlm2_256m`` and ``smolvlm2_500m``.
     """
 
     family: ClassVar[str] = "smolvlm"
@@ -526,9 +589,34 @@ class SmolVLM(PerFrameTokenModel):
     image_seq_len: int = 81
     max_image_size: dict[str, int] = dataclasses.field(default_factory=lambda: {"longest_edge": 384})
 
+    processor_kwargs: ClassVar[tuple[str, ...]] = ("size", "video_sampling")
+
     def __post_init__(self) -> None:
         _positive_int(self.family, "image_seq_len", self.image_seq_len)
         object.__setattr__(self, "max_image_size", _size_dict(self.family, "max_image_size", self.max_image_size, ("longest_edge",)))
+
+    @classmethod
+    def from_processor_kwargs(cls, params: Mapping[str, Any]) -> dict[str, Any]:
+        """``size`` (``{"longest_edge": n}`` or ``{"height": h, "width": w}``) and ``video_sampling``
+        (``fps``, ``max_frames``, ``video_size``) are checked: ``SmolVLMVideoProcessor`` resizes each frame to
+        ``size`` (``video_sampling["video_size"]`` where given) and then to ``max_image_size`` squared, and
+        samples no frames here (frames are priced as sent), so neither changes a count."""
+        out = dict(params)
+        if "size" in out:
+            _smol_size(cls.family, "size", out.pop("size"))
+        if "video_sampling" in out:
+            sampling = out.pop("video_sampling")
+            if not isinstance(sampling, Mapping) or not set(sampling) <= {"fps", "max_frames", "video_size"}:
+                raise ConfigError(f"token model {cls.family!r}: video_sampling must be a mapping of fps, max_frames and video_size, got {sampling!r}")
+            if "max_frames" in sampling:
+                _positive_int(cls.family, 'video_sampling["max_frames"]', sampling["max_frames"])
+            if "fps" in sampling:
+                fps = sampling["fps"]
+                if isinstance(fps, bool) or not isinstance(fps, int | float) or not math.isfinite(fps) or fps <= 0:
+                    raise ConfigError(f'token model {cls.family!r}: video_sampling["fps"] must be a positive number, got {fps!r}')
+            if "video_size" in sampling:
+                _smol_size(cls.family, 'video_sampling["video_size"]', sampling["video_size"])
+        return out
 
     def tokens_per_frame(self) -> int:
         return self.image_seq_len
@@ -538,7 +626,35 @@ class SmolVLM(PerFrameTokenModel):
         return side, side
 
 
-for _cls in (Qwen2VL, Qwen25VL, Qwen3VL, LlavaOnevision, InternVL, SmolVLM, Qwen2VLImages, Qwen25VLImages):
+def _smol_size(family: str, name: str, value: object) -> None:
+    keys = ("longest_edge",) if isinstance(value, Mapping) and "longest_edge" in value else ("height", "width")
+    _size_dict(family, name, value, keys)
+
+
+@dataclasses.dataclass(frozen=True)
+class SmolVLM2Small(SmolVLM):
+    """SmolVLM2-256M-Video-Instruct: SmolVLM2's rule with 512 x 512 frames of 64 ``<image>`` tokens.
+
+    Defaults from the 256M and 500M video checkpoints' ``processor_config.json`` (``image_seq_len`` 64)
+    and preprocessor configuration (``max_image_size={"longest_edge": 512}``).
+    """
+
+    family: ClassVar[str] = "smolvlm2_256m"
+    checkpoint: ClassVar[str] = "HuggingFaceTB/SmolVLM2-256M-Video-Instruct"
+
+    image_seq_len: int = 64
+    max_image_size: dict[str, int] = dataclasses.field(default_factory=lambda: {"longest_edge": 512})
+
+
+@dataclasses.dataclass(frozen=True)
+class SmolVLM2Medium(SmolVLM2Small):
+    """SmolVLM2-500M-Video-Instruct: the 256M variant's rule and defaults (64 tokens a 512 x 512 frame)."""
+
+    family: ClassVar[str] = "smolvlm2_500m"
+    checkpoint: ClassVar[str] = "HuggingFaceTB/SmolVLM2-500M-Video-Instruct"
+
+
+for _cls in (Qwen2VL, Qwen25VL, Qwen3VL, LlavaOnevision, InternVL, SmolVLM, SmolVLM2Small, SmolVLM2Medium, Qwen2VLImages, Qwen25VLImages):
     token_models.add(_cls.family, _cls)
 
 
@@ -553,7 +669,95 @@ def token_model(family: str | TokenModel, **params: Any) -> TokenModel:
         if params:
             raise ConfigError(f"token model {family.family!r} is already configured; pass its name to set {', '.join(sorted(params))}")
         return family
+    if params:
+        cls = token_models.get(family)
+        if isinstance(cls, type) and issubclass(cls, TokenModel):
+            known = cls.accepted_names()
+            unknown = sorted(set(params) - set(known))
+            if unknown:
+                close = "".join(did_you_mean(u, known) for u in unknown)
+                raise PartConfigError(f"token model {family!r} has no parameter {', '.join(map(repr, unknown))}{close}; its parameters: {', '.join(known)}")
+            params = cls.from_processor_kwargs(params)
     return token_models.create(family, **params)
+
+
+#: a checkpoint's ``config.json`` ``model_type`` -> the cost model's family
+MODEL_TYPES: dict[str, str] = {
+    "qwen2_vl": "qwen2_vl",
+    "qwen2_5_vl": "qwen2_5_vl",
+    "qwen3_vl": "qwen3_vl",
+    "llava_onevision": "llava_onevision",
+    "internvl": "internvl",
+    "smolvlm": "smolvlm",
+}
+#: a processor class (``processor_class`` in the processor files) -> the family
+PROCESSOR_CLASSES: dict[str, str] = {
+    "Qwen2VLProcessor": "qwen2_vl",
+    "Qwen2_5_VLProcessor": "qwen2_5_vl",
+    "Qwen3VLProcessor": "qwen3_vl",
+    "LlavaOnevisionProcessor": "llava_onevision",
+    "InternVLProcessor": "internvl",
+    "SmolVLMProcessor": "smolvlm",
+}
+_PROCESSOR_FILES = ("video_preprocessor_config.json", "preprocessor_config.json", "processor_config.json")
+
+
+def token_model_from_pretrained(path: str | os.PathLike[str], family: str | None = None, **params: Any) -> TokenModel:
+    """The cost model of a checkpoint, from the processor files in its local folder ``path``.
+
+    Read as transformers loads them: the video processor's settings from
+    ``video_preprocessor_config.json`` (else ``preprocessor_config.json``), the processor's own
+    (``num_image_tokens``, ``image_seq_len``, ``image_seq_length``, ``vision_feature_select_strategy``)
+    from ``processor_config.json``. Of each file only the names the family takes are read
+    (:meth:`TokenModel.accepted_names`). ``family`` defaults to the one ``config.json``'s
+    ``model_type`` (or the files' ``processor_class``) names; ``params`` override the files.
+    A folder without processor files, a family that cannot be told, or ``do_resize: false``
+    (frames sent at their own size, which no model here prices) is a :class:`ConfigError`.
+    """
+    import json
+    from pathlib import Path
+
+    folder = Path(path)
+    if not folder.is_dir():
+        raise ConfigError(f"token model from {str(path)!r}: not a local folder; give the folder holding the checkpoint's processor files")
+    files: dict[str, dict[str, Any]] = {}
+    for name in (*_PROCESSOR_FILES, "config.json"):
+        file = folder / name
+        if file.is_file():
+            try:
+                data = json.loads(file.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+                raise ConfigError(f"token model from {file}: not readable JSON ({exc})") from None
+            if not isinstance(data, dict):
+                raise ConfigError(f"token model from {file}: expected a JSON object")
+            files[name] = data
+    if not any(name in files for name in _PROCESSOR_FILES):
+        raise ConfigError(f"token model from {folder}: none of {', '.join(_PROCESSOR_FILES)} is there")
+    processor = dict(files.get("processor_config.json", {}))
+    # transformers may save the sub-processors' settings inside processor_config.json
+    nested_video = processor.pop("video_processor", None)
+    nested_image = processor.pop("image_processor", None)
+    video = files.get("video_preprocessor_config.json") or (nested_video if isinstance(nested_video, dict) else None)
+    if video is None:
+        video = files.get("preprocessor_config.json") or (nested_image if isinstance(nested_image, dict) else {})
+    if family is None:
+        model_type = files.get("config.json", {}).get("model_type")
+        classes = [d.get("processor_class") for d in (processor, video, files.get("preprocessor_config.json", {}))]
+        family = MODEL_TYPES.get(str(model_type)) or next((PROCESSOR_CLASSES[c] for c in classes if isinstance(c, str) and c in PROCESSOR_CLASSES), None)
+        if family is None:
+            raise ConfigError(
+                f"token model from {folder}: which model family these files are for cannot be told (config.json model_type {model_type!r}); "
+                f"pass family= (one of {', '.join(token_models.names())})"
+            )
+    if video.get("do_resize") is False:
+        raise ConfigError(f"token model from {folder}: do_resize is false (frames sent at their own size); the {family} cost model prices resized frames only")
+    cls = token_models.get(family)
+    names = cls.accepted_names() if isinstance(cls, type) and issubclass(cls, TokenModel) else []
+    read = {n: processor[n] for n in names if n in processor}
+    read.update({n: video[n] for n in names if n in video})
+    if "size" in read and "size" in names and family in ("qwen2_vl", "qwen2_5_vl", "qwen2_vl_images", "qwen2_5_vl_images"):
+        read["size"] = {k: v for k, v in read["size"].items() if k in ("shortest_edge", "longest_edge")}
+    return token_model(family, **{**read, **params})
 
 
 def visual_tokens(family: str | TokenModel, frames: Sequence[tuple[int, int]], **params: Any) -> int:

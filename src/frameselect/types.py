@@ -32,6 +32,7 @@ __all__ = [
     "Features",
     "Selection",
     "Answer",
+    "VideoFrames",
     "SampleRecord",
 ]
 
@@ -462,8 +463,29 @@ class Answer:
 
 
 @dataclass(frozen=True)
+class VideoFrames:
+    """The frames chosen in one video of a question over several videos: pool indices and their times (seconds)."""
+
+    #: the video's id within the sample (:attr:`VideoRef.id`)
+    video: str
+    indices: tuple[int, ...] = ()
+    timestamps: tuple[float, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "indices", tuple(int(i) for i in self.indices))
+        object.__setattr__(self, "timestamps", tuple(float(t) for t in self.timestamps))
+        if len(self.indices) != len(self.timestamps):
+            raise ValueError(f"video {self.video!r}: {len(self.indices)} indices but {len(self.timestamps)} timestamps")
+
+
+@dataclass(frozen=True)
 class SampleRecord:
-    """The per-sample result of a run: metric values and what produced them."""
+    """The per-sample result of a run: metric values and what produced them.
+
+    A question over several videos keeps each video's frames in ``videos``
+    (in the sample's order); ``selection`` and ``timestamps`` are then the
+    first video's, so code that reads one video still sees frames.
+    """
 
     sample_id: str
     metrics: Mapping[str, float]
@@ -479,8 +501,11 @@ class SampleRecord:
     answer_windows: tuple[tuple[float, float], ...] | None = None
     #: frames of ``selection`` supplied by the fill rule (:attr:`Selection.filled`); None: not known
     filled: int | None = None
+    #: a question over several videos: the frames chosen in each video, in order; empty for one video
+    videos: tuple[VideoFrames, ...] = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "videos", tuple(self.videos))
         object.__setattr__(self, "metrics", dict(self.metrics))
         object.__setattr__(self, "metadata", dict(self.metadata))
         object.__setattr__(self, "answer_windows", _windows(self.answer_windows, "SampleRecord.answer_windows"))

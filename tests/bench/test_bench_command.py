@@ -37,7 +37,7 @@ def test_bench_without_models_runs_query_agnostic_selectors(tmp_path: Path, caps
     ]
     assert main(argv) == 0
     out = capsys.readouterr()
-    assert "### k = 4" in out.out and "| uniform |" in out.out and "oracle (upper bound)" in out.out
+    assert "### k = 4" in out.out and "| uniform |" in out.out and "oracle (coverage, strict)" in out.out and "(upper bound)" not in out.out
     assert "skipped topk" in out.out + out.err  # needs relevance, and there is no encoder
     # the oracle as the only answerer: its ranks once, its accuracy by kind not printed beside itself
     assert out.out.count("ranks at k = 4 by oracle accuracy (1 = best of 2):") == 1
@@ -79,7 +79,7 @@ def test_bench_smoke_with_real_models_and_a_cached_second_run(tmp_path: Path, ca
         "| topk * |",
         "| uniform |",
         "label_ocr_reader",
-        "oracle (upper bound)",
+        "oracle (coverage, strict)",
         "accuracy by question kind at k = 4",
         "ranks at k = 4",
     ):
@@ -143,3 +143,26 @@ def test_bench_tokens_runs_every_selector_at_the_cost_of_k_frames_and_compares_t
             assert {(len(r.selection), r.metrics["tokens"]) for r in at_tokens} == {(k, float(tokens))}
         assert f"- k={k} vs {tokens} tokens: Kendall tau_b = " in section
     assert "significant inversions: none" in section
+
+
+def test_bench_tokens_downsampling_baseline_sends_the_mixed_selectors_frame_count_at_one_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The downsampled arm: 180 x 320 frames, 264 tokens of Qwen2.5-VL.
+
+    Hand-checked: ``multires`` (4 sharp frames, the rest at a quarter) spends 264 tokens on 48 frames
+    (2 pairs of 168 x 308 frames at 66 tokens, 22 pairs of 45 x 80 frames resized to 56 x 84 at 6 tokens);
+    48 frames at one size fit at 56 x 112 (4 x 8 patches of 14 px, 8 tokens a pair: 192 tokens).
+    """
+    from frameselect.store import Store
+
+    argv = ["bench", "--n-videos", "1", "--minutes", "1", "-s", "uniform,random", "-k", "8", "--encoder", "none", "--answerer", "oracle"]
+    argv += ["--store", str(tmp_path / "b.sqlite"), "--cache-dir", str(tmp_path / "c"), "--no-report", "--tokens"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "(downsampled: 48 frames at 112 x 56, 192 tokens, policy fixed_k" in out
+    with Store(tmp_path / "b.sqlite") as st:
+        runs = {r.label: r for r in st.runs()}
+        for name in ("uniform", "random"):
+            records = list(st.records(runs[f"{name}·downsampled×48@tokens=264·oracle"].run_id))
+            assert records and {(len(r.selection), r.metrics["tokens"]) for r in records} == {(48, 192.0)}
+    assert "| uniform | downsampled |" in out and "| uniform | as sent |" in out
+    assert "uniform (downsampled) - uniform (as sent) = " in out and "Holm" in out

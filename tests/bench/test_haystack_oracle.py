@@ -47,7 +47,7 @@ def test_oracle_answers_right_exactly_when_covered() -> None:
     (hit,) = oracle.answer([AnswerRequest(s, pool, Selection((2, 6)))])
     (miss,) = oracle.answer([AnswerRequest(s, pool, Selection((2, 5)))])
     assert hit.text == "A" and miss.text == "B" == wrong_letter(s)
-    assert "upper bound" in hit.model
+    assert hit.model == "oracle (evidence coverage, strict)"
 
 
 def test_sample_without_evidence_is_never_covered_and_unknown_rules_fail() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from frameselect.bench.questions import KINDS, questions_for
+from frameselect.datasets._haystack_questions import KINDS, questions_for
 from frameselect.datasets._haystack_suite import FOOTAGE, OBJECTS, HaystackConfig, _object_tile, _pad, _tile_size, ensure_suite, plan_video
 from frameselect.parts import part_params
 from frameselect.types import Span

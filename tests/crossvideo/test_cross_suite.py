@@ -6,8 +6,8 @@ from collections import Counter
 
 import pytest
 
-from frameselect.bench.cross import LEVELS, TASKS, cross_questions, question_sets
-from frameselect.bench.haystack import Event, HaystackConfig, VideoPlan, plan_video
+from frameselect.datasets._cross_suite import LEVELS, TASKS, cross_questions, question_sets
+from frameselect.datasets._haystack_suite import Event, HaystackConfig, VideoPlan, plan_video
 from frameselect.types import Span
 
 

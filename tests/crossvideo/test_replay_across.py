@@ -179,7 +179,7 @@ class PaysQwen(SaysA):
 
 def test_replay_prices_each_videos_stored_frames_for_the_new_answerer(suite: dict[str, Any], tmp_path: Path) -> None:
     from frameselect.tokens import token_model
-    from frameselect.video.decode import probe
+    from frameselect.video.probing import probe
 
     db = tmp_path / "t.db"
     parent = _parent(suite, db)

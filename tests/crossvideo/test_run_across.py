@@ -131,7 +131,7 @@ def test_bench_cross_video_compares_the_arms_on_the_same_questions(suite: tuple[
     assert row.n == len(samples) and row.failed == 0 and row.versus_baseline is None
     assert row.accuracy.low <= row.accuracy.estimate <= row.accuracy.high
     report = format_cross_report([row], "oracle")
-    assert report.splitlines()[0] == "cross-video suite, total budget k=6 per question, answered by oracle" and "uniform/equal" in report
+    assert report.splitlines()[0] == "cross-video suite, total budget k=6 per question, answered by oracle (coverage, strict)" and "uniform/equal" in report
 
 
 def test_the_report_shows_one_timeline_row_per_video_of_a_question(suite: tuple[Path, list], tmp_path: Path) -> None:

@@ -1028,6 +1028,16 @@ def _tiny_example(root: Path) -> Any:
     return frameselect.datasets.create("tiny", root=str(_GENERATED.setdefault("tiny", root)))
 
 
+@register_example("datasets", "local")
+def _local_example(root: Path) -> Any:
+    from frameselect.datasets.tiny import ensure_videos
+
+    videos = ensure_videos(root)
+    line = {"video": videos["tiny_a"].name, "question": "What colour?", "options": ["red", "green"], "answer": "B", "evidence": [[4.0, 4.6]]}
+    (root / "questions.jsonl").write_text(json.dumps(line) + "\n", encoding="utf-8")
+    return frameselect.datasets.create("local", file=str(root / "questions.jsonl"))
+
+
 @register_example("datasets", "haystack")
 def _haystack_example(root: Path) -> Any:
     return frameselect.datasets.create("haystack", n_videos=1, minutes=0.25, root=str(_GENERATED.setdefault("haystack", root)))

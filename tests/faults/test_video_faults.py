@@ -75,7 +75,7 @@ def test_full_file_is_not_truncated(faststart: Path) -> None:
 @pytest.mark.parametrize("decoders", [1, 2, 3])
 def test_damage_in_the_middle_is_corruption_not_truncation(faststart: Path, tmp_path: Path, decoders: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """The same error with one decoder or several side by side, and every frame before the damage first."""
-    from frameselect.video.decode import VideoFrameSource
+    from frameselect.video.source import VideoFrameSource
 
     monkeypatch.setattr(VideoFrameSource, "parallel_decoders", decoders)
     data = bytearray(faststart.read_bytes())

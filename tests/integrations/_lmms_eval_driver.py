@@ -15,7 +15,23 @@ import runpy
 import sys
 from typing import Any
 
-import transformers
+
+class _Blocked:
+    """``$FS_BLOCK_MODULES`` (comma-separated): modules made impossible to find or import, as if not installed."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name.split(".")[0] in self.names:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+if os.environ.get("FS_BLOCK_MODULES"):
+    sys.meta_path.insert(0, _Blocked(set(os.environ["FS_BLOCK_MODULES"].split(","))))
+
+import transformers  # noqa: E402
 
 LOG = os.environ["FS_GENERATE_LOG"]
 

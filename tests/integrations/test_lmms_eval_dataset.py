@@ -119,3 +119,38 @@ def test_an_lmms_eval_run_is_replayed_with_the_task_given_again(tmp_path: Path, 
     capsys.readouterr()
     assert main(["replay", run_id, "-a", "oracle", "-D", f"task={yaml}", "--store", str(store), "--no-progress"]) == 2
     assert "-D/--dataset-param needs --dataset" in capsys.readouterr().err
+
+
+MC_DOCS = [
+    {"video": "a.mp4", "question": "Which object?", "options": ["a cup", "a dog", "a car", "a tree"], "answer": 1, "evidence": [2.0, 4.5]},
+    {"video": "b.mp4", "question": "Which colour?", "options": ["red", "blue"], "answer": "blue", "evidence": [[0, 1], [3, 5]]},
+    {"video": "a.mp4", "question": "Which one?", "options": ["x", "y", "z"], "answer": "C"},
+]
+MC_YAML = TASK_YAML.replace("doc_to_target: '{{answer}}!'\n", "doc_to_target: answer\ndoc_to_choice: options\n")
+
+
+def test_a_multiple_choice_task_gives_its_options_answers_as_letters_and_evidence(tmp_path: Path) -> None:
+    from frameselect.types import Span
+
+    samples = LmmsEvalTask(task=str(write_task(tmp_path, docs=MC_DOCS, yaml=MC_YAML))).samples()
+    assert [s.query.options for s in samples] == [("a cup", "a dog", "a car", "a tree"), ("red", "blue"), ("x", "y", "z")]
+    # an index into the options (lmms-eval's doc_to_choice scoring), an option's text, a letter
+    assert [s.answer for s in samples] == ["B", "B", "C"]
+    assert [s.evidence for s in samples] == [(Span(2.0, 4.5),), (Span(0.0, 1.0), Span(3.0, 5.0)), ()]
+    assert [s.query.text for s in samples] == ["Q: Which object? A:", "Q: Which colour? A:", "Q: Which one? A:"]
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        ({"options": [], "answer": 0}, "doc_to_choice.*non-empty list of options"),
+        ({"options": "abc", "answer": 0}, "doc_to_choice.*non-empty list of options"),
+        ({"options": ["p", "q"], "answer": 5}, "doc_to_target.*neither an option's index, text nor letter"),
+        ({"options": ["p", "q"], "answer": "r"}, "doc_to_target.*neither an option's index, text nor letter"),
+        ({"options": ["p", "q"], "answer": 0, "evidence": [5, 1]}, "evidence"),
+    ],
+)
+def test_a_bad_multiple_choice_document_is_named(tmp_path: Path, doc: dict[str, object], message: str) -> None:
+    docs = [{"video": "a.mp4", "question": "?", **doc}]
+    with pytest.raises(AnnotationError, match=message):
+        LmmsEvalTask(task=str(write_task(tmp_path, docs=docs, yaml=MC_YAML))).samples()

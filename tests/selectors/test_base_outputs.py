@@ -43,6 +43,8 @@ def test_scored_carries_the_scores() -> None:
         Scored([0, 2], [0.5])
 
 
-def test_the_old_pair_still_reads_with_a_deprecation_warning() -> None:
-    with pytest.warns(DeprecationWarning, match="return frameselect.selectors.base.Scored"):
-        assert _select(([0, 2], [0.5, 0.25]), 2) == ((0, 2), (0.5, 0.25))
+def test_the_old_pair_is_a_contract_error_naming_scored() -> None:
+    with pytest.raises(ContractError, match=r"returned tuple holding something other than frame indices .*Scored\(indices, scores\)"):
+        _select(([0, 2], [0.5, 0.25]), 2)
+    with pytest.raises(ContractError, match="returned list holding something other than frame indices"):
+        _select([0, "x"], 2)

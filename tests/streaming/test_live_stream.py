@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 from frameselect.errors import ConfigError, VideoError
 from frameselect.registry import encoders, streaming
 from frameselect.streaming.drive import run_stream
-from frameselect.video.decode import candidates
+from frameselect.video.pool import candidates
 from frameselect.video.stream import LiveSource, StreamFrame, replay_file
 from frameselect.video.synth import write_frames
 

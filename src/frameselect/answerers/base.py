@@ -157,7 +157,7 @@ class Answerer(Part):
     """
 
     kind: ClassVar[str] = "answerers"
-    #: True for backends that see the ground truth (upper bounds such as ``oracle``)
+    #: True for backends that see the ground truth (such as ``oracle``, which scores evidence coverage)
     is_oracle: ClassVar[bool] = False
     #: the backend looks at pixels (replay decodes the selected frames for it)
     needs_frames: ClassVar[bool] = True
@@ -191,6 +191,19 @@ class Answerer(Part):
 
     def answer(self, requests: Sequence[AnswerRequest]) -> list[Answer]:
         raise NotImplementedError
+
+    def loaded(self, seconds: float) -> None:
+        """Note ``seconds`` spent loading a model (or an engine): kept apart from the answers' ``latency_s``, which leave it out.
+
+        A backend that loads lazily inside :meth:`answer` times the load, says
+        so here and subtracts it from that answer's latency; the run records the
+        sum as its ``answerer_load_ms`` counter (:meth:`take_load_seconds`).
+        """
+        self.__dict__["_load_seconds"] = self.__dict__.get("_load_seconds", 0.0) + float(seconds)
+
+    def take_load_seconds(self) -> float:
+        """The seconds noted by :meth:`loaded` since the last call (then zero)."""
+        return float(self.__dict__.pop("_load_seconds", 0.0))
 
     def option_logprobs(self, requests: Sequence[AnswerRequest]) -> list[NDArray[np.float64]]:
         """Log-probabilities of each request's options (one array of length ``len(options)``, log-sum-exp 0).

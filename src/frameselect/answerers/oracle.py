@@ -1,8 +1,12 @@
-"""``oracle``: an UPPER BOUND that sees the ground truth, not a model.
+"""``oracle``: EVIDENCE COVERAGE (strict), scored as an answer; it sees the ground truth, not a model.
 
 It answers correctly exactly when the selected frames cover the evidence the
 question needs, and wrongly otherwise, so its accuracy is the fraction of
-questions whose evidence the selector captured. Rules, by
+questions whose evidence the selector captured. It is not an upper bound on a
+reader's accuracy: a reader is also credited for a guess that happens to be
+right and for an answer read from part of the evidence (the second of two
+ordering spans, most of a count), where the oracle answers a wrong letter.
+Tables label it ``oracle (coverage, strict)`` (:data:`ORACLE_LABEL`). Rules, by
 ``metadata["coverage"]`` (set by the haystack questions; other datasets get
 ``"all_spans"``):
 
@@ -38,7 +42,19 @@ from frameselect.answerers.base import Answerer, AnswerRequest, option_letters
 from frameselect.registry import answerers
 from frameselect.types import Answer, Sample, Span
 
-__all__ = ["Oracle", "covers", "covers_across", "wrong_letter"]
+__all__ = ["Oracle", "ORACLE_LABEL", "covers", "covers_across", "wrong_letter", "answerer_label"]
+
+#: what the oracle's accuracy measures, as tables and answers name it
+ORACLE_LABEL = "evidence coverage, strict"
+
+
+def answerer_label(name: str) -> str:
+    """How a table heads an answerer's column: the oracle with what it measures (not an upper bound), others by name.
+
+    >>> answerer_label("oracle"), answerer_label("label_reader")
+    ('oracle (coverage, strict)', 'label_reader')
+    """
+    return f"{name} (coverage, strict)" if name == "oracle" else name
 
 
 def _hits(times: Sequence[float], spans: Sequence[Span] | Sequence[Sequence[float]]) -> int:
@@ -109,10 +125,11 @@ def wrong_letter(sample: Sample) -> str:
 
 @answerers.register("oracle")
 class Oracle(Answerer):
-    """UPPER BOUND (sees the ground truth): right iff the selection covers the evidence.
+    """Evidence coverage, strict (sees the ground truth): right iff the selection covers the evidence.
 
-    Not a model: its accuracy is evidence coverage under the rules of
-    :func:`covers` (module docstring). Tables label it ``oracle``.
+    Not a model and not an upper bound: its accuracy is evidence coverage under
+    the rules of :func:`covers` (module docstring); readers are also credited
+    for guesses and partial evidence. Tables label it ``oracle (coverage, strict)``.
     """
 
     is_oracle: ClassVar[bool] = True
@@ -127,5 +144,5 @@ class Oracle(Answerer):
             else:
                 ok = covers(r.sample, r.timestamps)
             text = (r.sample.answer or "") if ok else wrong_letter(r.sample)
-            out.append(Answer(text=text, latency_s=time.perf_counter() - start, model="oracle (upper bound)"))
+            out.append(Answer(text=text, latency_s=time.perf_counter() - start, model=f"oracle ({ORACLE_LABEL})"))
         return out

@@ -254,6 +254,13 @@ class TransformersVLM(Answerer):
     def _ensure_loaded(self) -> None:
         if self._ready:
             return
+        start = time.perf_counter()
+        try:
+            self._load_model()
+        finally:
+            self.loaded(time.perf_counter() - start)  # apart from the answers' latencies, which start after it
+
+    def _load_model(self) -> None:
         if self._model is None:
             import transformers
 
@@ -409,6 +416,10 @@ class TransformersVLM(Answerer):
     def _answer_one(self, request: AnswerRequest) -> Answer:
         import torch
 
+        try:
+            self._ensure_loaded()  # before the clock starts: the model's load is noted apart (Answerer.loaded)
+        except Exception as exc:
+            return Answer(text="", latency_s=0.0, model=self.model_id, error=f"{type(exc).__name__}: {exc}")
         start = time.perf_counter()
         try:
             windows = window_request(request.sample, request.pool.duration)

@@ -1,6 +1,6 @@
 """``frameselect bench --cross-video``: the cross-video section (docs/crossvideo.md).
 
-The questions of :mod:`frameselect.bench.cross` over the default haystack suite's own videos
+The questions of :mod:`frameselect.datasets._cross_suite` over the default haystack suite's own videos
 (same configuration, so their features are shared with the default run), answered by one
 answering backend (default ``label_ocr_reader``) after each *arm* chooses frames at the same
 total budget per question:
@@ -139,11 +139,12 @@ def run_cross_bench(config: CrossBenchConfig, say: Callable[[str], None] | None 
 
 def format_cross_report(rows: Sequence[CrossArmRow], answerer: str = "") -> str:
     """One table per budget: accuracy [95% interval], difference to uniform/equal, evidence recall, accuracy by level, HOLMES' rates."""
+    from frameselect.answerers.oracle import answerer_label
     from frameselect.stats import format_interval
 
     out = []
     for k in sorted({r.k for r in rows}):
-        out.append(f"cross-video suite, total budget k={k} per question{f', answered by {answerer}' if answerer else ''}")
+        out.append(f"cross-video suite, total budget k={k} per question{f', answered by {answerer_label(answerer)}' if answerer else ''}")
         out.append(
             f"{'arm':<14} {'n':>3} {'accuracy [95% CI]':<24} {'vs uniform/equal (p)':<30} {'ev.recall':>9} {'comparison':>10} {'track/retr':>10} {'integrated':>10} {'slots':>6} {'gate':>5}"
         )

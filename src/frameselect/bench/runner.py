@@ -436,6 +436,7 @@ def fill_summary(result: BenchResult) -> list[str]:
 def format_report(result: BenchResult) -> str:
     """The printed tables: per budget, selectors × answerers, and accuracy by question kind; then the selectors the fill rule stood in for."""
     from frameselect.analysis import FILL_COLUMN, fill_note, format_fill_share
+    from frameselect.answerers.oracle import answerer_label
     from frameselect.render import Column, Table, Value, render
 
     metric = result.answer_metric
@@ -448,7 +449,10 @@ def format_report(result: BenchResult) -> str:
         f"({', '.join(f'{k} {result.kinds[k]}' for k in kinds_present)}); pool {result.config.pool}; "
         f"relevance encoder {result.config.encoder}; store {result.config.store}"
     )
-    out.append("accuracy = mc_accuracy; oracle = UPPER BOUND (right iff the selected frames cover the evidence); recall = evidence_recall")
+    out.append(
+        "accuracy = mc_accuracy; oracle = evidence coverage, strict (right iff the selected frames cover all the evidence, else a wrong letter;"
+        " not an upper bound: readers are credited for guesses and partial evidence); recall = evidence_recall"
+    )
     for k in result.config.budgets:
         rows = [r for r in result.rows if r.k == k]
         if not rows:
@@ -459,7 +463,7 @@ def format_report(result: BenchResult) -> str:
         out.append(f"### k = {k}")
         table = Table(
             [Column("selector")]
-            + [Column(a + (" (upper bound)" if a == "oracle" else ""), "number", fmt=_fmt, higher_is_better=True) for a in answerers]
+            + [Column(answerer_label(a), "number", fmt=_fmt, higher_is_better=True) for a in answerers]
             + [Column("recall", "number", fmt=_fmt, higher_is_better=True), Column("precision", "number", fmt=_fmt, higher_is_better=True)]
             + [Column("select ms", "number", fmt=lambda v: _fmt(v, ".1f"), higher_is_better=False)]
             + [Column(FILL_COLUMN, "number", fmt=format_fill_share)]
@@ -482,7 +486,9 @@ def format_report(result: BenchResult) -> str:
         out.append("")
         beside_oracle = "oracle" in answerers and primary != "oracle"  # the oracle alone is not printed beside itself
         out.append(
-            f"accuracy by question kind at k = {k} ({primary} / oracle upper bound):" if beside_oracle else f"accuracy by question kind at k = {k} ({primary}):"
+            f"accuracy by question kind at k = {k} ({primary} / oracle coverage, strict):"
+            if beside_oracle
+            else f"accuracy by question kind at k = {k} ({primary}):"
         )
         kind_table = Table([Column("selector"), *(Column(kind) for kind in kinds_present)])
         for s in order:

@@ -1,12 +1,13 @@
 """``frameselect bench --stream``: every streaming selector on the streaming suite, at several memory sizes.
 
-The haystack suite (:mod:`frameselect.bench.haystack`) with its single-span
+The haystack suite (:mod:`frameselect.datasets._haystack_suite`) with its single-span
 questions asked before and after their evidence
 (:mod:`frameselect.bench.stream_suite`) is streamed through each streaming
 selector that works without the question (the ``later`` setting) at each
 memory size, with the encoder's embeddings from the feature cache, answered by
-``answerer`` (default the oracle, an upper bound: right exactly when the memory
-gave frames of the evidence), into the bench store. Rows: accuracy, the
+``answerer`` (default the oracle, which scores evidence coverage, strict: right
+exactly when the memory gave frames of all the evidence; not an upper bound on
+a reader's accuracy), into the bench store. Rows: accuracy, the
 memory's evidence recall, accuracy by delay group, ``observe`` latency (mean,
 p99) and peak memory, per selector and memory size.
 """
@@ -64,19 +65,20 @@ def _streaming_selectors(patterns: Sequence[str]) -> list[str]:
 
 def run_stream_bench(config: StreamBenchConfig, *, log: Callable[[str], None] | None = None, progress: bool | None = None) -> list[StreamBenchRow]:
     """Run every chosen streaming selector at every memory size on the streaming suite; one row each."""
-    from frameselect.bench.haystack import HaystackConfig, ensure_suite
-    from frameselect.bench.questions import questions_for
     from frameselect.bench.runner import _dirs, _make_answerer
     from frameselect.bench.stream_suite import stream_questions
+    from frameselect.datasets._haystack_questions import questions_for
+    from frameselect.datasets._haystack_suite import HaystackConfig, ensure_suite
     from frameselect.errors import ConfigError
-    from frameselect.plan import check_budget, resolve
+    from frameselect.parts import check_budget
+    from frameselect.plan import resolve
     from frameselect.streaming.evaluate import evaluate_stream
 
     say = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     names = _streaming_selectors(config.selectors)
     if not names:
         raise ConfigError(f"no streaming selector of the 'later' setting matches {list(config.selectors)}; see frameselect list streaming")
-    check_budget(config.k)
+    check_budget(config.k, error=ConfigError, hint="CLI -k")
     for name in names:  # each selector at each memory size is built once here: a value out of range is refused before the suite is
         for memory in config.memories:
             resolve("streaming", name, memory=memory)
@@ -118,8 +120,9 @@ def _f(value: float | None, spec: str) -> str:
     return "–" if value is None or not math.isfinite(value) else format(value, spec)
 
 
-def format_stream_report(rows: Sequence[StreamBenchRow]) -> str:
-    """A Markdown table: one line per selector and memory size; accuracy by delay group in columns."""
+def format_stream_report(rows: Sequence[StreamBenchRow], answerer: str = "") -> str:
+    """A Markdown table: one line per selector and memory size; accuracy by delay group in columns (``answerer``: named above it)."""
+    from frameselect.answerers.oracle import answerer_label
     from frameselect.streaming.evaluate import DELAY_GROUPS
 
     groups = [g for g, _ in DELAY_GROUPS if any(g in r.by_delay for r in rows)]
@@ -134,7 +137,8 @@ def format_stream_report(rows: Sequence[StreamBenchRow]) -> str:
         "peak KiB",
         "failed",
     ]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines = [f"accuracy: answered by {answerer_label(answerer)}", ""] if answerer else []
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         t = r.table
         cells = [r.selector, str(r.memory), _f(t.get("mc_accuracy"), ".3f"), _f(t.get("memory_evidence_recall"), ".3f")]

@@ -1,7 +1,7 @@
 """The streaming suite: haystack questions asked at moments of the stream, before and after their evidence.
 
 Each single-span ("needle") question of the haystack suite
-(:mod:`frameselect.bench.questions`) gets one more option, :data:`NOT_YET`
+(:mod:`frameselect.datasets._haystack_questions`) gets one more option, :data:`NOT_YET`
 ("not shown yet"), appended after the others (the letters of the others do
 not change), and is asked at several stream times (``Sample.asked_at``):
 

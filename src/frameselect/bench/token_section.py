@@ -12,18 +12,50 @@ accuracy at ``k`` frames and at the matching token budget, and the
 significant inversions (a pair whose order flips with a paired p-value below
 0.05 at both budgets; :func:`frameselect.stats.rank_analysis`, clustered by
 video).
+
+The downsampling baseline (the arm ``downsampled``): at each token budget,
+every selector that sends its frames at one size runs again with as many
+frames as the mixed-resolution selector spends that budget on (the first
+mixed-resolution selector of the run, else ``multires`` with its defaults),
+all of them shrunk to the one size that fits the budget (policy ``fixed_k``):
+the same frames and the same tokens, with the resolution spent evenly
+instead of on a few sharp frames. Each mixed-resolution selector is compared
+with the downsampled arm of its inner selector (the same frames: ``multires``
+over ``uniform`` against ``uniform`` downsampled), and each selector's
+downsampled arm with its frames as sent (fewer, sharper frames at the same
+tokens): paired differences of per-question accuracy, sign-flip p-values
+clustered by video (:func:`frameselect.stats.paired_difference`), Holm-corrected
+over the comparisons of one budget.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["TOKEN_MODEL", "TokenRow", "TokenComparison", "TokenSection", "token_budgets", "run_token_section", "format_token_section"]
+if TYPE_CHECKING:
+    from frameselect.stats import PairedDifference
+
+__all__ = [
+    "TOKEN_MODEL",
+    "DOWNSAMPLED",
+    "TokenRow",
+    "TokenComparison",
+    "DownsampledComparison",
+    "TokenSection",
+    "token_budgets",
+    "downsampled_frames",
+    "holm",
+    "run_token_section",
+    "format_token_section",
+]
 
 #: the cost model the section prices frames with
 TOKEN_MODEL = "qwen2_5_vl"
+#: the name of the downsampling baseline's arm
+DOWNSAMPLED = "downsampled"
 
 
 @dataclass(frozen=True)
@@ -37,6 +69,21 @@ class TokenRow:
     mean_frames: float
     mean_tokens: float
     run_id: str
+    #: ``"as sent"`` (the selector's own sizes), or :data:`DOWNSAMPLED` (more frames, all shrunk to fit)
+    arm: str = "as sent"
+
+
+@dataclass(frozen=True)
+class DownsampledComparison:
+    """Accuracy of ``a`` minus accuracy of ``b`` at one token budget (arms named ``"selector (arm)"``), paired by question."""
+
+    k: int
+    tokens: int
+    a: str
+    b: str
+    diff: PairedDifference
+    #: Holm-adjusted p-value over the comparisons of this budget
+    p_holm: float
 
 
 @dataclass(frozen=True)
@@ -57,6 +104,50 @@ class TokenSection:
     rows: list[TokenRow] = field(default_factory=list)
     comparisons: list[TokenComparison] = field(default_factory=list)
     seconds: float = 0.0
+    #: per frame budget k: (frames, (height, width) each is sent at, tokens they cost) of the downsampled arm
+    downsampled: dict[int, tuple[int, tuple[int, int], int]] = field(default_factory=dict)
+    against_downsampled: list[DownsampledComparison] = field(default_factory=list)
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values (NaN stays NaN and is not counted).
+
+    >>> holm([0.01, 0.04, 0.03])
+    [0.03, 0.06, 0.06]
+    """
+    finite = sorted((p, i) for i, p in enumerate(p_values) if not math.isnan(p))
+    out = [math.nan] * len(p_values)
+    running, m = 0.0, len(finite)
+    for rank, (p, i) in enumerate(finite):
+        running = max(running, min(1.0, (m - rank) * p))
+        out[i] = round(running, 12)
+    return out
+
+
+def _is_mixed(selector: Any) -> bool:
+    try:
+        return selector.frame_scales(4) is not None
+    except Exception:  # a selector that cannot say is taken as sending one size
+        return False
+
+
+def downsampled_frames(samples: Sequence[Any], pool: str, tokens: int, mixed: Any, features_dir: Any) -> tuple[int, tuple[int, int], int]:
+    """The downsampled arm at ``tokens``: the frames ``mixed`` (a mixed-resolution selector) spends them on, and the one size that many fit at.
+
+    Returns (frames, (height, width), tokens they cost), planned for the suite's first video (the suite's videos share one size and length).
+    """
+    from frameselect.cache import Cache
+    from frameselect.run import RunContext, build_pool
+    from frameselect.token_budget import plan_frames, plan_mixed, video_size
+    from frameselect.tokens import token_model
+
+    ctx = RunContext(cache=Cache(features_dir))
+    first = build_pool(samples[0], pool, ctx)
+    size = video_size(first, ctx)
+    model = token_model(TOKEN_MODEL)
+    n = plan_mixed(int(tokens), model, size, mixed.frame_scales, len(first)).k
+    plan = plan_frames(int(tokens), model, size, "fixed_k", k=n, max_frames=len(first))
+    return plan.k, plan.size, plan.tokens
 
 
 def token_budgets(samples: Sequence[Any], pool: str, budgets: Sequence[int], features_dir: Any) -> dict[int, int]:
@@ -101,53 +192,91 @@ def run_token_section(
     import time
 
     from frameselect.pipeline import evaluate
-    from frameselect.stats import RankGroup, rank_analysis
+    from frameselect.stats import RankGroup, paired_difference, rank_analysis
 
     start = time.perf_counter()
     section = TokenSection(token_budgets(samples, pool, budgets, features_dir))
     ans_name, ans = answerer
     clusters = {s.id: s.video for s in samples}
+    mixed_parts = [(n, sel) for n, sel in chosen if _is_mixed(sel)]
+    if mixed_parts:
+        reference = mixed_parts[0][1]
+    else:
+        from frameselect.registry import selectors as selector_registry
+
+        reference = selector_registry.create("multires")
+
+    def one_run(name: str, sel: Any, k: int, tokens: int, policy: str, arm: str) -> dict[str, float] | None:
+        encodes = set(sel.needs) & {"embeddings", "text", "relevance"}
+        label = f"{name}@tokens={tokens}·{ans_name}" if arm == "as sent" else f"{name}·{arm}×{k}@tokens={tokens}·{ans_name}"
+        result = evaluate(
+            selector=sel,
+            evaluators=evaluators,
+            dataset=dataset,
+            k=k,
+            encoder=encoder if encodes else None,
+            answerer=ans,
+            pool=pool,
+            seed=seed,
+            store=store,
+            cache_dir=features_dir,
+            by="kind",
+            progress=False,
+            label=label,
+            executor=executor or "serial",
+            tokens=tokens,
+            token_policy=policy,
+            token_model=TOKEN_MODEL,
+        )
+        ok = [r for r in result.records if r.status == "ok"]
+        if not ok:
+            return None
+        section.rows.append(
+            TokenRow(
+                name,
+                k,
+                tokens,
+                float(result.table.get(answer_metric, float("nan"))),
+                float(result.table.get("mean_k", float("nan"))),
+                float(result.table.get("tokens", float("nan"))),
+                result.run_id,
+                arm,
+            )
+        )
+        return {r.sample_id: float(r.metrics.get(answer_metric, float("nan"))) for r in ok}
+
     for k, tokens in section.budgets.items():
         at_frames: dict[str, dict[str, float]] = {}
         at_tokens: dict[str, dict[str, float]] = {}
         for name, sel in chosen:
-            encodes = set(sel.needs) & {"embeddings", "text", "relevance"}
-            result = evaluate(
-                selector=sel,
-                evaluators=evaluators,
-                dataset=dataset,
-                k=k,
-                encoder=encoder if encodes else None,
-                answerer=ans,
-                pool=pool,
-                seed=seed,
-                store=store,
-                cache_dir=features_dir,
-                by="kind",
-                progress=False,
-                label=f"{name}@tokens={tokens}·{ans_name}",
-                executor=executor or "serial",
-                tokens=tokens,
-                token_policy="fixed_res",
-                token_model=TOKEN_MODEL,
-            )
-            ok = [r for r in result.records if r.status == "ok"]
-            if not ok:
+            got = one_run(name, sel, k, tokens, "fixed_res", "as sent")
+            if got is None:
                 continue
-            section.rows.append(
-                TokenRow(
-                    name,
-                    k,
-                    tokens,
-                    float(result.table.get(answer_metric, float("nan"))),
-                    float(result.table.get("mean_k", float("nan"))),
-                    float(result.table.get("tokens", float("nan"))),
-                    result.run_id,
-                )
-            )
-            at_tokens[name] = {r.sample_id: float(r.metrics.get(answer_metric, float("nan"))) for r in ok}
+            at_tokens[name] = got
             if (name, k) in frame_runs:
                 at_frames[name] = _per_sample(store, frame_runs[(name, k)], answer_metric)
+        n_down, size, cost = downsampled_frames(samples, pool, tokens, reference, features_dir)
+        section.downsampled[k] = (n_down, size, cost)
+        down: dict[str, dict[str, float]] = {}
+        for name, sel in chosen:
+            if not _is_mixed(sel):
+                got = one_run(name, sel, n_down, tokens, "fixed_k", DOWNSAMPLED)
+                if got is not None:
+                    down[name] = got
+        pairs: list[tuple[str, str, dict[str, float], dict[str, float]]] = []
+        for name, sel in mixed_parts:
+            inner = str(getattr(sel, "selector", ""))
+            if name in at_tokens and inner in down:
+                pairs.append((f"{name} (as sent)", f"{inner} ({DOWNSAMPLED})", at_tokens[name], down[inner]))
+        for name in down:
+            if name in at_tokens:
+                pairs.append((f"{name} ({DOWNSAMPLED})", f"{name} (as sent)", down[name], at_tokens[name]))
+        diffs = []
+        for _, _, a, b in pairs:
+            ids = sorted(set(a) & set(b))
+            diffs.append(paired_difference([a[i] for i in ids], [b[i] for i in ids], [clusters.get(i, i) for i in ids], seed=seed))
+        for (a_name, b_name, _, _), d, p in zip(pairs, diffs, holm([d.p_value for d in diffs])):
+            section.against_downsampled.append(DownsampledComparison(k, tokens, a_name, b_name, d, p))
         shared = sorted(set(at_frames) & set(at_tokens))
         groups = [
             RankGroup((f"k={k}",), {n: at_frames[n] for n in shared}, clusters),
@@ -163,20 +292,44 @@ def run_token_section(
 
 
 def format_token_section(section: TokenSection, answer_metric: str) -> list[str]:
-    """The printed lines: per token budget, selectors by accuracy with their frames and tokens; then τ and the inversions."""
+    """The printed lines: per token budget, selectors by accuracy with their frames and tokens (both arms); then τ, the inversions and the downsampling baseline."""
+    from frameselect.stats import format_interval, format_p
+
     out = ["", f"## Token budgets ({TOKEN_MODEL} cost model, policy fixed_res)", ""]
     for k, tokens in section.budgets.items():
-        rows = sorted((r for r in section.rows if r.tokens == tokens), key=lambda r: (-r.accuracy, r.selector))
+        rows = sorted((r for r in section.rows if r.tokens == tokens), key=lambda r: (-r.accuracy, r.selector, r.arm))
+        out.append(f"### {tokens} tokens (what {k} frames of the suite cost)")
+        if k in section.downsampled:
+            n, (h, w), cost = section.downsampled[k]
+            out.append(
+                f"({DOWNSAMPLED}: {n} frames at {w} x {h}, {cost} tokens, policy fixed_k: the frames the mixed-resolution selector spends the budget on, all at one size)"
+            )
         out += [
-            f"### {tokens} tokens (what {k} frames of the suite cost)",
             "",
-            f"| selector | {answer_metric} | mean frames | mean tokens |",
-            "|---|---|---|---|",
+            f"| selector | arm | {answer_metric} | mean frames | mean tokens |",
+            "|---|---|---|---|---|",
         ]
-        out += [f"| {r.selector} | {r.accuracy:.3f} | {r.mean_frames:.1f} | {r.mean_tokens:.0f} |" for r in rows]
+        out += [f"| {r.selector} | {r.arm} | {r.accuracy:.3f} | {r.mean_frames:.1f} | {r.mean_tokens:.0f} |" for r in rows]
         out.append("")
-    out.append("Does the ranking at equal frames survive at equal tokens?")
+    out.append("Does the ranking at equal frames survive at equal tokens? (arms as sent)")
     for c in section.comparisons:
         flips = "; ".join(f"{b} > {w} at {c.k} frames (p={pa:.3f}), reversed at {c.tokens} tokens (p={pb:.3f})" for b, w, pa, pb in c.inversions)
         out.append(f"- k={c.k} vs {c.tokens} tokens: Kendall tau_b = {c.tau:.3f} over {c.entries} selectors; significant inversions: {flips or 'none'}")
+    if section.against_downsampled:
+        out.append("")
+        out.append(
+            f"Against the downsampling baseline (paired by question, {answer_metric} difference [95% interval], sign-flip p clustered by video, Holm over each budget):"
+        )
+        for d in section.against_downsampled:
+            verdict = ("higher" if d.diff.mean_diff > 0 else "lower") if d.p_holm < 0.05 else "no significant difference"
+            out.append(
+                f"- {d.tokens} tokens: {d.a} - {d.b} = {format_interval(_as_interval(d.diff), signed=True)} "
+                f"(p={format_p(d.diff.p_value)}, Holm {format_p(d.p_holm)}): {verdict}"
+            )
     return out
+
+
+def _as_interval(d: PairedDifference) -> Any:
+    from frameselect.stats import Interval
+
+    return Interval(d.mean_diff, d.low, d.high)

@@ -49,7 +49,7 @@ def parse_value(text: str) -> Any:
         return float(lowered)
     try:
         return json.loads(lowered)
-    except ValueError:
+    except (ValueError, RecursionError):
         return text
 
 

@@ -45,7 +45,7 @@ def run_stream(args: argparse.Namespace) -> int:
     except ValueError as exc:  # ConfigError included
         print(f"frameselect: error: {exc}", file=sys.stderr)
         return 2
-    print(format_stream_report(rows))
+    print(format_stream_report(rows, config.answerer))
     if not args.no_report:
         _write_report(args)
     return 0

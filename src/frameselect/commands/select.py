@@ -1,4 +1,14 @@
-"""``frameselect select``: run one selector on features you bring as ``.npy`` files.
+"""``frameselect select``: frames of your own video files for a question, or one selector on features you bring as ``.npy`` files.
+
+    frameselect select kitchen.mp4 --question "What is poured into the cup?" \\
+        -s topk -k 8 -e imagenet_label --save-frames chosen/
+
+decodes the videos, encodes them where the selector needs features (cached),
+selects and prints the JSON of :meth:`frameselect.own.Chosen.to_json`
+(per video: pool indices, frame numbers, timestamps); ``--save-frames DIR``
+also writes each chosen frame as an image and ``DIR/chosen.json``.
+
+Without video files, the features come as ``.npy`` files:
 
     frameselect select --selector mmr --k 8 --embeddings emb.npy --text q.npy \\
         --param lam=0.7 --output chosen.json
@@ -22,14 +32,27 @@ from pathlib import Path
 from typing import Any
 
 from frameselect.commands._common import parse_params
-from frameselect.errors import FrameselectError
+from frameselect.errors import ConfigError, FrameselectError
 
 ARRAYS = ("embeddings", "text", "scores", "timestamps", "pixels")
 #: flags given once per video (repeated for a question over several videos)
 PER_VIDEO = ("embeddings", "scores", "timestamps", "pixels", "detections", "video_id", "duration")
 
 DESCRIPTION = """\
-Run one selector on features you bring as .npy files and print the chosen
+Your own videos: give the video files, --question (and --option ...), a
+selector and, where it needs features, an encoder (-e):
+
+  frameselect select clip.mp4 --question "What is poured into the cup?" \\
+      -s topk -k 8 -e imagenet_label --save-frames chosen/
+
+prints {"question", "options", "selector", "k", "params", "videos": [{"video",
+"duration", "indices" (pool positions), "frame_indices" (the video's frame
+numbers), "timestamps" (seconds)}, ...]}; --save-frames DIR writes each chosen
+frame as an image (--image-format png or jpg) and this JSON as DIR/chosen.json.
+Several videos with one question: -k is the total, shared by --budget-policy.
+Features are cached (--cache-dir): a second question encodes no frame again.
+
+Your own features: run one selector on .npy files and print the chosen
 frames as JSON.
 
 One video: {"selector", "k", "indices", "timestamps", "params"}.
@@ -104,9 +127,77 @@ def _is_joint(selector: str) -> bool:
     return selector in joint_selectors.names()
 
 
+VIDEO_ONLY = ("question", "option", "encoder", "encoder_param", "save_frames", "image_format", "pool", "cache_dir")
+
+
+def _write(out: str, output: str | None) -> None:
+    if output:
+        try:
+            Path(output).write_text(out + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise FrameselectError(f"--output {output}: cannot write ({exc})") from None
+    else:
+        sys.stdout.write(out + "\n")
+
+
+def run_videos(args: argparse.Namespace) -> int:
+    """Video files given: decode, encode (cached), select, print (and save) the chosen frames."""
+    from frameselect.own import select
+    from frameselect.plan import resolve
+
+    given = [_flag(name) for name in ARRAYS + ("detections",) if getattr(args, name)]
+    if given:
+        raise ConfigError(f"{given[0]} brings a .npy feature file, but video files were given too: give the videos (features are computed), or the .npy files")
+    if not args.question:
+        raise ConfigError('video files need the question: --question "..."')
+    encoder_params = parse_params(args.encoder_param, "-E/--encoder-param")
+    if encoder_params and not args.encoder:
+        raise ConfigError("-E/--encoder-param sets the encoder's parameters: give --encoder NAME (-e) too")
+    encoder = resolve("encoders", args.encoder, **encoder_params) if args.encoder else None
+    chosen = select(
+        args.videos,
+        args.question,
+        selector=args.selector,
+        k=args.k,
+        encoder=encoder,
+        options=args.option or (),
+        pool=args.pool or "fps=1.0",
+        seed=args.seed,
+        selector_params=parse_params(args.param),
+        budget_policy=args.budget_policy,
+        cache_dir=args.cache_dir,
+        decode=bool(args.save_frames),
+    )
+    document = chosen.to_json()
+    if args.save_frames:
+        path = chosen.save(args.save_frames, args.image_format or "png")
+        document = json.loads(path.read_text(encoding="utf-8"))
+        print(f"wrote {len(chosen)} frames and {path.name} to {args.save_frames}", file=sys.stderr)
+    _write(json.dumps(document, indent=2), args.output)
+    return 0
+
+
+def _needs_embeddings(selector: str, params: dict[str, Any]) -> bool:
+    """Whether ``selector`` reads frame embeddings (False where it cannot be created: select_from_arrays says why)."""
+    from frameselect.registry import selectors
+
+    try:
+        return "embeddings" in set(selectors.create(selector, **params).needs)
+    except Exception:
+        return False
+
+
 def run(args: argparse.Namespace) -> int:
     from frameselect.arrays import select_across, select_from_arrays
 
+    if args.videos:
+        return run_videos(args)
+    video_only = [name for name in VIDEO_ONLY if getattr(args, name) not in (None, [], False)]
+    if video_only:
+        flag = "-e/--encoder" if video_only[0] == "encoder" else _flag(video_only[0])
+        raise ConfigError(f"{flag} is for video files: give them first (frameselect select VIDEO... --question ...), or bring .npy features instead")
+    if not any(getattr(args, name) for name in ARRAYS + ("detections",)):
+        raise ConfigError('give video files (frameselect select VIDEO... --question "..."), or features as .npy files (--embeddings, --scores, ...)')
     params = parse_params(args.param)
     clash = sorted(set(params) & {*ARRAYS, "seed"})
     if clash:
@@ -117,6 +208,11 @@ def run(args: argparse.Namespace) -> int:
         for i, path in enumerate(getattr(args, name) or []):
             per_video[i][name] = _load(name, path)
     text = _load("text", args.text[0]) if args.text else None
+    if not args.embeddings and not args.detections and _needs_embeddings(args.selector, params):
+        raise ConfigError(
+            f"selector {args.selector!r} reads frame embeddings: give them (--embeddings F.npy), "
+            f'or give the video files and an encoder: frameselect select VIDEO --question "..." -s {args.selector} -e color_histogram'
+        )
     if args.detections:
         if args.embeddings:
             raise FrameselectError("--detections and --embeddings both give the per-frame matrix; pass one")
@@ -133,24 +229,26 @@ def run(args: argparse.Namespace) -> int:
     else:
         arrays = {**per_video[0], **({"text": text} if text is not None else {})}
         result = select_from_arrays(args.selector, args.k, seed=args.seed, **arrays, **params)
-    out = json.dumps(result, indent=2)
-    if args.output:
-        try:
-            Path(args.output).write_text(out + "\n", encoding="utf-8")
-        except OSError as exc:
-            raise FrameselectError(f"--output {args.output}: cannot write ({exc})") from None
-    else:
-        sys.stdout.write(out + "\n")
+    _write(json.dumps(result, indent=2), args.output)
     return 0
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "select",
-        help="run one selector on your own features (.npy files) and print the chosen frames as JSON",
+        help="choose frames of your own videos for a question (or run one selector on .npy features) and print them as JSON",
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    p.add_argument("videos", nargs="*", metavar="VIDEO", help="video files (several: one question over all of them); leave out for .npy features")
+    p.add_argument("--question", "-q", metavar="TEXT", help="the question, with video files")
+    p.add_argument("--option", action="append", metavar="TEXT", help="an answer option (repeatable, in order), with video files")
+    p.add_argument("--encoder", "-e", metavar="NAME", help="encoder for selectors that need features, with video files (see 'frameselect list encoders')")
+    p.add_argument("--encoder-param", "-E", action="append", metavar="NAME=VALUE", help="encoder parameter (repeatable)")
+    p.add_argument("--save-frames", metavar="DIR", help="write each chosen frame as an image into DIR, with DIR/chosen.json")
+    p.add_argument("--image-format", choices=("png", "jpg"), default=None, help="image format of --save-frames (default: png)")
+    p.add_argument("--pool", default=None, help="candidate frames of a video: fps=R, keyframes, uniform=N or all (default: fps=1.0)")
+    p.add_argument("--cache-dir", default=None, help="feature cache folder (default: ~/.cache/frameselect/features or $FRAMESELECT_CACHE)")
     p.add_argument(
         "--selector", "-s", required=True, help="registered selector name (see 'frameselect list selectors'), or a joint selector over several videos"
     )

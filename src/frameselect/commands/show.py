@@ -89,7 +89,8 @@ def _samples_table(records: list[SampleRecord]) -> Table:
 
     table = Table([Column("sample"), Column("status"), Column("selection"), Column("filled", "int"), Column("error")])
     for r in records:
-        table.add(r.sample_id, r.status, str(list(r.selection)), r.filled, r.error or "")
+        frames = "; ".join(f"{v.video}: {list(v.indices)}" for v in r.videos) if r.videos else str(list(r.selection))
+        table.add(r.sample_id, r.status, frames, r.filled, r.error or "")
     return table
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 
 from frameselect.commands._common import add_store_arg
@@ -18,12 +19,43 @@ def add_format_arg(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _positive_number(text: str) -> float:
+    """A finite number above 0 (``nan``, ``inf`` and ``0`` are refused by argparse, naming the option)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a finite number above 0")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of at least 1")
+    return value
+
+
+def _level(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 < value < 1.0:  # false for nan too
+        raise argparse.ArgumentTypeError(f"{text!r}: give a level between 0 and 1, e.g. 0.95")
+    return value
+
+
 def add_stats_args(parser: argparse.ArgumentParser) -> None:
     """Options shared by ``table`` and ``ranks``: metrics, breakdown and resampling."""
     parser.add_argument("--metric", "-m", action="append", help="only this metric (repeatable, or comma-separated)")
     parser.add_argument("--cluster", default="video", help="resampling unit: video (default), none (each sample) or a metadata field")
-    parser.add_argument("--boot", type=int, default=1000, help="bootstrap resamples (default: %(default)s)")
-    parser.add_argument("--level", type=float, default=0.95, help="interval level (default: %(default)s)")
+    parser.add_argument("--boot", type=_positive_int, default=1000, help="bootstrap resamples (default: %(default)s)")
+    parser.add_argument("--level", type=_level, default=0.95, help="interval level (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="resampling seed (default: %(default)s)")
 
 
@@ -61,7 +93,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--by", default=None, help="also break each run down by this metadata field, e.g. kind")
     p.add_argument(
         "--at-tokens",
-        type=float,
+        type=_positive_number,
         default=None,
         metavar="N",
         help="compare at equal cost: per configuration, the run spending the most visual tokens per sample within N",

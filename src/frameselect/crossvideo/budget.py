@@ -64,6 +64,8 @@ def largest_remainder(weights: Sequence[float] | NDArray[Any], total: int, caps:
         raise ValueError(f"share weights must be finite and non-negative, got {w.tolist()}")
     if isinstance(total, bool) or int(total) != total or total < 0:
         raise ValueError(f"a total budget is a non-negative whole number, got {total!r}")
+    if total > 2**53:
+        raise ValueError(f"a total budget of {total} is too large to share exactly (at most 2**53)")
     cap = np.asarray(caps if caps is not None else [int(total)] * n, dtype=np.int64)
     if cap.shape != (n,) or np.any(cap < 0):
         raise ValueError("caps must be one non-negative whole number per entry")
@@ -264,6 +266,15 @@ class CrossVidShare(BudgetPolicy):
     """
 
     keeps_total = False
+
+    def shares(self, sample: Sample, pools: Mapping[str, CandidatePool], total: int, features: Mapping[str, Features] | None = None) -> dict[str, int]:
+        n = len(sample.video_refs)
+        if 0 < int(total) < n:
+            raise SelectionError(
+                f"sample {sample.id!r}: budget policy 'crossvid' gives each of its {n} videos {int(total)} // {n} = 0 frames "
+                f"(CrossVid's scripts drop the remainder); give a budget of at least {n} frames, or use budget policy 'equal', which keeps the total"
+            )
+        return super().shares(sample, pools, total, features)
 
     def _shares(self, ids: list[str], pools: Mapping[str, CandidatePool], total: int, features: Mapping[str, Features]) -> dict[str, int]:
         return {i: min(total // len(ids), len(pools[i])) for i in ids}

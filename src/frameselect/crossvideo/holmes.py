@@ -159,7 +159,7 @@ class Holmes(JointSelector):
     """HOLMES-style slots, risk-conditioned localisation, certificates, bindings, audit and gate (module docstring)."""
 
     needs: ClassVar[frozenset[str]] = frozenset({"relevance", "embeddings"})
-    #: the run hands it the encoder (slot targets' relevance) and lets it read out through the answerer
+    #: the run hands it the encoder (slot targets' relevance) and takes its answer through read_out (JointSelector.drives_answerer)
     drives_answerer: ClassVar[bool] = True
     param_ranges = {
         "fill_score": Range(ge=0),
@@ -303,6 +303,14 @@ class Holmes(JointSelector):
             return super().select(sample, pools, features, total)
         finally:
             del self._sample
+
+    def use_encoder(self, encoder: Any) -> None:
+        """The run's encoder scores the slots' text targets (:meth:`_relevance`)."""
+        self.encoder = encoder
+
+    def answer_view(self, multi: MultiSelection) -> MultiSelection:
+        """The answerer sees the frames of the filled slots (:func:`filled_selection`)."""
+        return filled_selection(multi, self)
 
     # -- audit and read-out ------------------------------------------------------------
     def audit(self, sample: Sample) -> tuple[list[int], dict[str, Any]]:

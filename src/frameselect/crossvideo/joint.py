@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 import zlib
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -22,7 +22,7 @@ from frameselect.crossvideo.budget import BudgetPolicy, EqualShare, union_releva
 from frameselect.errors import SelectionError
 from frameselect.parts import Part, Range
 from frameselect.selectors.base import Selector, check_budget
-from frameselect.types import CandidatePool, Features, MultiSelection, Sample, Selection
+from frameselect.types import Answer, CandidatePool, Features, MultiSelection, Sample, Selection
 
 __all__ = ["JointSelector", "TopKUnion", "BindingSelector", "select_across_videos", "video_seed", "one_video_sample"]
 
@@ -37,6 +37,31 @@ class JointSelector(Part):
 
     kind: ClassVar[str] = "joint_selectors"
     needs: ClassVar[frozenset[str]] = frozenset({"relevance"})
+    #: the selector drives the answerer (``holmes``): the run hands it the encoder
+    #: (:meth:`use_encoder`), shows the answerer :meth:`answer_view` of its selection and takes the
+    #: answer through :meth:`read_out`. Such a selector needs an answerer, a router may assign it only
+    #: alone, a replay cannot swap the answerer in, and selecting from arrays refuses it.
+    drives_answerer: ClassVar[bool] = False
+
+    def use_encoder(self, encoder: Any) -> None:
+        """Take the run's encoder (a live object, not configuration), for a selector that scores its own text targets; default: unused."""
+
+    def answer_view(self, multi: MultiSelection) -> MultiSelection:
+        """The selections the answerer sees, of the ones :meth:`select` made; default: all of them."""
+        return multi
+
+    def audit(self, sample: Sample) -> tuple[list[int], dict[str, Any]] | None:
+        """What :meth:`read_out` needs of this sample's selection, taken right after it (a run may select several samples before answering); default: nothing."""
+        return None
+
+    def read_out(self, sample: Sample, answer: Answer, audited: tuple[list[int], dict[str, Any]] | None = None) -> tuple[Answer, dict[str, Any]]:
+        """The answer a selector that drives the answerer gives for the backend's ``answer``, and the record the run stores under the selector's name."""
+        raise NotImplementedError(f"joint selector {self.name!r} does not drive the answerer (drives_answerer is false)")
+
+    @staticmethod
+    def metrics(record: Mapping[str, Any]) -> dict[str, float]:
+        """The metrics a :meth:`read_out` record adds to the sample's; default: none."""
+        return {}
 
     def frame_scales(self, n: int) -> tuple[float, ...] | None:
         """Joint selectors send every frame at its decoded size (no mixed resolution): None, as :meth:`Selector.frame_scales` says."""

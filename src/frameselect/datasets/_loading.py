@@ -173,12 +173,18 @@ def _no_records(path: Path) -> AnnotationError:
     return annotation_error(Where(path), None, "holds no records (an empty annotation file makes an empty dataset)")
 
 
+#: what a JSON text nested deeper than the reader follows is told
+_TOO_DEEP = "JSON nested too deeply to read (lists or objects inside each other thousands of levels down); no annotation file is shaped so"
+
+
 def load_json(path: Path) -> Any:
     """Parse a JSON file; a syntax error names its line."""
     try:
         return json.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise annotation_error(Where(path, line=exc.lineno), None, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+    except RecursionError:
+        raise annotation_error(Where(path), None, _TOO_DEEP) from None
 
 
 def read_json_records(path: Path) -> list[Record]:
@@ -208,6 +214,8 @@ def read_jsonl(path: Path) -> list[Record]:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
             raise annotation_error(where, None, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+        except RecursionError:
+            raise annotation_error(where, None, _TOO_DEEP) from None
         if not isinstance(row, Mapping):
             raise annotation_error(where, None, f"expected a JSON object, got {type(row).__name__}")
         out.append((where, row))

@@ -33,17 +33,26 @@ class Dataset(Part):
 
 
 class InMemoryDataset(Dataset):
-    """A dataset from a list of samples (tests, notebooks)."""
+    """A dataset from a list of samples (tests, notebooks).
+
+    ``name`` names it in tables and reports; by default ``samples_<hash>``,
+    from a fingerprint of the samples, so two different lists get two names.
+    A run over such a dataset keeps its samples in the store
+    (:meth:`~frameselect.store.Store.put_samples`): ``show``, ``export-selections``
+    and ``report`` read them from there.
+    """
 
     live_params: ClassVar[frozenset[str]] = frozenset({"samples"})
 
-    def __init__(self, samples: Sequence[Sample], name: str = "in_memory") -> None:
+    def __init__(self, samples: Sequence[Sample], name: str | None = None) -> None:
         self._samples = list(samples)
-        self._name = name
         ids = [s.id for s in self._samples]
+        if name is not None and (not isinstance(name, str) or not name.strip() or ":" in name):
+            raise ValueError(f"a dataset name is non-empty text without ':', got {name!r}")
+        self._name = name if name is not None else f"samples_{fingerprint(self._samples, with_version=False)[:8]}"
         if len(set(ids)) != len(ids):
             dupes = sorted({i for i in ids if ids.count(i) > 1})
-            raise ValueError(f"dataset {name!r} has duplicate sample ids: {dupes[:5]}")
+            raise ValueError(f"dataset {self._name!r} has duplicate sample ids: {dupes[:5]}")
 
     @property
     def name(self) -> str:

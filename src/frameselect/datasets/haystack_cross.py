@@ -1,9 +1,9 @@
 """``haystack_cross``: questions across 2 to 4 haystack videos, in CLoVR-Bench's three levels.
 
-The videos are a haystack suite's (:mod:`frameselect.bench.haystack`: real footage with object
+The videos are a haystack suite's (:mod:`frameselect.datasets._haystack_suite`: real footage with object
 cards and caption words at known frames); the questions are
 :func:`frameselect.datasets._cross_suite.cross_questions` over the groups of
-:func:`frameselect.datasets._cross_suite.question_sets` (also :mod:`frameselect.bench.cross`). Each sample names its videos
+:func:`frameselect.datasets._cross_suite.question_sets`. Each sample names its videos
 (``Sample.videos``) with evidence spans per video; ``metadata["level"]`` and
 ``metadata["task_type"]`` give the taxonomy, ``metadata["entities"]`` the labelled
 cards for binding accuracy. Parameters: ``n_videos`` (default 6), ``minutes`` (per video,
@@ -16,7 +16,7 @@ import os
 from collections.abc import Sequence
 
 from frameselect.datasets._cross_suite import cross_questions, question_sets
-from frameselect.datasets._haystack_suite import HaystackConfig, ensure_suite
+from frameselect.datasets._haystack_suite import MAX_VIDEOS, HaystackConfig, ensure_suite
 from frameselect.datasets.base import Dataset
 from frameselect.parts import Range
 from frameselect.registry import datasets
@@ -29,7 +29,7 @@ __all__ = ["HaystackCrossDataset"]
 class HaystackCrossDataset(Dataset):
     """Haystack videos in groups of 2 to 4, with comparison, tracking/retrieval and integrated questions."""
 
-    param_ranges = {"n_videos": Range(ge=2, integer=True), "minutes": Range(gt=0), "seed": Range(ge=0, integer=True)}
+    param_ranges = {"n_videos": Range(ge=2, le=MAX_VIDEOS, integer=True), "minutes": Range(ge=0.25, le=120), "seed": Range(ge=0, integer=True)}
 
     def __init__(self, n_videos: int = 6, minutes: float = 2.0, seed: int = 0, root: str | os.PathLike[str] | None = None) -> None:
         self.config = HaystackConfig(n_videos=int(n_videos), minutes=float(minutes), seed=int(seed))

@@ -8,7 +8,10 @@ files of ``dataset_path: json`` / ``csv`` / ``parquet`` with ``dataset_kwargs: {
 (JSON arrays, JSON Lines, an object's ``field``), the split ``test_split`` (else
 ``validation_split``, else ``train_split``), and per document ``doc_to_visual`` (the first
 video path it gives is the sample's video), ``doc_to_text`` (the query, with the YAML's
-``lmms_eval_specific_kwargs.default``) and ``doc_to_target`` (the answer). Each may be a
+``lmms_eval_specific_kwargs.default``), ``doc_to_choice`` (the options of a multiple-choice task:
+the query's options, with ``doc_to_target`` an option's index, text or letter made the option's
+letter), ``doc_to_target`` (the answer) and a document's ``evidence`` field (``[start, end]``
+seconds, or a list of them) where it has one. Each ``doc_to_*`` may be a
 ``!function``, a document field or a Jinja template (``{{question}}``, needs jinja2). Sample
 ids are the documents' indices in the split, lmms-eval's ``doc_id``, so the runs of
 lmms-eval's ``frameselect`` model and those of this dataset name the same documents alike.
@@ -33,7 +36,7 @@ from frameselect.datasets.base import Dataset
 from frameselect.errors import AnnotationError, DatasetConfigError, DatasetNotFoundError, MissingDependencyError
 from frameselect.fingerprint import fingerprint
 from frameselect.registry import datasets
-from frameselect.types import Query, Sample
+from frameselect.types import Query, Sample, Span, option_letters
 
 __all__ = ["LmmsEvalTask", "load_task_config"]
 
@@ -89,6 +92,8 @@ def load_task_config(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise DatasetNotFoundError(f"lmms_eval: cannot read the task YAML {path}: {exc.strerror or exc}") from None
     except yaml.YAMLError as exc:
         raise DatasetConfigError(f"lmms_eval: {path} is not valid YAML: {exc}") from None
+    except RecursionError:
+        raise DatasetConfigError(f"lmms_eval: {path} is nested too deeply to read as YAML; is it the task's YAML file?") from None
     if not isinstance(config, dict):
         raise DatasetConfigError(f"lmms_eval: {path} holds no task configuration (a YAML mapping)")
     includes = config.pop("include", None)
@@ -171,6 +176,7 @@ class LmmsEvalTask(Dataset):
         to_visual = _caller(config.get("doc_to_visual"), path, "doc_to_visual")
         to_text = _caller(config.get("doc_to_text"), path, "doc_to_text", specific)
         to_target = _caller(config.get("doc_to_target"), path, "doc_to_target") if config.get("doc_to_target") is not None else None
+        to_choice = _caller(config.get("doc_to_choice"), path, "doc_to_choice") if config.get("doc_to_choice") is not None else None
         missing = MissingVideos()
         out: list[Sample] = []
         for doc_id, doc in enumerate(docs):
@@ -184,12 +190,16 @@ class LmmsEvalTask(Dataset):
                 missing.add(str(doc_id), str(video))
                 continue
             answer = None if to_target is None else to_target(doc)
+            options = _options(to_choice(doc), where) if to_choice is not None else ()
+            if options and answer is not None:
+                answer = _option_answer(answer, options, where)
             out.append(
                 Sample(
                     id=str(doc_id),
                     video=str(video),
-                    query=Query(text=str(to_text(doc))),
+                    query=Query(text=str(to_text(doc)), options=options),
                     answer=None if answer is None else str(answer),
+                    evidence=_evidence(doc.get("evidence"), where),
                     metadata={"lmms_eval_task": name, "split": split},
                 )
             )
@@ -224,6 +234,44 @@ class LmmsEvalTask(Dataset):
             else:
                 docs.extend(dict(row) for _, row in _records(file))
         return docs
+
+
+def _options(choices: Any, where: Where) -> tuple[str, ...]:
+    """``doc_to_choice``'s list of options (a list of strings, or a mapping letter -> text in letter order)."""
+    if isinstance(choices, Mapping):
+        choices = [choices[k] for k in sorted(choices)]
+    if isinstance(choices, str) or not isinstance(choices, list | tuple) or not choices:
+        raise annotation_error(where, "doc_to_choice", f"expected a non-empty list of options, got {choices!r:.80}")
+    return tuple(str(c) for c in choices)
+
+
+def _option_answer(answer: Any, options: tuple[str, ...], where: Where) -> str:
+    """``doc_to_target`` of a multiple-choice document as the option's letter: an index into the options (as
+    lmms-eval scores ``doc_to_choice`` tasks), the option's text, or already a letter."""
+    letters = option_letters(len(options))
+    if isinstance(answer, int) and not isinstance(answer, bool):
+        if 0 <= answer < len(options):
+            return letters[answer]
+    else:
+        text = str(answer).strip()
+        if text in options:
+            return letters[options.index(text)]
+        if text.upper().rstrip(".)") in letters:
+            return text.upper().rstrip(".)")
+        if text.isdigit() and int(text) < len(options):
+            return letters[int(text)]
+    raise annotation_error(where, "doc_to_target", f"{answer!r} is neither an option's index, text nor letter (options {list(options)})")
+
+
+def _evidence(value: Any, where: Where) -> tuple[Span, ...]:
+    """A document's ``evidence``: ``[start, end]`` seconds or a list of them (empty where the task has none)."""
+    if value is None:
+        return ()
+    pairs = [value] if isinstance(value, list | tuple) and len(value) == 2 and all(isinstance(v, int | float) for v in value) else value
+    try:
+        return tuple(Span(float(a), float(b)) for a, b in pairs)
+    except (TypeError, ValueError) as exc:
+        raise annotation_error(where, "evidence", f"expected [start, end] seconds or a list of them, got {value!r:.80} ({exc})") from None
 
 
 def _records(file: Path) -> list[Any]:

@@ -33,6 +33,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 
+from frameselect.errors import warn_no_options
 from frameselect.evaluators.base import Evaluator, mean_of
 from frameselect.registry import evaluators
 from frameselect.types import Answer, CandidatePool, Features, Sample, SampleRecord, Selection, option_letters
@@ -325,8 +326,12 @@ class MCAccuracy(Evaluator):
 
     def __init__(self, extraction: str = "lmms_eval") -> None:
         self.extraction = check_extraction(extraction)
+        self._warned_no_options = False
 
     def score(self, sample: Sample, pool: CandidatePool, selection: Selection, answer: Answer | None, features: Features | None = None) -> Mapping[str, float]:
+        if not sample.query.options and not getattr(self, "_warned_no_options", False):
+            self._warned_no_options = True
+            warn_no_options("evaluator mc_accuracy", sample)
         text = "" if answer is None else answer.text
         return {self.name: mc_accuracy(text, sample.answer, len(sample.query.options), self.extraction)}
 

@@ -112,6 +112,8 @@ class TimelineView:
     right: list[str]
     wrong: list[str]
     thumbs: list[Thumb] = field(default_factory=list)
+    #: why the timeline lacks its question text, evidence and thumbnails ("" when it has them)
+    note: str = ""
 
     @property
     def thumb_groups(self) -> list[tuple[str, list[Thumb]]]:
@@ -156,6 +158,10 @@ class DatasetView:
     title: str = ""
     #: how many runs the rank charts and timelines show, of how many (the best on the headline metric)
     shown: tuple[int, int] = (0, 0)
+    #: why cells of the τ heat map are blank ("" when none is)
+    tau_note: str = ""
+    #: model loading of the answering backends, kept out of the answer latencies: (run label, seconds)
+    load_times: list[tuple[str, float]] = field(default_factory=list)
     #: streaming runs: the headline metric against memory size, and per question what each memory held
     stream_svg: str = ""
     stream_timelines: list[StreamTimelineView] = field(default_factory=list)
@@ -168,7 +174,8 @@ def _cell_text(iv: Interval) -> str:
     return "–" if math.isnan(iv.estimate) else format_interval(iv)
 
 
-def _table_view(section: TableSection, note: str) -> TableView:
+def _table_view(section: TableSection, note: str, headline: str = "") -> TableView:
+    """The runs × metrics table, its rows sorted best first on ``headline`` (runs without a value last; ties by label)."""
     columns = [m.name for m in section.metrics]
     hib = [m.higher_is_better for m in section.metrics]
     best: dict[str, float] = {}
@@ -184,6 +191,14 @@ def _table_view(section: TableSection, note: str) -> TableView:
             cells.append(Cell(_cell_text(iv), iv.estimate, m.name in best and iv.estimate == best[m.name]))
         fill = None if row.fill_share is None else Cell(format_fill_share(row.fill_share), row.fill_share, flag=row.fill_dominates)
         rows.append((row.label, row.n, fill, cells))
+    if headline in columns:
+        col, better = columns.index(headline), section.metrics[columns.index(headline)].higher_is_better
+
+        def order(row: tuple[str, int, Cell | None, list[Cell]]) -> tuple[bool, float, str]:
+            v = row[3][col].value
+            return (math.isnan(v), -v if better and not math.isnan(v) else v if not math.isnan(v) else 0.0, row[0])
+
+        rows.sort(key=order)
     has_fill = any(fill is not None for _, _, fill, _ in rows)
     return TableView(section.dataset, columns, hib, rows, note, has_fill, fill_note() if has_fill else "")
 
@@ -220,34 +235,85 @@ def tau_matrix(rankings: Sequence[Ranking]) -> np.ndarray:
     return tau
 
 
-def _ranks_views(runs: Sequence[StoredRun], metric: str, by: str | None, n_boot: int, seed: int) -> tuple[str, str, list[str]]:
+def tied_ranks(ranking: Ranking) -> dict[str, float]:
+    """Each entry's rank (1 = best) with ties as ties: entries of equal value share the best rank among them ("1224" ranking).
+
+    >>> tied_ranks(Ranking(("all",), ("a", "b", "c", "d"), {"a": 0.6, "b": 0.6, "c": 0.6, "d": 0.2}))
+    {'a': 1.0, 'b': 1.0, 'c': 1.0, 'd': 4.0}
+    """
+    out: dict[str, float] = {}
+    for i, entry in enumerate(ranking.order):
+        value = ranking.values[entry]
+        first = next(j for j, other in enumerate(ranking.order) if ranking.values[other] == value or (math.isnan(value) and math.isnan(ranking.values[other])))
+        out[entry] = float(min(first, i) + 1)
+    return out
+
+
+def tau_note(columns: Sequence[str], rankings: Sequence[Ranking], tau: np.ndarray, questions: Mapping[str, int]) -> str:
+    """Why cells of the τ heat map are blank: τ_b is undefined against a ranking in which every run ties (or with fewer than two shared runs)."""
+    cells = [(i, j) for i in range(len(columns)) for j in range(len(columns)) if np.isnan(tau[i, j])]
+    if not cells:
+        return ""
+    level = [i for i in range(len(columns)) if len({rankings[i].values[e] for e in rankings[i].order}) <= 1]
+    parts = []
+    if level:
+        named = ", ".join(f"{columns[i]} ({questions.get(columns[i], 0)} question{'s' if questions.get(columns[i], 0) != 1 else ''})" for i in level)
+        parts.append(f"every run scores the same on {named}, so that ranking has no order to compare")
+    if any(i not in level and j not in level for i, j in cells):
+        parts.append("some pairs of rankings share fewer than two runs")
+    return "Blank cells: Kendall τ_b is undefined where " + "; ".join(parts) + "."
+
+
+def _ranks_views(runs: Sequence[StoredRun], metric: str, by: str | None, n_boot: int, seed: int) -> tuple[str, str, list[str], str]:
     report = rank_report(runs, [metric], by, n_boot=n_boot, seed=seed)
     rankings = [r for r in report.rankings if len(r.order) >= 2]
     if not rankings:
-        return "", "", []
+        return "", "", [], ""
     n_datasets = len({r.key[0] for r in rankings})
     columns = [_group_name(r.key, n_datasets) for r in rankings]
     entries = list(dict.fromkeys(e for r in rankings for e in r.order))
-    ranks = {e: [float(r.order.index(e) + 1) if e in r.order else math.nan for r in rankings] for e in entries}
-    bump = figures.bump_chart(columns, ranks, title=f"ranks on {metric}")
-    heat = figures.tau_heatmap(columns, tau_matrix(rankings), title=f"Kendall τ_b between rankings on {metric}")
+    tied = [tied_ranks(r) for r in rankings]
+    ranks = {e: [t.get(e, math.nan) for t in tied] for e in entries}
+    bump = figures.bump_chart(columns, ranks, title=f"ranks on {metric} (ties share a rank)")
+    tau = tau_matrix(rankings)
+    heat = figures.tau_heatmap(columns, tau, title=f"Kendall τ_b between rankings on {metric}")
+    questions: dict[str, int] = {}
+    for r, column in zip(rankings, columns):
+        subset = r.key[2]
+        ids = {
+            rec.sample_id
+            for run in runs
+            for rec in run.records
+            if subset == "all" or (by and subset in (f"{by}={rec.metadata.get(by)}", str(rec.metadata.get(by))))
+        }
+        questions[column] = len(ids)
+    note = tau_note(columns, rankings, tau, questions)
     inversions = [
         f"{inv.better} > {inv.worse} on {_group_name(inv.key_a, n_datasets)} "
         f"(Δ {inv.in_a.mean_diff:+.3f}, p={format_p(inv.in_a.p_value)}), but the other way on {_group_name(inv.key_b, n_datasets)} "
         f"(Δ {-inv.in_b.mean_diff:+.3f}, p={format_p(inv.in_b.p_value)})"
         for inv in report.inversions
     ]
-    return bump, heat, inversions
+    return bump, heat, inversions, note
 
 
 # -- timelines -------------------------------------------------------------------
 
 
-def _revive_samples(run: StoredRun) -> dict[str, Sample]:
-    """The run's dataset, re-created from its stored configuration (empty when that fails)."""
+def _revive_samples(run: StoredRun, store: Store | None = None) -> dict[str, Sample]:
+    """The run's dataset, re-created from its stored configuration, else the samples the store keeps for it (a run over a
+    list of samples); empty when neither can be had."""
     from frameselect.registry import datasets
 
     spec = run.info.config.get("dataset_spec") or {}
+    dataset = run.info.config.get("dataset")
+    if store is not None and dataset:
+        try:
+            kept = store.samples(str(dataset))
+        except FrameselectError:
+            kept = None
+        if kept is not None:
+            return {s.id: s for s in kept}
     name = spec.get("name")
     if not name:
         return {}
@@ -256,6 +322,13 @@ def _revive_samples(run: StoredRun) -> dict[str, Sample]:
         return {s.id: s for s in ds}
     except Exception:  # a dataset that moved since the run: timelines without evidence
         return {}
+
+
+#: what a timeline says when the question's dataset cannot be read
+NO_DATASET_NOTE = (
+    "no question text, evidence or thumbnails: the run's dataset cannot be re-created from its configuration "
+    "(a dataset that moved, or a run stored before the store kept the samples of runs over a list of samples)"
+)
 
 
 def _correct(record_metrics: Mapping[str, float], metric: str) -> bool | None:
@@ -297,7 +370,7 @@ def _pool_times(probe: Any, policy: str) -> np.ndarray | None:
     """The times of a video's pool under ``policy``, from its cached probe (None when they cannot be had)."""
     if probe is None or not policy:
         return None
-    from frameselect.video.decode import parse_policy, select_pool_indices
+    from frameselect.video.policy import parse_policy, select_pool_indices
 
     try:
         return np.asarray(probe.timestamps[select_pool_indices(probe.timestamps, probe.duration, parse_policy(policy))])
@@ -311,7 +384,7 @@ def _thumbnails(
     """Small JPEGs of the chosen pool frames of the video at ``path``, decoded once and kept under the cache."""
     from PIL import Image
 
-    from frameselect.video.decode import candidates
+    from frameselect.video.pool import candidates
 
     chosen = sorted(picks)
     if len(chosen) > limit:
@@ -381,10 +454,12 @@ def _pick_samples(ids_by_kind: Mapping[str, list[str]], limit: int) -> list[str]
     return picked
 
 
-def _questions(runs: Sequence[StoredRun]) -> tuple[dict[str, Sample], dict[str, dict[str, SampleRecord]], list[tuple[str, SampleRecord]]]:
+def _questions(
+    runs: Sequence[StoredRun], store: Store | None = None
+) -> tuple[dict[str, Sample], dict[str, dict[str, SampleRecord]], list[tuple[str, SampleRecord]]]:
     """The runs' samples (revived from the first run that can), each run's records by sample id, and every
     question once, in order, with its first run's record (what a timeline is grouped by)."""
-    samples: dict[str, Sample] = next((revived for revived in map(_revive_samples, runs) if revived), {})
+    samples: dict[str, Sample] = next((revived for revived in (_revive_samples(run, store) for run in runs) if revived), {})
     records = {run.label: {r.sample_id: r for r in run.records} for run in runs}
     firsts = [
         (sid, next(records[run.label][sid] for run in runs if sid in records[run.label]))
@@ -398,7 +473,7 @@ def _timelines(store: Store, runs: Sequence[StoredRun], metric: str, by: str | N
 
     cache_root = Path(opts.cache_dir) if opts.cache_dir is not None else default_cache_dir()
     cache = Cache(cache_root / "features")
-    samples, records, firsts = _questions(runs)
+    samples, records, firsts = _questions(runs, store)
     ids_by_kind: dict[str, list[str]] = defaultdict(list)
     for sid, first in firsts:
         ids_by_kind[str(first.metadata.get(by, "")) if by else ""].append(sid)
@@ -477,6 +552,7 @@ def _timelines(store: Store, runs: Sequence[StoredRun], metric: str, by: str | N
                 right=right,
                 wrong=wrong,
                 thumbs=thumbs,
+                note="" if sample is not None else NO_DATASET_NOTE,
             )
         )
     return views
@@ -484,7 +560,7 @@ def _timelines(store: Store, runs: Sequence[StoredRun], metric: str, by: str | N
 
 def _run_pool(run: StoredRun) -> str:
     """The run's pool policy in its canonical form ("" when its configuration has none that parses)."""
-    from frameselect.video.decode import parse_policy
+    from frameselect.video.policy import parse_policy
 
     try:
         return str(parse_policy(run.info.config["pool"]))
@@ -583,6 +659,7 @@ def _timeline_across(
         right=right,
         wrong=wrong,
         thumbs=thumbs,
+        note="" if sample is not None else NO_DATASET_NOTE,
     )
 
 
@@ -617,7 +694,7 @@ def _stream_curves(section: TableSection, runs: Sequence[StoredRun], metric: str
 
 def _stream_timelines(store: Store, runs: Sequence[StoredRun], metric: str, by: str | None, limit: int) -> list[StreamTimelineView]:
     """Per question (round-robin over delay groups, else question kinds): each run's memory at ``asked_at`` and its selection."""
-    samples, records, firsts = _questions(runs)
+    samples, records, firsts = _questions(runs, store)
     ids_by_group: dict[str, list[str]] = defaultdict(list)
     for sid, first in firsts:
         if "held_times" not in first.metadata or "asked_at" not in first.metadata:
@@ -792,17 +869,20 @@ def _dataset_views(store: Store, opts: ReportOptions, progress: Callable[[str], 
     for section in sections:
         members = [run for run in runs if run.dataset == section.dataset]
         metric = _headline(section, opts.metric)
-        view = DatasetView(section.dataset, _table_view(section, note), metric, title=section.dataset.split(":", 1)[0])
+        view = DatasetView(section.dataset, _table_view(section, note, metric), metric, title=section.dataset.split(":", 1)[0])
         best = _best_runs(section, members, metric, opts.top)
         view.shown = (len(best), len(members))
         view.run_labels = [run.label for run in best]
         view.kinds = sorted({str(r.metadata[opts.by]) for run in members for r in run.records if opts.by and opts.by in r.metadata})
         if metric:
             progress(f"ranks on {section.dataset}")
-            view.bump_svg, view.tau_svg, view.inversions = _ranks_views(best, metric, opts.by, opts.n_boot, opts.seed)
+            view.bump_svg, view.tau_svg, view.inversions, view.tau_note = _ranks_views(best, metric, opts.by, opts.n_boot, opts.seed)
             progress(f"timelines of {section.dataset}")
             view.timelines = _timelines(store, best, metric, opts.by, opts)
             view.cost_svgs = _cost_svgs(section, members, metric)
+            view.load_times = [
+                (run.label, int(run.info.counters.get("answerer_load_ms") or 0) / 1000.0) for run in members if run.info.counters.get("answerer_load_ms")
+            ]
             view.token_svg = _token_curve_svg(section, members, metric)
             view.replays = _replays(members, section, metric)
             streams = [run for run in members if run.info.kind == "stream"]

@@ -67,13 +67,21 @@ def bump_chart(columns: Sequence[str], ranks: Mapping[str, Sequence[float]], *, 
     fig, ax = plt.subplots(figsize=(max(4.0, 1.3 * len(columns) + 2.5), 0.32 * max(len(ranks), 4) + 1.2))
     x = np.arange(len(columns))
     n_entries = max(len(ranks), 1)
-    for i, (entry, values) in enumerate(ranks.items()):
+    #: entries tied at their last point share one label ("a = b"), drawn once
+    ends: dict[tuple[float, float], list[int]] = {}
+    for i, values in enumerate(ranks.values()):
         y = np.asarray(values, dtype=float)
         line = ax.plot(x, y, marker="o", color=color(i), linewidth=1.6, markersize=4)[0]
         line.set_gid(f"bump-{i}")
         last = np.flatnonzero(~np.isnan(y))
         if last.size:
-            ax.annotate(entry, (x[last[-1]], y[last[-1]]), xytext=(6, 0), textcoords="offset points", va="center", fontsize=8, color=color(i))
+            ends.setdefault((float(x[last[-1]]), float(y[last[-1]])), []).append(i)
+    names = list(ranks)
+    for (ex, ey), members in ends.items():
+        text = " = ".join(names[i] for i in members)
+        ax.annotate(
+            text, (ex, ey), xytext=(6, 0), textcoords="offset points", va="center", fontsize=8, color=color(members[0]) if len(members) == 1 else "black"
+        )
     ax.set_xticks(x, list(columns), rotation=20, ha="right")
     ax.set_ylim(n_entries + 0.5, 0.5)
     ax.set_yticks(range(1, n_entries + 1))
@@ -85,7 +93,7 @@ def bump_chart(columns: Sequence[str], ranks: Mapping[str, Sequence[float]], *, 
 
 
 def tau_heatmap(labels: Sequence[str], tau: np.ndarray, *, title: str = "") -> str:
-    """Kendall τ_b between rankings, as a heat map with the values written in the cells."""
+    """Kendall τ_b between rankings, as a heat map with the values written in the cells (blank where τ_b is undefined)."""
     plt = _plt()
     n = len(labels)
     fig, ax = plt.subplots(figsize=(0.55 * n + 2.6, 0.5 * n + 1.6))
@@ -109,17 +117,62 @@ def cost_scatter(points: Sequence[tuple[str, float, float]], *, xlabel: str, yla
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.0, 3.6))
     xs = np.array([p[1] for p in points], dtype=float)
-    for i, (label, x, y) in enumerate(points):
+    for i, (_label, x, y) in enumerate(points):
         dot = ax.scatter([x], [y], color=color(i), s=28, zorder=3)
         dot.set_gid(f"cost-{i}")
-        ax.annotate(label, (x, y), xytext=(4, 3), textcoords="offset points", fontsize=7)
     finite = xs[np.isfinite(xs) & (xs > 0)]
     if finite.size and finite.max() / max(finite.min(), 1e-12) > 30:
         ax.set_xscale("log")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)
+    _place_labels(fig, ax, [(label, x, y) for label, x, y in points])
     return _svg(fig)
+
+
+def _place_labels(fig: Any, ax: Any, points: Sequence[tuple[str, float, float]], fontsize: float = 7.0) -> None:
+    """Labels beside their points, none over another: points at one place share a label ("a, b"); a label that would
+    cover one already placed moves a line up or down (then the other way, further), keeping inside the axes where it can,
+    and a thin leader line joins it to its point.
+
+    Each label's ``<g>`` has the id ``cost-label-<i>`` (the browser test measures them)."""
+    fig.canvas.draw()  # the axes' final limits and scales
+    groups: dict[tuple[float, float], list[int]] = {}
+    for i, (_, x, y) in enumerate(points):
+        px, py = ax.transData.transform((x, y))
+        groups.setdefault((round(float(px)), round(float(py))), []).append(i)
+    renderer = fig.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    line = fontsize * 1.4  # points
+    shifts = [0.0] + [sign * n * line for n in range(1, 25) for sign in (1, -1)]
+    placed: list[tuple[float, float, float, float]] = []  # x0, y0, x1, y1 in display pixels
+
+    def free(rect: tuple[float, float, float, float]) -> bool:
+        return not any(rect[0] < b[2] and b[0] < rect[2] and rect[1] < b[3] and b[1] < rect[3] for b in placed)
+
+    def inside(rect: tuple[float, float, float, float]) -> bool:
+        return bool(frame.x0 <= rect[0] and rect[2] <= frame.x1 + 40 and frame.y0 <= rect[1] and rect[3] <= frame.y1)
+
+    for n, (_, members) in enumerate(sorted(groups.items(), key=lambda kv: (-kv[0][1], kv[0][0]))):
+        text = ", ".join(points[i][0] for i in members)
+        x, y = points[members[0]][1], points[members[0]][2]
+        chosen: tuple[float, tuple[float, float, float, float]] | None = None
+        fallback: tuple[float, tuple[float, float, float, float]] | None = None
+        for shift in shifts:
+            probe = ax.annotate(text, (x, y), xytext=(4, 3 + shift), textcoords="offset points", fontsize=fontsize)
+            box = probe.get_window_extent(renderer)
+            probe.remove()
+            rect = (box.x0, box.y0, box.x1, box.y1)
+            if free(rect):
+                if inside(rect):
+                    chosen = (shift, rect)
+                    break
+                fallback = fallback or (shift, rect)
+        shift, rect = chosen or fallback or (0.0, (0.0, 0.0, 0.0, 0.0))
+        leader = {"arrowprops": {"arrowstyle": "-", "color": "0.6", "lw": 0.5}} if shift else {}
+        ann = ax.annotate(text, (x, y), xytext=(4, 3 + shift), textcoords="offset points", fontsize=fontsize, **leader)
+        ann.set_gid(f"cost-label-{n}")
+        placed.append(rect)
 
 
 def pareto_front(points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:

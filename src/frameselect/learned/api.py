@@ -95,7 +95,7 @@ def setup(
     from frameselect.cache import default_cache_dir
     from frameselect.learned.data import split_by_video
     from frameselect.pipeline import resolve
-    from frameselect.video.decode import parse_policy
+    from frameselect.video.policy import parse_policy
 
     ds = resolve("datasets", dataset, **dict(dataset_params or {})) if isinstance(dataset, str) else dataset
     samples = list(ds)[:limit] if limit is not None else list(ds)

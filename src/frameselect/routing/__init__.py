@@ -7,7 +7,4 @@ from frameselect.routing.base import Route, Router, RouteSet
 #: the registry's API, so ``frameselect.routing.names()`` reads naturally
 register, get, create, names = registry.register, registry.get, registry.create, registry.names
 
-#: old module paths kept for one release, which the registry does not import
-DEPRECATED_MODULES = frozenset({"report"})  # now study
-
 __all__ = ["registry", "register", "get", "create", "names", "Route", "RouteSet", "Router"]

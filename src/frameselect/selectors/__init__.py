@@ -7,7 +7,4 @@ from frameselect.selectors.base import Selector, fill_to_k
 #: the registry's API, so ``frameselect.selectors.names()`` reads naturally
 register, get, create, names = registry.register, registry.get, registry.create, registry.names
 
-#: old module paths kept for one release, which the registry does not import (their parts live under the new names)
-DEPRECATED_MODULES = frozenset({"shot", "motion"})  # now scenedetect_content and katna; mgsampler
-
 __all__ = ["registry", "register", "get", "create", "names", "Selector", "fill_to_k"]

@@ -24,7 +24,6 @@ Writing a new selector takes a few lines::
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -35,21 +34,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from frameselect.errors import ContractError, SelectionError
-from frameselect.parts import Part
-from frameselect.types import CandidatePool, Features, Query, Selection
+from frameselect.parts import Part, check_budget
+from frameselect.types import CandidatePool, Features, Query, Sample, Selection
 
-__all__ = ["Scored", "Selector", "read_output", "check_budget", "check_finite", "fill_to_k", "normalize_minmax"]
+__all__ = ["Scored", "Selector", "read_output", "check_budget", "check_selection", "check_finite", "fill_to_k", "normalize_minmax"]
 
 #: Feature kinds a selector may declare in ``needs``.
 FEATURE_KINDS = frozenset({"embeddings", "text", "relevance", "pixels"})
-
-
-def check_budget(k: Any) -> int:
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
-        raise SelectionError(f"frame budget k must be an integer, got {k!r}")
-    if k < 1:
-        raise SelectionError(f"frame budget k must be at least 1, got {k}")
-    return int(k)
 
 
 def check_finite(name: str, values: NDArray[Any]) -> NDArray[Any]:
@@ -159,28 +150,46 @@ class Scored:
             raise ContractError(f"Scored holds {len(self.indices)} indices but {len(self.scores)} scores")
 
 
-def _legacy_pair(out: object) -> bool:
-    """Whether ``out`` is the old ``(indices, scores)`` pair: two sequences, not a tuple of indices."""
-    return isinstance(out, tuple) and len(out) == 2 and all(hasattr(part, "__len__") and not isinstance(part, (str, bytes)) for part in out)
-
-
 def read_output(out: Sequence[int] | Scored, selector: str = "selector") -> tuple[Sequence[int], Sequence[float] | None]:
-    """(indices, scores or None) of what :meth:`Selector._select` returned.
+    """(indices, scores or None) of what :meth:`Selector._select` returned: indices, or :class:`Scored`.
 
-    The old ``(indices, scores)`` pair of two sequences is still read, with a
-    :class:`DeprecationWarning`, for one release.
+    Anything else (the ``(indices, scores)`` pair that 0.1 read, for one) is a :class:`ContractError`.
     """
-    if isinstance(out, Scored):
-        return out.indices, out.scores
-    if _legacy_pair(out):
-        warnings.warn(
-            f"selector {selector!r} returned an (indices, scores) tuple; return frameselect.selectors.base.Scored(indices, scores) instead",
-            DeprecationWarning,
-            stacklevel=3,
+    indices, scores = (out.indices, out.scores) if isinstance(out, Scored) else (out, None)
+    try:
+        return [int(i) for i in indices], scores
+    except (TypeError, ValueError) as exc:
+        raise ContractError(
+            f"selector {selector!r} returned {type(out).__name__} holding something other than frame indices ({exc}); _select returns indices or Scored(indices, scores)"
+        ) from exc
+
+
+def check_selection(selector: Any, selection: Selection, k: int | None, n: int, sample: Sample | None = None, *, video: str | None = None) -> None:
+    """The selector contract, the one check of it: :meth:`Selector.select` checks its own output, the run every selection it uses.
+
+    ``min(k, N)`` unique, ascending indices into a pool of ``n``; ``k=None``: any number of them (a
+    video's part of a question over several videos, whose count a joint selector or a budget policy
+    decides). A selector in reference-exact mode returns its reference's raw output, so only the
+    range is checked. A breach raises :class:`ContractError` naming the selector, the sample and
+    what is wrong.
+    """
+    idx = list(selection.indices)
+    problems = [f"index {i} is outside the pool of {n}" for i in idx if not 0 <= i < n][:1]
+    if not (selection.reference_exact or getattr(selector, "reference_exact", False)):
+        if len(set(idx)) != len(idx):
+            problems.append("duplicate indices")
+        if idx != sorted(idx):
+            problems.append("indices not ascending")
+        if k is not None and len(idx) != min(k, n):
+            problems.append(f"{len(idx)} indices where min(k, N) = {min(k, n)} are due")
+    if problems:
+        where = "" if sample is None else f" on sample {sample.id!r}"
+        where += "" if video is None else f" in video {video!r}"
+        asked = f"k={k}, N={n}" if k is not None else f"N={n}"
+        raise ContractError(
+            f"selector {selector.name!r} broke its contract{where}: {'; '.join(problems)} (returned {idx[:20]} for {asked}); "
+            "a selector returns min(k, N) unique ascending pool indices: fix the selector"
         )
-        pair: tuple[Sequence[int], Sequence[float]] = out  # type: ignore[assignment]
-        return pair
-    return out, None
 
 
 @dataclass(frozen=True)
@@ -241,9 +250,7 @@ class Selector(Part):
         idx = [int(i) for i in indices]
         if exact:
             self._check_range(idx, n)
-        else:
-            self._check_contract(idx, min(k, n), n)
-        return Selection(
+        selection = Selection(
             indices=tuple(idx),
             scores=None if scores is None else tuple(float(s) for s in scores),
             selector=self.name,
@@ -251,6 +258,8 @@ class Selector(Part):
             reference_exact=exact,
             filled=len(set(idx) & fill_frames),
         )
+        check_selection(self, selection, k, n)
+        return selection
 
     def _check_features(self, features: Features, n: int) -> None:
         needs = self.needs
@@ -289,10 +298,6 @@ class Selector(Part):
                 f"selector {self.name!r} in reference-exact mode: the reference returned indices {bad[:10]} outside the pool of {n} frames; "
                 "this output names no frame, so it cannot be used (drop reference_exact to get the documented fill rule)"
             )
-
-    def _check_contract(self, idx: list[int], k: int, n: int) -> None:
-        if len(idx) != k or len(set(idx)) != k or idx != sorted(idx) or (idx and (idx[0] < 0 or idx[-1] >= n)):
-            raise ContractError(f"selector {self.name!r} broke the contract: returned {idx[:20]} for k={k}, N={n}")
 
     def _select(
         self,

@@ -418,7 +418,7 @@ def load_detections(path: str | Path) -> tuple[NDArray[np.float64], tuple[str, .
         return conf.astype(np.float64), tuple(str(i) for i in range(conf.shape[1]))
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise SelectionError(f"detections {p}: not readable JSON ({exc})") from None
     frames = data.get("frames") if isinstance(data, dict) else data
     if not isinstance(frames, list) or not all(isinstance(f, dict) for f in frames):

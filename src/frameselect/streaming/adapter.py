@@ -76,7 +76,8 @@ class OfflineAdapter(StreamingSelector):
         self._inner.observe(embedding, t)
 
     def select(self, query: Any, k: int, now: float, *, question: Any = None) -> Any:
-        from frameselect.streaming.base import StreamOrderError, StreamSelection, _vector, check_budget
+        from frameselect.parts import check_budget
+        from frameselect.streaming.base import StreamOrderError, StreamSelection, _vector
         from frameselect.types import CandidatePool, Features, Query
 
         self._require_started("select")

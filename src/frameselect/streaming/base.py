@@ -39,7 +39,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from frameselect.errors import SelectionError
-from frameselect.parts import Part, Range
+from frameselect.parts import Part, Range, check_budget
 
 __all__ = [
     "SETTINGS",
@@ -159,15 +159,6 @@ def top_by_relevance(relevance: NDArray[Any], k: int) -> NDArray[np.int64]:
     """The positions of the ``min(k, n)`` highest values (ties: the earlier position), ascending."""
     order = np.lexsort((np.arange(relevance.shape[0]), -np.asarray(relevance, dtype=np.float64)))
     return np.sort(order[: min(k, relevance.shape[0])])
-
-
-def check_budget(k: Any) -> int:
-    """``k`` as a frame budget: an integer of at least 1, else :class:`~frameselect.errors.SelectionError`."""
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
-        raise SelectionError(f"frame budget k must be an integer, got {k!r}")
-    if k < 1:
-        raise SelectionError(f"frame budget k must be at least 1, got {k}")
-    return int(k)
 
 
 def _vector(name: str, value: ArrayLike, dim: int | None) -> NDArray[np.float64]:

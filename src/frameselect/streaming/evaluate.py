@@ -46,12 +46,12 @@ from numpy.typing import NDArray
 from frameselect.answerers.base import Answerer
 from frameselect.datasets.base import Dataset
 from frameselect.encoders.base import Encoder, l2_normalize
-from frameselect.errors import ConfigError, ContractError
+from frameselect.errors import ConfigError, ContractError, SelectionError
 from frameselect.evaluators.base import Evaluator
 from frameselect.fingerprint import fingerprint
-from frameselect.parts import part_config
+from frameselect.parts import check_budget, part_config
 from frameselect.pipeline import featurize, sample_seed
-from frameselect.plan import Plan, _dataset, check_answerer, check_budget, check_limit, check_needs, check_pool, load_samples, part_identity, resolve
+from frameselect.plan import Plan, _dataset, check_answerer, check_limit, check_needs, check_pool, load_samples, part_identity, resolve
 from frameselect.run import Prepared, Run, RunContext, RunResult, build_pool
 from frameselect.store import Store
 from frameselect.streaming.base import StreamingSelector, StreamSelection, check_setting
@@ -156,6 +156,22 @@ def _p99(values: NDArray[np.float64]) -> float:
     return float(np.percentile(values, 99)) if len(values) else math.nan
 
 
+#: how far past the video's end (seconds) a question may be asked: annotation times are rounded (to 1 s in OVO-Bench's files)
+ASKED_AT_TOLERANCE = 1.0
+
+
+def _check_asked_at(sample: Sample, duration: float | None, times: NDArray[np.float64]) -> None:
+    """A question asked after its video has ended (beyond :data:`ASKED_AT_TOLERANCE`) is an error of that sample."""
+    if sample.asked_at is None or not len(times):
+        return
+    end = max(float(duration or 0.0), float(times[-1]))
+    if sample.asked_at > end + ASKED_AT_TOLERANCE:
+        raise SelectionError(
+            f"sample {sample.id!r}: asked at {sample.asked_at:g} s, but its video {sample.video} ends at {end:.3f} s; "
+            "a question is asked while its video plays (check the annotation's time field and that it names this video)"
+        )
+
+
 def stream_step(p: Prepared, plan: Plan, ctx: RunContext, selector: StreamingSelector, *, monitoring: bool = False, trace_memory: bool = True) -> None:
     """The prepare step of a streaming run: the pool's frames up to ``asked_at`` streamed through ``selector``, then its selection."""
     sample = p.sample
@@ -170,6 +186,7 @@ def stream_step(p: Prepared, plan: Plan, ctx: RunContext, selector: StreamingSel
         raise ConfigError(f"encoder {plan.encoder.id!r} gave no frame embeddings")
     times = np.asarray(pool.timestamps, dtype=np.float64)
     now = float(sample.asked_at) if sample.asked_at is not None else (float(times[-1]) if len(times) else 0.0)
+    _check_asked_at(sample, pool.duration, times)
     seen = int(np.searchsorted(times, now, side="right"))  # frames on screen up to now
     embeddings = l2_normalize(features.embeddings[:seen]).astype(np.float64)
     query = None if features.text is None else l2_normalize(features.text).astype(np.float64)
@@ -269,7 +286,7 @@ def plan_stream(
     limit: int | None = None,
 ) -> Plan:
     """Resolve and validate a streaming run (``kind="stream"``); a wrong configuration is a :class:`ConfigError` before any sample."""
-    k, limit, policy = check_budget(k), check_limit(limit), check_pool(pool)
+    k, limit, policy = check_budget(k, error=ConfigError, hint="k=, CLI -k"), check_limit(limit), check_pool(pool)
     part = _streaming_part(selector, memory, selector_params)
     setting = "monitoring" if monitoring else "later"
     try:

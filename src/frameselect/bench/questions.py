@@ -1,5 +1,0 @@
-"""The haystack suite's questions (:mod:`frameselect.datasets._haystack_questions`), under the benchmark's name."""
-
-from frameselect.datasets._haystack_questions import KINDS, TEMPLATES, questions_for
-
-__all__ = ["questions_for", "KINDS", "TEMPLATES"]
