@@ -143,7 +143,7 @@ def test_bench_tokens_runs_every_selector_at_the_cost_of_k_frames_and_compares_t
             assert {r.sample_id: r.metrics["mc_accuracy"] for r in at_tokens} == at_frames
             assert {(len(r.selection), r.metrics["tokens"]) for r in at_tokens} == {(k, float(tokens))}
         assert f"- k={k} vs {tokens} tokens: Kendall tau_b = " in section
-    assert "significant inversions: none" in section
+    assert "inversions significant after Holm: none" in section
 
 
 def test_bench_tokens_downsampling_baseline_sends_the_mixed_selectors_frame_count_at_one_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
