@@ -297,7 +297,9 @@ def format_token_section(section: TokenSection, answer_metric: str) -> list[str]
     out.append("Does the ranking at equal frames survive at equal tokens? (arms as sent)")
     for c in section.comparisons:
         flips = "; ".join(f"{b} > {w} at {c.k} frames (p={pa:.3f}), reversed at {c.tokens} tokens (p={pb:.3f})" for b, w, pa, pb in c.inversions)
-        out.append(f"- k={c.k} vs {c.tokens} tokens: Kendall tau_b = {c.tau:.3f} over {c.entries} selectors; inversions significant after Holm: {flips or 'none'}")
+        out.append(
+            f"- k={c.k} vs {c.tokens} tokens: Kendall tau_b = {c.tau:.3f} over {c.entries} selectors; inversions significant after Holm: {flips or 'none'}"
+        )
     if section.against_downsampled:
         out.append("")
         out.append(
