@@ -18,6 +18,7 @@ resample; the others are means of the per-sample values.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,13 +32,17 @@ from frameselect.render import FORMATS, Column, Table, render
 from frameselect.stats import (
     DEFAULT_BOOT,
     DEFAULT_LEVEL,
+    Flip,
     Interval,
     RankGroup,
     Ranking,
     RankReport,
+    TauLine,
     bootstrap,
     bootstrap_mean,
+    compare_conditions,
     format_p,
+    holm_flips,
     rank_analysis,
 )
 from frameselect.store import RunInfo, Store
@@ -62,6 +67,13 @@ __all__ = [
     "mean_tokens",
     "run_tokens",
     "at_tokens",
+    "identical_selections",
+    "Agreement",
+    "agreement",
+    "agreement_tables",
+    "agreement_lines",
+    "same_note",
+    "IDENTICAL_SHARE",
     "FORMATS",
 ]
 
@@ -224,6 +236,8 @@ class TableRow:
     fill_share: float | None = None
     #: mean visual tokens per sample the row's frames cost the answering model (None: no cost model recorded)
     tokens: float | None = None
+    #: ``"uniform@k=8 (81/81)"``: the run whose frames this run's equal on (nearly) every question (:func:`identical_selections`)
+    same_as: str | None = None
 
     @property
     def fill_dominates(self) -> bool:
@@ -315,13 +329,42 @@ def build_tables(
         members = [run for run in runs if run.dataset == dataset]
         specs = select_metrics(metric_specs(members), metrics, strict=False)
         rows: list[TableRow] = []
+        same = _same_selections(members)
         for run in members:
             rows.append(_row(run, specs, "all" if by else None, None, n_boot=n_boot, level=level, seed=seed))
+            if id(run) in same:
+                rows[-1].same_as = same_note(*same[id(run)])
             if by:
                 for subset in _subsets(run.records, by):
                     rows.append(_row(run, specs, subset, by, n_boot=n_boot, level=level, seed=seed))
         sections.append(TableSection(dataset, specs, rows, by))
     return sections
+
+
+def _same_selections(runs: Sequence[StoredRun]) -> dict[int, tuple[str, int, int]]:
+    """Per run (by ``id``), the run of the same answerer and budget whose frames it shares on (nearly) every question."""
+    from frameselect.fingerprint import fingerprint
+
+    groups: dict[str, list[StoredRun]] = {}
+    for run in runs:
+        ks = sorted({r.k for r in run.records})
+        key = fingerprint({"answerer": run.info.config.get("answerer"), "pool": run.info.config.get("pool"), "k": ks})
+        groups.setdefault(key, []).append(run)
+    out: dict[int, tuple[str, int, int]] = {}
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        by_label = {run.label: run for run in members}
+        selections = {run.label: {r.sample_id: r.selection for r in run.records if r.selection} for run in members}
+        prefer = [run.label for run in members if _selector_name(run) == "uniform"]
+        for label, (rep, equal, total) in identical_selections(selections, prefer=prefer).items():
+            out[id(by_label[label])] = (rep, equal, total)
+    return out
+
+
+def _selector_name(run: StoredRun) -> str:
+    sel = run.info.config.get("selector")
+    return str(sel.get("name")) if isinstance(sel, Mapping) else str(sel)
 
 
 def describe_resampling(n_boot: int, level: float, seed: int, cluster: str) -> str:
@@ -336,6 +379,10 @@ TOKENS_COLUMN = "tokens"
 def _format_tokens(value: float) -> str:
     return f"{value:.0f}" if value >= 100 else f"{value:.1f}"
 
+
+#: the column that names the run whose frames a run shares
+SAME_COLUMN = "same frames as"
+SAME_NOTE = "same frames as: that run chose the same frames on that many of the shared questions (one selection, not two results)"
 
 #: the column of the share of frames the fill rule supplied; its text marks a run where the fill dominates
 FILL_COLUMN = "fill_share"
@@ -366,17 +413,22 @@ def section_table(section: TableSection, *, note: str = "") -> Table:
     """
     with_fill = any(row.fill_share is not None for row in section.rows)
     with_tokens = any(row.tokens is not None for row in section.rows)
+    with_same = any(row.same_as for row in section.rows)
     columns = [Column("selector")] + ([Column(section.by)] if section.by else []) + [Column("n", "int")]
     columns += [Column(TOKENS_COLUMN, "number", fmt=_format_tokens)] if with_tokens else []
     columns += [Column(FILL_COLUMN, "number", fmt=format_fill_share)] if with_fill else []
     columns += [Column(m.name, "interval", higher_is_better=m.higher_is_better) for m in section.metrics]
+    columns += [Column(SAME_COLUMN)] if with_same else []
     if with_fill:
         note = f"{note}; {fill_note()}" if note else fill_note()
+    if with_same:
+        note = f"{note}; {SAME_NOTE}" if note else SAME_NOTE
     table = Table(columns, title=section.dataset, title_key="dataset", note=note)
     for row in section.rows:
         fill = [row.fill_share] if with_fill else []
         spent = [row.tokens] if with_tokens else []
-        table.add(row.label, *([row.subset or ""] if section.by else []), row.n, *spent, *fill, *(row.cells[m.name] for m in section.metrics))
+        same = [row.same_as or ""] if with_same else []
+        table.add(row.label, *([row.subset or ""] if section.by else []), row.n, *spent, *fill, *(row.cells[m.name] for m in section.metrics), *same)
     return table
 
 
@@ -492,17 +544,196 @@ def rank_tables(report: RankReport, *, note: str = "") -> list[Table]:
             Column("p in A", "number", fmt=format_p),
             Column("Δ in B", "interval", signed=True),
             Column("p in B", "number", fmt=format_p),
+            Column("p Holm", "number", fmt=format_p),
         ],
-        title=f"Inversions significant in both groups (α = {report.alpha:g}, paired sign-flip test)",
+        title=(
+            f"Order flips significant in both groups (paired sign-flip tests; the flip's p is the larger of the two, "
+            f"Holm over the pairs of each comparison, α = {report.alpha:g})"
+        ),
         empty="none",
     )
     for inv in report.inversions:
         da = Interval(inv.in_a.mean_diff, inv.in_a.low, inv.in_a.high)
         db = Interval(inv.in_b.mean_diff, inv.in_b.low, inv.in_b.high)
-        inversions.add(inv.axis, group_label(inv.key_a), group_label(inv.key_b), inv.better, inv.worse, da, inv.in_a.p_value, db, inv.in_b.p_value)
+        inversions.add(inv.axis, group_label(inv.key_a), group_label(inv.key_b), inv.better, inv.worse, da, inv.in_a.p_value, db, inv.in_b.p_value, inv.p_holm)
     return [rankings, taus, inversions]
 
 
 def render_ranks(report: RankReport, *, note: str = "", fmt: str = "markdown") -> str:
     """:func:`rank_tables` in ``fmt``."""
     return render(rank_tables(report, note=note), fmt)
+
+
+# -- identical selections ---------------------------------------------------------
+
+#: a run whose frames equal another's on at least this share of the shared questions is said to be the same selection
+IDENTICAL_SHARE = 0.95
+
+
+def identical_selections(
+    selections: Mapping[str, Mapping[str, Sequence[int]]], *, prefer: Sequence[str] = (), share: float = IDENTICAL_SHARE
+) -> dict[str, tuple[str, int, int]]:
+    """Entries whose selected frames equal another entry's on at least ``share`` of their shared questions.
+
+    ``selections[entry][sample_id]`` is the entry's selected frame indices
+    (compared as sets). Entries are visited in ``prefer`` order, then in
+    the order given; each is compared with the representatives found so far
+    (entries that matched none) and joins the first it matches. Returns, for
+    each entry that joined one, ``(representative, identical questions,
+    shared questions)``.
+
+    >>> identical_selections({"uniform": {"a": [1, 5], "b": [2, 6]}, "fixed_fps": {"a": [5, 1], "b": [2, 6]}, "topk": {"a": [3, 4], "b": [2, 6]}})
+    {'fixed_fps': ('uniform', 2, 2)}
+    """
+    visit = [e for e in dict.fromkeys(prefer) if e in selections] + [e for e in selections if e not in set(prefer)]
+    reps: list[str] = []
+    same: dict[str, tuple[str, int, int]] = {}
+    for entry in visit:
+        mine = selections[entry]
+        for rep in reps:
+            theirs = selections[rep]
+            shared = [s for s in mine if s in theirs]
+            equal = sum(1 for s in shared if set(mine[s]) == set(theirs[s]))
+            if shared and equal >= share * len(shared):
+                same[entry] = (rep, equal, len(shared))
+                break
+        else:
+            reps.append(entry)
+    return same
+
+
+def same_note(rep: str, equal: int, total: int) -> str:
+    """``"uniform (81/81)"``: the text said beside a run whose frames are another's (in a column "same frames as")."""
+    return f"{rep} ({equal}/{total})"
+
+
+# -- rankings across datasets ---------------------------------------------------------
+
+
+@dataclass
+class Agreement:
+    """τ_b between the rankings of several datasets (or subsets) on one metric, and the pairs whose order flips significantly."""
+
+    metric: str
+    taus: list[TauLine]
+    flips: list[Flip]  # candidate flips, each with its Holm p over the pairs of its comparison
+    family: int  # the most pairs in one comparison
+    alpha: float = 0.05
+    n_boot: int = DEFAULT_BOOT
+
+    @property
+    def significant(self) -> list[Flip]:
+        return [f for f in self.flips if f.significant(self.alpha)]
+
+
+def _agreement_metric(runs: Sequence[StoredRun], metrics: Sequence[str] | None) -> MetricSpec | None:
+    specs = [s for s in select_metrics(metric_specs(runs), metrics, strict=False) if s.is_mean]
+    preferred = [s for s in specs if s.name == "mc_accuracy"]
+    chosen = preferred or specs
+    return chosen[0] if chosen else None
+
+
+def agreement(
+    runs: Sequence[StoredRun],
+    metrics: Sequence[str] | None = None,
+    by: str | None = None,
+    *,
+    alpha: float = 0.05,
+    n_boot: int = DEFAULT_BOOT,
+    seed: int = 0,
+) -> Agreement | None:
+    """Rank agreement across the datasets of ``runs`` (and across the values of ``by`` within each), or None with nothing to compare.
+
+    The runs are matched across datasets by label. The metric is
+    ``mc_accuracy`` when stored, else the first plain-mean metric (of
+    ``metrics`` when given). τ_b comes with its cluster-bootstrap interval
+    (:func:`frameselect.stats.tau_interval`; one draw over the videos of both
+    conditions); a pair flips significantly when its paired differences are
+    significant in opposite directions in the two conditions
+    (:func:`frameselect.stats.compare_conditions`), after Holm's correction
+    over the pairs of each comparison (the pairs of runs of one comparison are one family).
+    """
+    spec = _agreement_metric(runs, metrics)
+    if spec is None:
+        return None
+    conditions: dict[str, dict[str, dict[str, float]]] = {}
+    clusters: dict[str, Hashable] = {}
+    comparisons: list[tuple[str, str, str]] = []
+    datasets = list(dict.fromkeys(run.dataset for run in runs))
+    for dataset in datasets:
+        for run in (r for r in runs if r.dataset == dataset):
+            for record, cluster in zip(run.records, run.clusters, strict=True):
+                sid = f"{dataset}\x1f{record.sample_id}"
+                clusters.setdefault(sid, (dataset, cluster))
+                value = float(record.metrics.get(spec.name, math.nan))
+                value = value if spec.higher_is_better else -value
+                conditions.setdefault(dataset, {}).setdefault(run.label, {})[sid] = value
+                if by and by in record.metadata:
+                    conditions.setdefault(f"{dataset} · {by}={record.metadata[by]}", {}).setdefault(run.label, {})[sid] = value
+    if len(datasets) > 1:
+        comparisons += [("dataset", a, b) for a, b in itertools.combinations(datasets, 2)]
+    if by:
+        for dataset in datasets:
+            subsets = sorted(label for label in conditions if label.startswith(f"{dataset} · {by}="))
+            comparisons += [(by, a, b) for a, b in itertools.combinations(subsets, 2)]
+    if not comparisons:
+        return None
+    taus, flips, pairs = compare_conditions(conditions, comparisons, clusters, n_boot=n_boot, seed=seed)
+    holm_flips(flips, pairs)
+    return Agreement(spec.name, taus, flips, max(pairs.values(), default=0), alpha, n_boot)
+
+
+def agreement_tables(report: Agreement) -> list[Table]:
+    """τ_b with intervals, and the significant flips (a table titled "invert" only when one exists)."""
+    taus = Table(
+        [Column("axis"), Column("A"), Column("B"), Column("τ_b", "interval", signed=True), Column("runs", "int")],
+        title=f"Rankings across datasets (and --by subsets) on {report.metric}: Kendall τ_b [95% bootstrap interval over videos]",
+        note="–: undefined (a ranking ties every run)",
+    )
+    for t in report.taus:
+        taus.add(t.axis, t.a, t.b, Interval(t.tau.tau, t.tau.low, t.tau.high), t.tau.entries)
+    test = (
+        f"paired differences significant in opposite directions in A and in B (sign-flip tests over videos; the larger p), "
+        f"Holm over the pairs of runs of each comparison (up to {report.family}), α = {report.alpha:g}"
+    )
+    significant = report.significant
+    if not significant:
+        flips = Table([Column("order flips")], title="Order flips significant after Holm", note=test)
+        flips.add(f"none ({len(report.flips)} pair(s) change order by their estimates alone)")
+        return [taus, flips]
+    flips = Table(
+        [
+            Column("axis"),
+            Column("A"),
+            Column("B"),
+            Column("better in A"),
+            Column("better in B"),
+            Column("p in A", "number", fmt=format_p),
+            Column("p in B", "number", fmt=format_p),
+            Column("p Holm", "number", fmt=format_p),
+        ],
+        title="These pairs of runs invert",
+        note=test,
+    )
+    for f in significant:
+        flips.add(f.axis, f.a, f.b, f.better, f.worse, f.p_a, f.p_b, f.p_holm)
+    return [taus, flips]
+
+
+def agreement_lines(report: Agreement) -> list[str]:
+    """The same as text lines (for the HTML report)."""
+    lines = [
+        f"{t.axis}: {t.a} vs {t.b}: τ_b = {Interval(t.tau.tau, t.tau.low, t.tau.high).__str__() if not math.isnan(t.tau.tau) else '–'} over {t.tau.entries} runs"
+        for t in report.taus
+    ]
+    significant = report.significant
+    if significant:
+        lines += [
+            f"invert: {f.better} > {f.worse} on {f.a} (p={format_p(f.p_a)}), the other way on {f.b} (p={format_p(f.p_b)}); Holm p={format_p(f.p_holm)}"
+            for f in significant
+        ]
+    else:
+        lines.append(
+            f"order flips significant after Holm (over the pairs of each comparison): none ({len(report.flips)} change order by their estimates alone)"
+        )
+    return lines

@@ -40,8 +40,9 @@ def test_bench_without_models_runs_query_agnostic_selectors(tmp_path: Path, caps
     assert "### k = 4" in out.out and "| uniform |" in out.out and "oracle (coverage, strict)" in out.out and "(upper bound)" not in out.out
     assert "skipped topk" in out.out + out.err  # needs relevance, and there is no encoder
     # the oracle as the only answerer: its ranks once, its accuracy by kind not printed beside itself
-    assert out.out.count("ranks at k = 4 by oracle accuracy (1 = best of 2):") == 1
-    assert "accuracy by question kind at k = 4 (oracle):" in out.out and " / " not in out.out.split("(oracle):")[1].split("ranks at")[0]
+    assert out.out.count("ranks at k = 4 by oracle accuracy on global and needle questions (1 = best of 2):") == 1
+    assert "accuracy by question kind at k = 4 (oracle [95 % interval]):" in out.out
+    assert " / " not in out.out.split("(oracle [95 % interval]):")[1].split("## Rankings")[0]
     assert (tmp_path / "c" / "bench").is_dir() and (tmp_path / "b.sqlite").exists()
 
 
@@ -142,7 +143,7 @@ def test_bench_tokens_runs_every_selector_at_the_cost_of_k_frames_and_compares_t
             assert {r.sample_id: r.metrics["mc_accuracy"] for r in at_tokens} == at_frames
             assert {(len(r.selection), r.metrics["tokens"]) for r in at_tokens} == {(k, float(tokens))}
         assert f"- k={k} vs {tokens} tokens: Kendall tau_b = " in section
-    assert "significant inversions: none" in section
+    assert "inversions significant after Holm: none" in section
 
 
 def test_bench_tokens_downsampling_baseline_sends_the_mixed_selectors_frame_count_at_one_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -166,3 +167,42 @@ def test_bench_tokens_downsampling_baseline_sends_the_mixed_selectors_frame_coun
             assert records and {(len(r.selection), r.metrics["tokens"]) for r in records} == {(48, 192.0)}
     assert "| uniform | downsampled |" in out and "| uniform | as sent |" in out
     assert "uniform (downsampled) - uniform (as sent) = " in out and "Holm" in out
+
+
+def test_bench_main_table_carries_intervals_and_says_identical_selections(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The check of the statistics: six selectors, three videos; uniform, fixed_fps (1 fps = the pool) and multires choose the same frames."""
+    pytest.importorskip("torch")
+    pytest.importorskip("rapidocr")
+    import re
+
+    argv = [
+        "bench",
+        "-s",
+        "uniform",
+        "-s",
+        "topk",
+        "-s",
+        "multires",
+        "-s",
+        "fixed_fps",
+        "-s",
+        "aks",
+        "-s",
+        "kcenter",
+        "--n-videos",
+        "3",
+        "--minutes",
+        "1",
+        "-k",
+        "8",
+    ]
+    assert main([*argv, "--store", str(tmp_path / "b.sqlite"), "--cache-dir", str(tmp_path / "c"), "--no-report"]) == 0
+    out = capsys.readouterr().out
+    main_table = out.split("### k = 8")[1].split("(cells:")[0]
+    rows = {line.split(" | ")[0][2:]: line for line in main_table.splitlines() if line.startswith("| ") and not line.startswith("| selector")}
+    assert set(rows) == {"uniform", "topk *", "multires °", "fixed_fps", "aks *", "kcenter"}
+    for line in rows.values():  # label_ocr_reader, label_reader, ocr_reader, oracle: each with its interval
+        assert len(re.findall(r"\| \d\.\d{3} \[\d\.\d\d, \d\.\d\d\]", line)) == 4, line
+    assert rows["fixed_fps"].rstrip(" |").endswith("uniform (24/24)") and rows["multires °"].rstrip(" |").endswith("uniform (24/24)")
+    assert out.index("## Rankings across conditions") < out.index("ranks at k = 8")
+    assert ("invert" in out) == ("These selector pairs invert" in out)

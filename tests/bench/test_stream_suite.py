@@ -28,12 +28,25 @@ def test_a_needle_is_asked_before_and_after_its_evidence_by_hand() -> None:
     assert covers(after, [52.0]) and not covers(after, [80.0])
 
 
-def test_ordering_counting_and_global_questions_are_left_out_and_the_suite_is_deterministic() -> None:
+def test_a_question_over_two_spans_is_asked_before_the_first_and_after_the_last_by_hand() -> None:
+    s = Sample(
+        "v/order_0", "v.mp4", Query("Which first?", ("cat", "dog")), "A", (Span(70.0, 72.0), Span(40.0, 43.0)), {"kind": "ordering", "coverage": "all_spans"}
+    )
+    out = {q.id: q for q in stream_questions([s], {"v.mp4": 120.0}, delays=(0.0, 10.0, 60.0), before=20.0)}
+    assert sorted(out) == ["v/order_0@+0s", "v/order_0@+10s", "v/order_0@-20s"]  # 72 + 60 > 120: not asked
+    before = out["v/order_0@-20s"]
+    assert before.asked_at == 20.0 and before.answer == "C" and before.metadata["delay_s"] == -23.0  # 20 - 43: before the first span's end
+    assert before.metadata["later_spans"] == [[70.0, 72.0], [40.0, 43.0]]
+    assert out["v/order_0@+10s"].asked_at == 82.0 and out["v/order_0@+10s"].metadata["delay_s"] == 10.0  # after the last span
+
+
+def test_plurality_and_global_questions_are_left_out_and_the_suite_is_deterministic() -> None:
     plan = plan_video(HaystackConfig(n_videos=1, minutes=3.0), 0)
     base = questions_for(plan, "v0.mp4", 0)
     out = stream_questions(base, {"v0.mp4": plan.duration})
-    needles = [s for s in base if s.metadata["kind"] == "needle"]
-    assert {q.metadata["question"] for q in out} == {s.id for s in needles}
+    kept = [s for s in base if s.evidence and s.metadata.get("coverage", "all_spans") == "all_spans"]
+    assert {s.metadata["kind"] for s in kept} >= {"needle", "ordering"} and "global" not in {s.metadata["kind"] for s in kept}
+    assert {q.metadata["question"] for q in out} == {s.id for s in kept}
     assert all(q.asked_at is not None and 0 <= q.asked_at <= plan.duration for q in out)
     assert {q.metadata["stream"] for q in out} == {"before", "after"}
     assert [q.id for q in out] == [q.id for q in stream_questions(questions_for(plan, "v0.mp4", 0), {"v0.mp4": plan.duration})]

@@ -82,6 +82,8 @@ class BenchRow:
     failed: int
     first_error: str | None = None
     computed: int = 0  # samples run in this invocation (the rest came from the store)
+    per_sample: dict[str, float] = field(default_factory=dict)  # sample id -> the answer metric (ok samples)
+    selections: dict[str, tuple[int, ...]] = field(default_factory=dict)  # sample id -> the selected frame indices
 
 
 @dataclass
@@ -96,6 +98,8 @@ class BenchResult:
     answer_metric: str
     selectors_run: list[str] = field(default_factory=list)
     tokens: Any = None  # the token-budget section's result (frameselect.bench.token_section.TokenSection), when run
+    videos: dict[str, str] = field(default_factory=dict)  # sample id -> its video (the unit of resampling)
+    sample_kinds: dict[str, str] = field(default_factory=dict)  # sample id -> its question kind
 
 
 class _AccuracyFallback(Evaluator):
@@ -255,7 +259,7 @@ def _run_bench(config: BenchConfig, executor: Any, *, log: Callable[[str], None]
 
     def one(job: tuple[str, Any, int]) -> list[BenchRow]:
         name, sel, k = job
-        aware = bool(set(sel.needs) & QUERY_AWARE_NEEDS)
+        aware = chooses_by_query(sel)
         out: list[BenchRow] = []
         selected_in: str | None = None
         for ans_name, ans in answerer_parts:
@@ -290,6 +294,8 @@ def _run_bench(config: BenchConfig, executor: Any, *, log: Callable[[str], None]
                     failed=len(failed),
                     first_error=failed[0].error if failed else None,
                     computed=result.counters.samples_done + result.counters.samples_failed,
+                    per_sample={r.sample_id: float(r.metrics.get(ANSWER_EVALUATOR, math.nan)) for r in result.records if r.status == "ok"},
+                    selections={r.sample_id: tuple(r.selection) for r in result.records if r.status == "ok"},
                 )
             )
         return out
@@ -325,7 +331,21 @@ def _run_bench(config: BenchConfig, executor: Any, *, log: Callable[[str], None]
         answer_metric=ANSWER_EVALUATOR,
         selectors_run=[n for n, _ in chosen],
         tokens=token_result,
+        videos={s.id: str(s.video) for s in samples},
+        sample_kinds={s.id: str(s.metadata.get("kind")) for s in samples},
     )
+
+
+def chooses_by_query(selector: Any) -> bool:
+    """Whether the selector's *frames* depend on the question (its needs meet :data:`QUERY_AWARE_NEEDS`).
+
+    A selector that wraps another one for its frames (``inner``, as
+    ``multires``) chooses by the question only if the inner one does.
+    """
+    inner = getattr(selector, "inner", None)
+    if inner is not None and inner is not selector:
+        return chooses_by_query(inner)
+    return bool(set(selector.needs) & QUERY_AWARE_NEEDS)
 
 
 def _token_section(
@@ -433,15 +453,64 @@ def fill_summary(result: BenchResult) -> list[str]:
     return lines
 
 
+def result_claims(result: BenchResult, primary: str) -> Any:
+    """The statistics of the printed tables (:func:`frameselect.bench.claims.bench_claims`); None when no row carries per-question values."""
+    from frameselect.bench.claims import bench_claims, values_of
+
+    values = values_of(_usable(result.rows))
+    if not values:
+        return None
+    order: dict[int, list[str]] = {}
+    for k in result.config.budgets:
+        by = {r.selector: r for r in result.rows if r.k == k and r.answerer == primary}
+        order[k] = sorted(by, key=lambda s: _sort_key(_get(by[s], result.answer_metric), s))
+    selections = {(r.selector, r.k): r.selections for r in result.rows if r.selections and r.answerer == result.config.answerers[0]}
+    answerers = [a for a in result.config.answerers if any(key[2] == a for key in values)]
+    return bench_claims(
+        values, result.videos, result.sample_kinds, budgets=result.config.budgets, answerers=answerers, primary=primary,
+        selections=selections, order=order, prefer=[result.config.query_aware], token_values=_token_values(result), seed=result.config.seed,
+    )  # fmt: skip
+
+
+def _token_values(result: BenchResult) -> dict[tuple[str, int], dict[str, float]]:
+    """Per (selector, k), the per-question answer metric of the token section's run at the cost of k frames (read from the store)."""
+    rows = getattr(result.tokens, "rows", None) or []
+    if not rows or not os.path.exists(result.config.store):
+        return {}
+    from frameselect.store import Store
+
+    out: dict[tuple[str, int], dict[str, float]] = {}
+    with Store(result.config.store) as store:
+        for row in rows:
+            records = store.records(row.run_id, status="ok")
+            out[(row.selector, row.k)] = {r.sample_id: float(r.metrics.get(result.answer_metric, math.nan)) for r in records}
+    return out
+
+
+def _cell(claims: Any, k: int, selector: str, answerer: str, value: float) -> str:
+    """An accuracy cell: the value with its interval and its mark against uniform (the value alone without per-question data)."""
+    from frameselect.bench.claims import mark
+    from frameselect.stats import format_interval
+
+    iv = None if claims is None else claims.intervals.get((selector, k, answerer))
+    if iv is None:
+        return _fmt(value)
+    return format_interval(iv) + mark(claims, k, answerer, selector)
+
+
 def format_report(result: BenchResult) -> str:
-    """The printed tables: per budget, selectors × answerers, and accuracy by question kind; then the selectors the fill rule stood in for."""
-    from frameselect.analysis import FILL_COLUMN, fill_note, format_fill_share
+    """The printed tables: per budget, selectors × answerers with intervals and paired tests, and accuracy by question kind;
+    then the rankings across conditions (τ_b, order flips); then the selectors the fill rule stood in for."""
+    from frameselect.analysis import FILL_COLUMN, fill_note, format_fill_share, same_note
     from frameselect.answerers.oracle import answerer_label
+    from frameselect.bench.claims import format_rank_section, summary_line
     from frameselect.render import Column, Table, Value, render
+    from frameselect.stats import Interval, format_p
 
     metric = result.answer_metric
     answerers = list(result.config.answerers)
     primary = next((a for a in answerers if a != "oracle"), answerers[0] if answerers else "")
+    claims = result_claims(result, primary)
     out: list[str] = []
     kinds_present = [k for k in KINDS if k in result.kinds] + sorted(k for k in result.kinds if k not in KINDS)
     out.append(
@@ -453,6 +522,7 @@ def format_report(result: BenchResult) -> str:
         "accuracy = mc_accuracy; oracle = evidence coverage, strict (right iff the selected frames cover all the evidence, else a wrong letter;"
         " not an upper bound: readers are credited for guesses and partial evidence); recall = evidence_recall"
     )
+    sizes_only = False
     for k in result.config.budgets:
         rows = [r for r in result.rows if r.k == k]
         if not rows:
@@ -461,51 +531,86 @@ def format_report(result: BenchResult) -> str:
         by = {(r.selector, r.answerer): r for r in rows}
         out.append("")
         out.append(f"### k = {k}")
+        tested = claims is not None and primary in {c.answerer for c in claims.comparisons if c.k == k}
+        same_col = claims is not None and any(key[1] == k for key in claims.same)
         table = Table(
             [Column("selector")]
-            + [Column(answerer_label(a), "number", fmt=_fmt, higher_is_better=True) for a in answerers]
+            + [Column(answerer_label(a)) for a in answerers]
+            + (
+                [
+                    Column(f"Δ uniform ({primary})", "interval", signed=True),
+                    Column("p Holm", "number", fmt=format_p),
+                    Column("Δ next", "interval", signed=True),
+                    Column("p Holm ", "number", fmt=format_p),
+                ]
+                if tested
+                else []
+            )
             + [Column("recall", "number", fmt=_fmt, higher_is_better=True), Column("precision", "number", fmt=_fmt, higher_is_better=True)]
             + [Column("select ms", "number", fmt=lambda v: _fmt(v, ".1f"), higher_is_better=False)]
             + [Column(FILL_COLUMN, "number", fmt=format_fill_share)]
+            + ([Column("same frames as")] if same_col else [])
         )
         order = sorted(selectors, key=lambda s: _sort_key(_get(by.get((s, primary)), metric), s))
         for s in order:
             any_row = next(by[(s, a)] for a in answerers if (s, a) in by)
             lat = any_row.table.get("selection_latency_s")
+            wraps = not any_row.query_aware and _sizes_by_query(s)
+            sizes_only = sizes_only or wraps
+            tests: list[Value] = []
+            if tested and claims is not None:
+                for what in ("vs uniform", "vs next"):
+                    c = claims.comparison(what, k, primary, s)
+                    tests += [None, None] if c is None else [Interval(c.diff.mean_diff, c.diff.low, c.diff.high), c.p_holm]
+            same = claims.same.get((s, k)) if claims is not None else None
             table.add(
-                s + (" *" if any_row.query_aware else ""),
-                *[_get(by.get((s, a)), metric) for a in answerers],
+                s + (" *" if any_row.query_aware else "") + (" °" if wraps else ""),
+                *[_cell(claims, k, s, a, _get(by.get((s, a)), metric)) for a in answerers],
+                *tests,
                 any_row.table.get("evidence_recall"),
                 any_row.table.get("frame_precision"),
                 None if lat is None else 1000 * lat,
                 _fill(by, s, answerers),
+                *([same_note(*same) if same else ""] if same_col else []),
             )
         out.append(render(table))
-        out.append("(* query-aware: uses the encoder's query relevance)")
+        if claims is not None:
+            out.append(summary_line(claims))
+            if tested:
+                out.append(f"(Δ uniform / Δ next: {primary}'s paired difference to uniform / to the next row, [95 % interval], Holm-adjusted p)")
+        out.append(
+            "(* query-aware: the question chooses the frames" + ("; °: frames chosen without the question, only their sizes follow it)" if sizes_only else ")")
+        )
+        if same_col:
+            out.append("(same frames as: the selector chose the same frames as that row on that many questions: one selection, not two results)")
         out.append(f"({fill_note()})")
         out.append("")
         beside_oracle = "oracle" in answerers and primary != "oracle"  # the oracle alone is not printed beside itself
         out.append(
-            f"accuracy by question kind at k = {k} ({primary} / oracle coverage, strict):"
+            f"accuracy by question kind at k = {k} ({primary} [95 % interval] / oracle coverage, strict):"
             if beside_oracle
-            else f"accuracy by question kind at k = {k} ({primary}):"
+            else f"accuracy by question kind at k = {k} ({primary} [95 % interval]):"
         )
         kind_table = Table([Column("selector"), *(Column(kind) for kind in kinds_present)])
         for s in order:
             cells: list[Value] = [s]
             for kind in kinds_present:
-                a = _kind(by.get((s, primary)), kind, metric)
+                a = _kind_cell(result, by.get((s, primary)), kind, metric)
                 o = _kind(by.get((s, "oracle")), kind, metric) if beside_oracle else math.nan
-                cells.append(f"{_fmt(a)} / {_fmt(o)}" if beside_oracle else _fmt(a))
+                cells.append(f"{a} / {_fmt(o)}" if beside_oracle else a)
             kind_table.add(*cells)
         out.append(render(kind_table))
-        if k == min(result.config.budgets):
-            for ans in [a for a in dict.fromkeys((primary, "oracle")) if a in answerers]:
-                lines = ranking_summary(result, k, ans)
-                if lines:
-                    out.append("")
-                    out.append(f"ranks at k = {k} by {ans} accuracy (1 = best of {len(selectors)}):")
-                    out.extend(lines)
+    if claims is not None:
+        out.extend(format_rank_section(claims))
+        k = min(result.config.budgets)
+        lines = ranking_summary(result, k, primary)
+        if lines:
+            out.append("")
+            out.append(
+                f"ranks at k = {k} by {primary} accuracy on global and needle questions (1 = best of {len({r.selector for r in _usable(result.rows) if r.k == k})}):"
+            )
+            out.extend(lines)
+            out.append(_pair_flip_line(claims, k, primary, [ln[2:].split(":")[0].split(" (")[0] for ln in lines]))
     fill_lines = fill_summary(result)
     if fill_lines:
         out.append("")
@@ -525,6 +630,44 @@ def format_report(result: BenchResult) -> str:
         out.append("")
         out.extend(f"note: {n}" for n in result.notes)
     return "\n".join(out)
+
+
+def _pair_flip_line(claims: Any, k: int, primary: str, pair: Sequence[str]) -> str:
+    """What the test says about the ranked pair's order on global vs needle questions (no claim of an inversion without a significant flip)."""
+    from frameselect.stats import format_p
+
+    if len(pair) != 2:
+        return "(one selector ranked: no pair to compare)"
+    ga, nb = f"k={k} · {primary} · global", f"k={k} · {primary} · needle"
+    for f in claims.flips:
+        if {f.a, f.b} == {ga, nb} and {f.better, f.worse} == set(pair):
+            verdict = "significant: the order inverts" if f.significant(claims.alpha) else "not significant"
+            return f"(their order differs between global and needle questions by the estimates; flip p = {format_p(f.p)}, Holm {format_p(f.p_holm)}: {verdict})"
+    return "(their order is the same on global and needle questions, or one of them has no value)"
+
+
+def _sizes_by_query(selector: str) -> bool:
+    """Whether a registered selector's default instance sizes its frames by query relevance while choosing them without it (multires over a query-agnostic selector)."""
+    from frameselect.registry import selectors
+
+    try:
+        sel = selectors.create(selector)
+    except Exception:
+        return False
+    return getattr(sel, "inner", None) is not None and bool(set(sel.needs) & QUERY_AWARE_NEEDS)
+
+
+def _kind_cell(result: BenchResult, row: BenchRow | None, kind: str, metric: str) -> str:
+    """A row's accuracy on one question kind with its cluster-bootstrap interval (the value alone without per-question data)."""
+    from frameselect.stats import bootstrap_mean, format_interval
+
+    if row is None or not row.per_sample:
+        return _fmt(_kind(row, kind, metric))
+    ids = [sid for sid in row.per_sample if result.sample_kinds.get(sid) == kind]
+    if not ids:
+        return "–"
+    iv = bootstrap_mean([row.per_sample[i] for i in ids], [result.videos.get(i, i) for i in ids], seed=result.config.seed)
+    return format_interval(iv)
 
 
 def _sort_key(value: float, name: str) -> tuple[bool, float, str]:

@@ -60,7 +60,8 @@ def add_stats_args(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from frameselect.analysis import at_tokens, build_tables, describe_resampling, load_runs, render_tables
+    from frameselect.analysis import agreement, agreement_tables, at_tokens, build_tables, describe_resampling, load_runs, render_tables
+    from frameselect.render import render
     from frameselect.store import Store
 
     if not os.path.exists(args.store):
@@ -82,7 +83,11 @@ def run(args: argparse.Namespace) -> int:
             note += f"; at most {args.at_tokens:g} visual tokens per sample: per configuration, the run spending the most within it"
             note += f" (left out: {', '.join(left_out)})" if left_out else ""
         sections = build_tables(runs, args.metric, args.by, n_boot=args.boot, level=args.level, seed=args.seed)
+        across = agreement(runs, args.metric, args.by, n_boot=args.boot, seed=args.seed)
     print(render_tables(sections, args.format, note=note))
+    if across is not None:  # several datasets (or --by subsets): how their rankings agree, and which pairs flip significantly
+        print()
+        print(render(agreement_tables(across), args.format))
     return 0
 
 

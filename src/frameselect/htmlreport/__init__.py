@@ -190,7 +190,8 @@ def _table_view(section: TableSection, note: str, headline: str = "") -> TableVi
             iv = row.cells[m.name]
             cells.append(Cell(_cell_text(iv), iv.estimate, m.name in best and iv.estimate == best[m.name]))
         fill = None if row.fill_share is None else Cell(format_fill_share(row.fill_share), row.fill_share, flag=row.fill_dominates)
-        rows.append((row.label, row.n, fill, cells))
+        label = row.label + (f" (same frames as {row.same_as})" if row.same_as else "")
+        rows.append((label, row.n, fill, cells))
     if headline in columns:
         col, better = columns.index(headline), section.metrics[columns.index(headline)].higher_is_better
 
@@ -291,7 +292,7 @@ def _ranks_views(runs: Sequence[StoredRun], metric: str, by: str | None, n_boot:
     inversions = [
         f"{inv.better} > {inv.worse} on {_group_name(inv.key_a, n_datasets)} "
         f"(Δ {inv.in_a.mean_diff:+.3f}, p={format_p(inv.in_a.p_value)}), but the other way on {_group_name(inv.key_b, n_datasets)} "
-        f"(Δ {-inv.in_b.mean_diff:+.3f}, p={format_p(inv.in_b.p_value)})"
+        f"(Δ {-inv.in_b.mean_diff:+.3f}, p={format_p(inv.in_b.p_value)}); Holm p={format_p(inv.p_holm)}"
         for inv in report.inversions
     ]
     return bump, heat, inversions, note
@@ -909,13 +910,25 @@ def build_report(store: Store | str | os.PathLike[str], *, options: ReportOption
     st = store if isinstance(store, Store) else Store(store)
     try:
         datasets = _dataset_views(st, opts, progress or (lambda _msg: None))
+        across = _agreement(st, opts)
     finally:
         if own:
             st.close()
     env = jinja2.Environment(loader=jinja2.PackageLoader("frameselect.htmlreport", "templates"), autoescape=True, undefined=jinja2.StrictUndefined)
     template = env.get_template("report.html.j2")
     store_name = (os.fspath(store) if opts.include_paths else os.path.basename(os.fspath(store))) if not isinstance(store, Store) else ""
-    return template.render(datasets=datasets, version=__version__, store=store_name, markup=_markup)
+    return template.render(datasets=datasets, version=__version__, store=store_name, markup=_markup, across=across)
+
+
+def _agreement(store: Store, opts: ReportOptions) -> list[str]:
+    """Rank agreement across the store's datasets (τ_b with intervals, significant flips); empty with a single dataset."""
+    from frameselect.analysis import agreement, agreement_lines
+
+    runs = load_runs(store)
+    if len({run.dataset for run in runs}) < 2:
+        return []
+    report = agreement(runs, [opts.metric] if opts.metric else None, None, n_boot=opts.n_boot, seed=opts.seed)
+    return [] if report is None else agreement_lines(report)
 
 
 def _markup(svg: str) -> Any:
