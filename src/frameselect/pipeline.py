@@ -125,6 +125,8 @@ def evaluate(
     token_model: Any = None,
     budget_policy: Any = None,
     dataset_name: str | None = None,
+    choose_budget: Any = None,
+    choose_params: Mapping[str, Any] | None = None,
 ) -> RunResult:
     """Run ``selector`` on ``dataset`` at budget ``k`` (or ``tokens``), score it, store it.
 
@@ -137,13 +139,14 @@ def evaluate(
     (default ``$RAY_ADDRESS``, else a local one). ``tokens=N``: ``N`` visual tokens per sample (the mean, routed) instead of ``k`` frames, spent under
     ``token_policy`` and priced by ``token_model`` or the answerer's cost model (:mod:`frameselect.token_budget`). ``budget_policy``: shares k over videos.
     ``dataset_name`` names a ``dataset`` given as a list of samples in tables and reports (default ``samples_<hash>``, from the samples); the store keeps
-    such samples, so ``show``, ``export-selections`` and ``report`` need nothing else.
+    such samples, so ``show``, ``export-selections`` and ``report`` need nothing else. ``choose_budget`` (with ``choose_params``, e.g. ``{"cap": 32}``):
+    each question chooses its frame count within the cap (:mod:`frameselect.routing.chooser`); the table reports the mean and spread of what was spent.
     """
     parts: dict[str, Any] = dict(
         encoder=encoder, answerer=answerer, pool=pool, seed=seed, selector_params=selector_params, router=router, bank=bank, label=label
     )
     budget: dict[str, Any] = dict(limit=limit, tokens=tokens, token_policy=token_policy, token_model=token_model, budget_policy=budget_policy)
-    plan = plan_run(selector, evaluators, dataset, k, dataset_name=dataset_name, **parts, **budget)
+    plan = plan_run(selector, evaluators, dataset, k, dataset_name=dataset_name, choose_budget=choose_budget, choose_params=choose_params, **parts, **budget)
     ex = executor_spec(executor, workers, ray_address)
     return run_plan(plan, store=store, cache_dir=cache_dir, progress=progress, on_record=on_record, by=by, executor=ex)
 
@@ -204,11 +207,15 @@ def select_step(
     if sample.is_multi_video or not isinstance(selector, Selector):  # several videos, or a joint selector: docs/crossvideo.md
         select_step_across(p, plan, ctx, selector, across.get(sample.id) if across is not None else None)
         return
+    chooser = getattr(plan, "chooser", None)
     for video in sample_videos(sample):
         pool = build_pool(sample, plan.pool, ctx, video)
-        needs = set(selector.needs).union(*(e.needs for e in plan.evaluators))
+        needs = set(selector.needs).union(*(e.needs for e in plan.evaluators)) | (set(chooser.needs) if chooser is not None else set())
         features = featurize(pool, sample, needs, plan.encoder, ctx)
-        selection = selector.select(pool, sample.query, p.k, features, seed=sample_seed(plan.seed, sample.id))
+        if chooser is not None:
+            p.k = choose_k(chooser, selector, pool, sample, features, plan, ctx)
+            p.metadata = {**p.metadata, "chosen_budget": p.k, "budget_cap": chooser.cap}
+        selection = run_selector(selector, plan, pool, sample, p.k, features)
         ctx.counters.selector_calls += 1
         check_selection(selector, selection, p.k, len(pool), sample)
         if plan.tokens is not None and frame_plan is None:
@@ -270,6 +277,30 @@ def select_step_across(p: Any, plan: Any, ctx: Any, selector: Any, tokens: Acros
     joint = isinstance(selector, JointSelector)
     p.across = AcrossPrepared(multi, selector.answer_view(multi) if joint else multi, selector.audit(sample) if joint else None)
     p.policy = multi.policy
+
+
+def run_selector(selector: Selector, plan: Plan, pool: CandidatePool, sample: Sample, k: int, features: Features) -> Any:
+    """``selector.select``; a selector that ranks frames through the answering model (``needs_answerer``) gets the plan's answerer."""
+    seed = sample_seed(plan.seed, sample.id)
+    if selector.needs_answerer:
+        return selector.select_through(plan.answerer, pool, sample.query, k, features, seed=seed)  # type: ignore[attr-defined]
+    return selector.select(pool, sample.query, k, features, seed=seed)
+
+
+def choose_k(chooser: Any, selector: Selector, pool: CandidatePool, sample: Sample, features: Features, plan: Plan, ctx: RunContext) -> int:
+    """One question's frame count from the run's budget chooser (:mod:`frameselect.routing.chooser`), within its cap and the pool.
+
+    A chooser that reads the selector's order gets the selector's frames at the cap (one more selector call).
+    """
+    if features.scores is None:
+        raise SelectionError(f"budget chooser {chooser.name!r} needs query relevance, and sample {sample.id!r} has none")
+    relevance = np.asarray(features.scores, dtype=np.float64)
+    order: list[int] = []
+    if chooser.uses_order:
+        at_cap = run_selector(selector, plan, pool, sample, min(chooser.cap, len(pool)), features)
+        ctx.counters.selector_calls += 1
+        order = [int(i) for i in at_cap.indices]
+    return int(chooser.choose(sample.query.text, relevance, order))
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,8 @@ __all__ = [
     "resolve_selector",
     "resolve_budget_policy",
     "check_across",
+    "resolve_chooser",
+    "check_chooser",
 ]
 
 #: what each feature kind asks of the encoder
@@ -83,6 +85,8 @@ class Plan:
     token_model: TokenModel | None = None
     #: how a question over several videos shares ``k`` among them (:mod:`frameselect.crossvideo`); None: equal
     budget_policy: Any = None
+    #: a budget each question chooses (:mod:`frameselect.routing.chooser`): ``k`` is then its cap
+    chooser: Any = None
 
     @property
     def label(self) -> str:
@@ -90,7 +94,9 @@ class Plan:
 
 
 def _singular(kind: str) -> str:
-    return {"routers": "router", "routing": "router", "streaming": "streaming selector"}.get(kind, kind[:-1] if kind.endswith("s") else kind)
+    return {"routers": "router", "routing": "router", "streaming": "streaming selector", "budget_choosers": "budget chooser"}.get(
+        kind, kind[:-1] if kind.endswith("s") else kind
+    )
 
 
 def check_ranges(kind: str, part: Any, params: Mapping[str, Any] | None = None, *, name: str | None = None) -> None:
@@ -98,7 +104,7 @@ def check_ranges(kind: str, part: Any, params: Mapping[str, Any] | None = None, 
     problems = check_params(part, params)
     if problems:
         label = name or getattr(part, "registered_name", "") or type(part).__name__
-        flag = {"selectors": "-p", "datasets": "-D", "encoders": "-E", "answerers": "-A"}.get(kind)
+        flag = {"selectors": "-p", "datasets": "-D", "encoders": "-E", "answerers": "-A", "budget_choosers": "-C"}.get(kind)
         hint = f" (CLI {flag} NAME=VALUE)" if flag else ""
         raise ConfigError(f"{_singular(kind)} {label!r}: parameter {'; '.join(problems)}; give a value in range{hint}")
 
@@ -206,9 +212,10 @@ def load_samples(ds: Dataset, limit: int | None = None) -> list[Sample]:
     return samples[:limit] if limit is not None else samples
 
 
-def default_label(sel: Selector, k: int, router: Any, bank: Sequence[Selector] = (), tokens: int | None = None) -> str:
-    """``uniform@k=8``; routed runs ``text_cue[uniform,topk]@B=8`` (router, bank, mean budget); ``uniform@tokens=6000`` at a token budget."""
-    budget = f"tokens={tokens}" if tokens is not None else None
+def default_label(sel: Selector, k: int, router: Any, bank: Sequence[Selector] = (), tokens: int | None = None, chooser: Any = None) -> str:
+    """``uniform@k=8``; routed runs ``text_cue[uniform,topk]@B=8`` (router, bank, mean budget); ``uniform@tokens=6000`` at a token budget;
+    ``topk@chosen=relevance_mass<=32`` with a budget chooser (its name and cap)."""
+    budget = f"tokens={tokens}" if tokens is not None else (f"chosen={chooser.name}<={chooser.cap}" if chooser is not None else None)
     if router is not None:
         names = ",".join(b.name for b in (bank or [sel]))
         return f"{router.name}[{names}]@{budget or f'B={k}'}"
@@ -285,6 +292,69 @@ def resolve_budget_policy(policy: Any) -> BudgetPolicy | None:
     raise ConfigError(f"budget_policy must be a name or a BudgetPolicy, got {type(policy).__name__}")
 
 
+def resolve_chooser(chooser: Any, params: Mapping[str, Any] | None = None) -> Any:
+    """A budget chooser (:mod:`frameselect.routing.chooser`) from its name and parameters, or an instance; None for none."""
+    from frameselect.routing.chooser import BudgetChooser, budget_choosers
+
+    if chooser is None:
+        if params:
+            raise ConfigError(f"budget chooser parameters {sorted(params)} given without a chooser: pass choose_budget= too (CLI --choose-budget NAME)")
+        return None
+    if isinstance(chooser, BudgetChooser):
+        if params:
+            raise ConfigError(f"parameters {sorted(params)} given for a budget chooser instance; pass them to its constructor instead")
+        check_ranges("budget_choosers", chooser, name=chooser.name)
+        return chooser
+    if not isinstance(chooser, str) or chooser not in budget_choosers.names():
+        raise ConfigError(f"unknown budget chooser {chooser!r}; known: {', '.join(budget_choosers.names())} (choose_budget=, CLI --choose-budget)")
+    factory = budget_choosers.get(chooser)
+    check_ranges("budget_choosers", factory, dict(params or {}), name=chooser)
+    try:
+        return budget_choosers.create(chooser, **dict(params or {}))
+    except PartConfigError as exc:
+        raise ConfigError(str(exc)) from None
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"budget chooser {chooser!r}: {exc} (CLI -C NAME=VALUE)") from None
+
+
+def check_chooser(chooser: Any, sel: Any, router: Any, tokens: int | None, samples: Sequence[Sample]) -> None:
+    """A budget chooser decides each question's frame count: not with a router or a token budget (each decides it too),
+    nor for joint selectors and questions over several videos (whose totals are shared by a budget policy)."""
+    if chooser is None:
+        return
+    name = f"budget chooser {chooser.name!r}"
+    if router is not None:
+        raise ConfigError(f"{name} decides each question's budget, and so does router {router.name!r}: give one of --choose-budget and --router")
+    if tokens is not None:
+        raise ConfigError(f"{name} chooses a frame count per question: run it at a frame cap (-C cap=N), not at a token budget (--tokens)")
+    if not isinstance(sel, Selector):
+        raise ConfigError(
+            f"{name} chooses frames for one video; joint selector {getattr(sel, 'name', sel)!r} shares a total over several: drop --choose-budget"
+        )
+    multi = [s.id for s in samples if s.is_multi_video]
+    if multi:
+        raise ConfigError(f"{name} chooses frames for one video; sample {multi[0]!r} spans several videos: use a dataset of one-video questions")
+
+
+def check_answerer_needs(parts: Sequence[Any], answerer: Answerer | None) -> None:
+    """A selector that ranks frames through the answering model (``needs_answerer``) runs with an answerer that declares those capabilities."""
+    for part in parts:
+        wanted = frozenset(getattr(part, "needs_answerer", frozenset()))
+        if not wanted:
+            continue
+        name = f"selector {part.name!r}"
+        if answerer is None:
+            raise ConfigError(
+                f"{name} ranks frames by the answering model's own attention ({', '.join(sorted(wanted))}): pass an answerer that gives it (answerer=, CLI -a), e.g. 'qwen2_5_vl'"
+            )
+        missing = wanted - frozenset(answerer.capabilities)
+        if missing:
+            raise ConfigError(
+                f"{name} needs {sorted(missing)} of the answerer, and answerer {answerer.name!r} does not give it: "
+                "answer with a transformers Qwen backend (qwen2_vl, qwen2_5_vl), or use another selector"
+            )
+
+
 def check_across(
     sel: Any,
     policy: BudgetPolicy | None,
@@ -353,6 +423,8 @@ def plan_run(
     token_model: Any = None,
     budget_policy: Any = None,
     dataset_name: str | None = None,
+    choose_budget: Any = None,
+    choose_params: Mapping[str, Any] | None = None,
 ) -> Plan:
     """Resolve and validate everything :func:`frameselect.pipeline.evaluate` will run.
 
@@ -369,7 +441,14 @@ def plan_run(
 
     ``dataset_name`` names a dataset given as a list of samples (default
     ``samples_<hash>``: :class:`~frameselect.datasets.base.InMemoryDataset`).
+
+    ``choose_budget`` (a name of :mod:`frameselect.routing.chooser` or an
+    instance, with ``choose_params``) lets each question choose its frame count
+    within the chooser's ``cap``; ``k`` is then ignored (the cap stands in its place).
     """
+    chooser = resolve_chooser(choose_budget, choose_params)
+    if chooser is not None:
+        k = chooser.cap
     k, limit, policy = check_budget(k, error=ConfigError, hint="k=, CLI -k"), check_limit(limit), check_pool(pool)
     sel: Selector = resolve_selector(selector, dict(selector_params or {}))
     across_policy = resolve_budget_policy(budget_policy)
@@ -384,7 +463,10 @@ def plan_run(
         check_needs(kind, part, enc)
     if rt is not None:
         check_needs("routers", rt, enc)
+    if chooser is not None:
+        check_needs("budget_choosers", chooser, enc)
     check_answerer(evs, ans)
+    check_answerer_needs([sel, *bank_parts], ans)
     check_mixed_sizes([sel, *bank_parts], ans, tokens, token_policy)
     cost_model = resolve_token_model(token_model, ans, tokens)
     if tokens is not None:
@@ -395,6 +477,7 @@ def plan_run(
     ds = _dataset(dataset, dataset_params, dataset_name)
     samples = load_samples(ds, limit)
     check_across(sel, across_policy, enc, ans, rt, tokens, samples, bank_parts if rt is not None else ())
+    check_chooser(chooser, sel, rt, tokens, samples)
     config: dict[str, Any] = {
         "selector": part_config(sel),
         "evaluators": [part_config(e) for e in evs],
@@ -408,6 +491,8 @@ def plan_run(
     }
     if across_policy is not None:  # only when given: runs without one keep their ids
         config["budget_policy"] = part_config(across_policy)
+    if chooser is not None:  # only when given: runs without one keep their ids; k holds the cap
+        config["budget_chooser"] = part_config(chooser)
     if rt is not None:
         config["router"] = part_config(rt)
         config["bank"] = [part_config(b) for b in bank_parts]
@@ -416,7 +501,7 @@ def plan_run(
         if token_policy != "fixed_k" and rt is None:  # k is fixed_k's count, and the mean a router allocates frame units at
             config.pop("k")
     run_id = fingerprint(config)
-    config["label"] = label or default_label(sel, k, rt, bank_parts if bank else (), tokens)
+    config["label"] = label or default_label(sel, k, rt, bank_parts if bank else (), tokens, chooser)
     # descriptive, outside the fingerprint: what replay needs to re-create the dataset
     config["dataset_spec"] = part_config(ds)
     if tokens is None and cost_model is not None:  # prices the frames; changes none
@@ -440,6 +525,7 @@ def plan_run(
         token_policy=token_policy,
         token_model=cost_model,
         budget_policy=across_policy,
+        chooser=chooser,
     )
 
 

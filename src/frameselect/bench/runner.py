@@ -158,6 +158,12 @@ def _selectors(patterns: Sequence[str], encoder: Any, notes: list[str]) -> list[
         if sel.requires_weights:
             notes.append(f"skipped {name}: a trained selector without its weights (pass weights=... to run it)")
             continue
+        if sel.needs_answerer:  # the benchmark's offline answerers give no model attention
+            notes.append(
+                f"skipped {name}: ranks frames by the answering model's own attention ({', '.join(sorted(sel.needs_answerer))}), "
+                "which the benchmark's offline answerers do not give: run it with a transformers Qwen backend (frameselect run -s flexselect -a qwen2_5_vl)"
+            )
+            continue
         try:
             check_needs("selectors", sel, encoder)
         except ConfigError as exc:

@@ -81,10 +81,45 @@ def run_cross_video(args: argparse.Namespace, *, default_arms: bool = False) -> 
     return 0
 
 
+def run_chosen_budget(args: argparse.Namespace) -> int:
+    """``--chosen-budget``: a budget chooser against the fixed-mean router and uniform at its realised mean, in frames and in tokens."""
+    from frameselect.bench.chosen_section import ChosenConfig, format_chosen_section, run_chosen_section
+
+    selectors, answerers = split_names(args.selector), split_names(args.answerer)
+    suite = _suite(args)
+    config = ChosenConfig(
+        chooser=args.chosen_budget,
+        chooser_params=tuple(parse_params(args.choose_param, "-C/--choose-param").items()),
+        selector=selectors[0] if selectors else "topk",
+        router=args.router,
+        encoder=args.encoder or "imagenet_label",
+        answerer=answerers[0] if answerers else "label_ocr_reader",
+        dataset_params=(("n_videos", suite["n_videos"]), ("minutes", suite["minutes"]), ("seed", suite["seed"])),
+        store=suite["store"],
+        cache_dir=suite["cache_dir"],
+        pool=suite["pool"],
+        seed=suite["seed"],
+    )
+    try:
+        section = run_chosen_section(config, say=(lambda line: print(line, file=sys.stderr)) if args.progress else None)
+    except ValueError as exc:  # ConfigError included
+        print(f"frameselect: error: {exc}", file=sys.stderr)
+        return 2
+    print(format_chosen_section(section))
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from frameselect.bench.runner import DEFAULT_ANSWERERS, DEFAULT_BUDGETS, BenchConfig, format_report, run_bench
 
-    sections = [flag for flag, on in (("--stream", args.stream), ("--cross-video", args.cross_video), ("--tokens", args.tokens)) if on]
+    if args.chosen_budget is None and (args.choose_param or args.router != "relevance_shape"):
+        print("frameselect: error: -C/--choose-param and --router belong to the --chosen-budget section: give --chosen-budget too", file=sys.stderr)
+        return 2
+    sections = [
+        flag
+        for flag, on in (("--stream", args.stream), ("--cross-video", args.cross_video), ("--tokens", args.tokens), ("--chosen-budget", args.chosen_budget))
+        if on
+    ]
     if len(sections) > 1:
         print(f"frameselect: error: {' and '.join(sections)} are separate sections of the bench; give one", file=sys.stderr)
         return 2
@@ -95,6 +130,8 @@ def run(args: argparse.Namespace) -> int:
         return run_stream(args)
     if args.cross_video:
         return run_cross_video(args)
+    if args.chosen_budget:
+        return run_chosen_budget(args)
 
     config = BenchConfig(
         budgets=tuple(args.k or DEFAULT_BUDGETS),
@@ -199,6 +236,17 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="the cross-video section: questions over 2-4 of the suite's videos; arms (-s: uniform/equal, topk/equal, topk_union, binding, holmes) "
         "at the same total budget, answered by one backend (-a, default label_ocr_reader)",
     )
+    p.add_argument(
+        "--chosen-budget",
+        nargs="?",
+        const="relevance_mass",
+        default=None,
+        metavar="CHOOSER",
+        help="the chosen-budget section: -s (default topk) with a budget chooser (relevance_mass, marginal_stop; -C cap=N), then the same selector, "
+        "the fixed-mean --router and uniform at its realised mean, in frames and in tokens, answered by -a (default label_ocr_reader)",
+    )
+    p.add_argument("--choose-param", "-C", action="append", help="with --chosen-budget: budget chooser parameter name=value (repeatable), e.g. cap=32")
+    p.add_argument("--router", default="relevance_shape", help="with --chosen-budget: the fixed-mean router compared (default: %(default)s)")
     p.add_argument(
         "--no-cross-video",
         action="store_true",
