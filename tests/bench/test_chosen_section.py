@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 from tests.colour_encoder import MeanColour
 
-from frameselect.bench.chosen_section import ChosenConfig, format_chosen_section, holm, run_chosen_section
+from frameselect.bench.chosen_section import ChosenConfig, format_chosen_section, run_chosen_section
 from frameselect.routing.chooser import honest_mean
+from frameselect.stats import holm
 from frameselect.store import Store
 
 

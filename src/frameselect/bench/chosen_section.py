@@ -26,13 +26,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from frameselect.stats import Interval, PairedDifference
 
-__all__ = ["ChosenConfig", "ChosenArm", "ChosenSection", "run_chosen_section", "format_chosen_section", "holm"]
+__all__ = ["ChosenConfig", "ChosenArm", "ChosenSection", "run_chosen_section", "format_chosen_section"]
 
 #: the cost model the token comparison prices frames with
 TOKEN_MODEL = "qwen2_5_vl"
@@ -78,22 +78,6 @@ class ChosenSection:
     frames_mean: int
     tokens_mean: int
     arms: list[ChosenArm] = field(default_factory=list)
-
-
-def holm(p_values: Sequence[float]) -> list[float]:
-    """Holm's step-down adjusted p-values (NaN left out of the family and returned as NaN).
-
-    >>> holm([0.01, 0.04, 0.03])
-    [0.03, 0.06, 0.06]
-    """
-    idx = sorted((i for i, p in enumerate(p_values) if not math.isnan(p)), key=lambda i: p_values[i])
-    m = len(idx)
-    out = [math.nan] * len(p_values)
-    running = 0.0
-    for rank, i in enumerate(idx):
-        running = max(running, min(1.0, (m - rank) * p_values[i]))
-        out[i] = round(running, 12)
-    return out
 
 
 def run_chosen_section(config: ChosenConfig, say: Callable[[str], None] | None = None) -> ChosenSection:
@@ -192,6 +176,8 @@ def run_chosen_section(config: ChosenConfig, say: Callable[[str], None] | None =
         section.arms.append(arm(label, unit, budget, result))
         if say is not None:
             say(f"chosen-budget section: {label} done")
+    from frameselect.stats import holm
+
     adjusted = holm([a.difference.p_value if a.difference is not None else math.nan for a in section.arms])
     section.arms = [dataclasses.replace(a, p_holm=p) for a, p in zip(section.arms, adjusted)]
     return section
