@@ -45,8 +45,8 @@ class CrossBenchConfig:
     answerer: str = "label_ocr_reader"
     store: str | os.PathLike[str] = "frameselect-bench.sqlite"
     cache_dir: str | os.PathLike[str] | None = None
-    n_videos: int = 9
-    minutes: float = 3.0
+    n_videos: int = 32
+    minutes: float = 1.0
     seed: int = 0
     pool: str = "fps=1.0"
     n_boot: int = 2000

@@ -58,8 +58,8 @@ class BenchConfig:
     encoder_params: tuple[tuple[str, Any], ...] = ()  # (name, value) pairs for the encoder, e.g. (("runtime", "onnx-int8"),)
     store: str = "frameselect-bench.sqlite"
     cache_dir: str | None = None  # suite in <cache_dir>/bench, features in <cache_dir>/features
-    n_videos: int = 9
-    minutes: float = 3.0
+    n_videos: int = 32
+    minutes: float = 1.0
     seed: int = 0
     pool: str = "fps=1.0"
     query_aware: str = "topk"  # the query-aware selector the ranking summary follows (if registered)
