@@ -82,6 +82,7 @@ class BenchRow:
     failed: int
     first_error: str | None = None
     computed: int = 0  # samples run in this invocation (the rest came from the store)
+    by_video: dict[str, float] = field(default_factory=dict)  # the answer metric's mean per video (the unit of paired tests)
 
 
 @dataclass
@@ -96,6 +97,7 @@ class BenchResult:
     answer_metric: str
     selectors_run: list[str] = field(default_factory=list)
     tokens: Any = None  # the token-budget section's result (frameselect.bench.token_section.TokenSection), when run
+    chance: dict[str, float] = field(default_factory=dict)  # per kind: the mean of 1 / options (a guess's expected accuracy)
 
 
 class _AccuracyFallback(Evaluator):
@@ -223,6 +225,7 @@ def _run_bench(config: BenchConfig, executor: Any, *, log: Callable[[str], None]
     kinds: dict[str, int] = {}
     for s in samples:
         kinds[str(s.metadata.get("kind"))] = kinds.get(str(s.metadata.get("kind")), 0) + 1
+    chance = chance_by_kind(samples)
     say(f"suite: {config.n_videos} videos x {config.minutes:g} min, {len(samples)} questions {kinds} ({timings['suite']:.1f} s) in {bench_dir}")
 
     if encoder is not None:
@@ -284,6 +287,7 @@ def _run_bench(config: BenchConfig, executor: Any, *, log: Callable[[str], None]
                     failed=len(failed),
                     first_error=failed[0].error if failed else None,
                     computed=result.counters.samples_done + result.counters.samples_failed,
+                    by_video=per_video(result.records, ANSWER_EVALUATOR),
                 )
             )
         return out
@@ -319,7 +323,39 @@ def _run_bench(config: BenchConfig, executor: Any, *, log: Callable[[str], None]
         answer_metric=ANSWER_EVALUATOR,
         selectors_run=[n for n, _ in chosen],
         tokens=token_result,
+        chance=chance,
     )
+
+
+def chance_by_kind(samples: Sequence[Any]) -> dict[str, float]:
+    """Per question kind, the expected accuracy of a uniform guess: the mean of ``1 / number of options``."""
+    sums: dict[str, list[float]] = {}
+    for s in samples:
+        if s.query.options:
+            sums.setdefault(str(s.metadata.get("kind")), []).append(1.0 / len(s.query.options))
+    return {kind: sum(v) / len(v) for kind, v in sums.items()}
+
+
+def normalised(by_kind: Mapping[str, Mapping[str, float]], chance: Mapping[str, float], metric: str) -> float:
+    """Chance-normalised accuracy: per kind ``(acc - chance) / (1 - chance)``, averaged over the kinds (0 = chance, 1 = all right)."""
+    values = []
+    for kind, c in chance.items():
+        acc = by_kind.get(kind, {}).get(metric)
+        if acc is None or math.isnan(float(acc)) or c >= 1:
+            continue
+        values.append((float(acc) - c) / (1 - c))
+    return sum(values) / len(values) if values else math.nan
+
+
+def per_video(records: Sequence[Any], metric: str) -> dict[str, float]:
+    """Mean of ``metric`` per video (a sample id's part before ``/``); failed samples count as 0."""
+    sums: dict[str, list[float]] = {}
+    for r in records:
+        value = r.metrics.get(metric) if r.status == "ok" else 0.0
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            continue
+        sums.setdefault(str(r.sample_id).split("/")[0], []).append(float(value))
+    return {video: sum(v) / len(v) for video, v in sums.items()}
 
 
 def _token_section(
@@ -443,6 +479,15 @@ def format_report(result: BenchResult) -> str:
         f"relevance encoder {result.config.encoder}; store {result.config.store}"
     )
     out.append("accuracy = mc_accuracy; oracle = UPPER BOUND (right iff the selected frames cover the evidence); recall = evidence_recall")
+    if result.chance:
+        out.append(
+            "chance (a uniform guess) per kind: "
+            + ", ".join(f"{k} {result.chance[k]:.3f}" for k in kinds_present if k in result.chance)
+            + f"; norm = {primary} accuracy normalised for chance per kind, (acc - chance) / (1 - chance), averaged over the kinds (0 = chance, 1 = all right)"
+        )
+    detectable = _detectable(result, primary)
+    if detectable:
+        out.append(detectable)
     for k in result.config.budgets:
         rows = [r for r in result.rows if r.k == k]
         if not rows:
@@ -454,6 +499,7 @@ def format_report(result: BenchResult) -> str:
         table = Table(
             [Column("selector")]
             + [Column(a + (" (upper bound)" if a == "oracle" else ""), "number", fmt=_fmt, higher_is_better=True) for a in answerers]
+            + ([Column("norm", "number", fmt=_fmt, higher_is_better=True)] if result.chance else [])
             + [Column("recall", "number", fmt=_fmt, higher_is_better=True), Column("precision", "number", fmt=_fmt, higher_is_better=True)]
             + [Column("select ms", "number", fmt=lambda v: _fmt(v, ".1f"), higher_is_better=False)]
             + [Column(FILL_COLUMN, "number", fmt=format_fill_share)]
@@ -465,6 +511,7 @@ def format_report(result: BenchResult) -> str:
             table.add(
                 s + (" *" if any_row.query_aware else ""),
                 *[_get(by.get((s, a)), metric) for a in answerers],
+                *([_norm(by.get((s, primary)), result.chance, metric)] if result.chance else []),
                 any_row.table.get("evidence_recall"),
                 any_row.table.get("frame_precision"),
                 None if lat is None else 1000 * lat,
@@ -486,6 +533,8 @@ def format_report(result: BenchResult) -> str:
                 o = _kind(by.get((s, "oracle")), kind, metric) if beside_oracle else math.nan
                 cells.append(f"{_fmt(a)} / {_fmt(o)}" if beside_oracle else _fmt(a))
             kind_table.add(*cells)
+        if result.chance:
+            kind_table.add("(chance)", *[_fmt(result.chance.get(kind, math.nan)) for kind in kinds_present])
         out.append(render(kind_table))
         if k == min(result.config.budgets):
             for ans in [a for a in dict.fromkeys((primary, "oracle")) if a in answerers]:
@@ -513,6 +562,22 @@ def format_report(result: BenchResult) -> str:
         out.append("")
         out.extend(f"note: {n}" for n in result.notes)
     return "\n".join(out)
+
+
+def _norm(row: BenchRow | None, chance: Mapping[str, float], metric: str) -> float:
+    return math.nan if row is None else normalised(row.by_kind, chance, metric)
+
+
+def _detectable(result: BenchResult, primary: str) -> str | None:
+    """The run's detectable-difference line (:mod:`frameselect.bench.power`) at the smallest budget, primary answerer."""
+    from frameselect.bench.power import run_detectable_difference
+
+    if not result.config.budgets:
+        return None
+    k = min(result.config.budgets)
+    by_video = {r.selector: r.by_video for r in _usable(result.rows) if r.k == k and r.answerer == primary and r.by_video}
+    found = run_detectable_difference(by_video)
+    return None if found is None else found.line(result.answer_metric, k, primary)
 
 
 def _sort_key(value: float, name: str) -> tuple[bool, float, str]:

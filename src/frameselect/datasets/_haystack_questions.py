@@ -79,9 +79,7 @@ class _Builder:
         for e in plan.events:
             self.counts[e.object] = self.counts.get(e.object, 0) + 1
 
-    def add(
-        self, template: str, text: str, options: list[str], correct: str, evidence: Sequence[tuple[float, float]], **meta: Any
-    ) -> None:
+    def add(self, template: str, text: str, options: list[str], correct: str, evidence: Sequence[tuple[float, float]], **meta: Any) -> None:
         options = list(options)
         kind, modality, per_video = TEMPLATES[template]
         n = sum(1 for s in self.samples if s.metadata["template"] == template)

@@ -23,8 +23,8 @@ from collections.abc import Sequence
 
 from frameselect.datasets._haystack_questions import questions_for
 from frameselect.datasets._haystack_suite import DOMAINS, HaystackConfig, ensure_suite
-from frameselect.errors import ConfigError
 from frameselect.datasets.base import Dataset
+from frameselect.errors import ConfigError
 from frameselect.parts import Range
 from frameselect.registry import datasets
 from frameselect.types import Sample
@@ -38,9 +38,7 @@ class HaystackDataset(Dataset):
 
     param_ranges = {"n_videos": Range(ge=1, integer=True), "minutes": Range(gt=0), "seed": Range(ge=0, integer=True)}
 
-    def __init__(
-        self, n_videos: int = 32, minutes: float = 1.0, seed: int = 0, root: str | os.PathLike[str] | None = None, domain: str = "bench"
-    ) -> None:
+    def __init__(self, n_videos: int = 32, minutes: float = 1.0, seed: int = 0, root: str | os.PathLike[str] | None = None, domain: str = "bench") -> None:
         if domain not in DOMAINS:
             raise ConfigError(f"dataset haystack: domain {domain!r} is not one of {', '.join(DOMAINS)}; give domain=bench or domain=train")
         self.config = HaystackConfig(n_videos=int(n_videos), minutes=float(minutes), seed=int(seed), domain=domain)
