@@ -98,6 +98,7 @@ class BenchResult:
     selectors_run: list[str] = field(default_factory=list)
     tokens: Any = None  # the token-budget section's result (frameselect.bench.token_section.TokenSection), when run
     chance: dict[str, float] = field(default_factory=dict)  # per kind: the mean of 1 / options (a guess's expected accuracy)
+    trained: dict[str, str] = field(default_factory=dict)  # trained selector -> footnote: what it was trained on, in or out of this suite's distribution
 
 
 class _AccuracyFallback(Evaluator):
@@ -238,6 +239,7 @@ def _run_bench(config: BenchConfig, executor: Any, *, log: Callable[[str], None]
     evaluators: list[Any] = [answer_ev, *SELECTION_EVALUATORS]
     answerer_parts = [(name, _make_answerer(name, features_dir)) for name in config.answerers]
     chosen = _selectors(config.selectors, encoder, notes)
+    trained = training_footnotes(chosen, dataset, notes)
     for note in notes:
         say(f"note: {note}")
 
@@ -324,7 +326,35 @@ def _run_bench(config: BenchConfig, executor: Any, *, log: Callable[[str], None]
         selectors_run=[n for n, _ in chosen],
         tokens=token_result,
         chance=chance,
+        trained=trained,
     )
+
+
+def training_footnotes(chosen: Sequence[tuple[str, Any]], dataset: Any, notes: list[str]) -> dict[str, str]:
+    """For each selector with a learned checkpoint: what it was trained on, and whether that is this suite's
+    distribution (then a warning joins ``notes``: its accuracy here is in-distribution, not a generalisation)."""
+    from frameselect.learned.checkpoint import CheckpointError, describe_training, read_header, resolve_checkpoint, same_suite, suite_identity, trained_on
+
+    out: dict[str, str] = {}
+    evaluated = suite_identity(dataset)
+    for name, sel in chosen:
+        checkpoint = getattr(sel, "checkpoint", None)
+        if not isinstance(checkpoint, str) or not getattr(sel, "weights", ""):
+            continue
+        try:
+            meta = read_header(resolve_checkpoint(checkpoint))
+        except CheckpointError:
+            continue
+        inside = same_suite(trained_on(meta), evaluated)
+        where = (
+            "IN DISTRIBUTION: trained on this suite's domain"
+            if inside
+            else "out of distribution: this suite's footage, objects and words are not its training suite's"
+        )
+        out[name] = f"trained on {describe_training(meta)}; {where}"
+        if inside:
+            notes.append(f"{name} is evaluated on its own training distribution ({describe_training(meta)}): its rows are in-distribution results")
+    return out
 
 
 def chance_by_kind(samples: Sequence[Any]) -> dict[str, float]:
@@ -415,7 +445,7 @@ def ranking_summary(result: BenchResult, k: int, answerer: str) -> list[str]:
     if qa is None and aware:  # the query-aware selector with the best needle accuracy
         qa = max(aware, key=lambda n: (per_kind["needle"].get(n, -1.0), n))
     lines = []
-    for name, label in (("uniform", "uniform"), (qa, f"{qa} (query-aware)")):
+    for name, label in (("uniform", "uniform"), (qa, f"{qa}{' †' if qa in result.trained else ''} (query-aware)")):
         if name is None or name not in per_kind["global"]:
             continue
         parts = []
@@ -509,7 +539,7 @@ def format_report(result: BenchResult) -> str:
             any_row = next(by[(s, a)] for a in answerers if (s, a) in by)
             lat = any_row.table.get("selection_latency_s")
             table.add(
-                s + (" *" if any_row.query_aware else ""),
+                s + (" *" if any_row.query_aware else "") + (" †" if s in result.trained else ""),
                 *[_get(by.get((s, a)), metric) for a in answerers],
                 *([_norm(by.get((s, primary)), result.chance, metric)] if result.chance else []),
                 any_row.table.get("evidence_recall"),
@@ -519,6 +549,7 @@ def format_report(result: BenchResult) -> str:
             )
         out.append(render(table))
         out.append("(* query-aware: uses the encoder's query relevance)")
+        out.extend(_trained_lines(result, selectors))
         out.append(f"({fill_note()})")
         out.append("")
         beside_oracle = "oracle" in answerers and primary != "oracle"  # the oracle alone is not printed beside itself
@@ -527,7 +558,7 @@ def format_report(result: BenchResult) -> str:
         )
         kind_table = Table([Column("selector"), *(Column(kind) for kind in kinds_present)])
         for s in order:
-            cells: list[Value] = [s]
+            cells: list[Value] = [s + (" †" if s in result.trained else "")]
             for kind in kinds_present:
                 a = _kind(by.get((s, primary)), kind, metric)
                 o = _kind(by.get((s, "oracle")), kind, metric) if beside_oracle else math.nan
@@ -536,6 +567,7 @@ def format_report(result: BenchResult) -> str:
         if result.chance:
             kind_table.add("(chance)", *[_fmt(result.chance.get(kind, math.nan)) for kind in kinds_present])
         out.append(render(kind_table))
+        out.extend(_trained_lines(result, selectors))
         if k == min(result.config.budgets):
             for ans in [a for a in dict.fromkeys((primary, "oracle")) if a in answerers]:
                 lines = ranking_summary(result, k, ans)
@@ -562,6 +594,10 @@ def format_report(result: BenchResult) -> str:
         out.append("")
         out.extend(f"note: {n}" for n in result.notes)
     return "\n".join(out)
+
+
+def _trained_lines(result: BenchResult, selectors: Sequence[str]) -> list[str]:
+    return [f"(† {name}: {text})" for name, text in result.trained.items() if name in selectors]
 
 
 def _norm(row: BenchRow | None, chance: Mapping[str, float], metric: str) -> float:

@@ -64,6 +64,7 @@ __all__ = [
     "WORDS",
     "Domain",
     "DOMAINS",
+    "domain_fingerprint",
     "Segment",
     "Event",
     "VideoPlan",
@@ -199,6 +200,19 @@ DOMAINS: dict[str, Domain] = {
     "bench": Domain("bench", FOOTAGE, OBJECTS, WORDS),
     "train": Domain("train", TRAIN_FOOTAGE, TRAIN_OBJECTS, TRAIN_WORDS),
 }
+
+
+def domain_fingerprint(name: str) -> str:
+    """A hash of what a domain is made of (footage, stills, words): equal for suites of one distribution."""
+    from frameselect.fingerprint import fingerprint
+
+    d = DOMAINS[name]
+    payload = {
+        "footage": {k: [f.clip, f.description, f.still] for k, f in d.footage.items()},
+        "objects": {k: [o.file, o.crop] for k, o in d.objects.items()},
+        "words": list(d.words),
+    }
+    return fingerprint(payload, with_version=False)[:16]
 
 
 @dataclass(frozen=True)

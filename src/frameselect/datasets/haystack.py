@@ -22,7 +22,7 @@ import os
 from collections.abc import Sequence
 
 from frameselect.datasets._haystack_questions import questions_for
-from frameselect.datasets._haystack_suite import DOMAINS, HaystackConfig, ensure_suite
+from frameselect.datasets._haystack_suite import DOMAINS, HaystackConfig, domain_fingerprint, ensure_suite
 from frameselect.datasets.base import Dataset
 from frameselect.errors import ConfigError
 from frameselect.parts import Range
@@ -51,6 +51,11 @@ class HaystackDataset(Dataset):
             plans, paths = ensure_suite(self.config, self.root)
             self._samples = [s for plan, path in zip(plans, paths) for s in questions_for(plan, str(path), self.config.seed)]
         return self._samples
+
+    @property
+    def suite_identity(self) -> dict[str, str]:
+        """What distribution the questions come from (a learned selector's checkpoint records its training suite's)."""
+        return {"dataset": "haystack", "domain": self.domain, "domain_fingerprint": domain_fingerprint(self.domain)}
 
     @property
     def id(self) -> str:
