@@ -39,7 +39,7 @@ import numpy as np
 from frameselect.datasets._haystack_suite import DOMAINS, VideoPlan
 from frameselect.types import Query, Sample, Span, option_letters
 
-__all__ = ["questions_for", "KINDS", "TEMPLATES"]
+__all__ = ["questions_for", "answer_position", "KINDS", "TEMPLATES"]
 
 KINDS = ("needle", "ordering", "counting", "global")
 #: template → (kind, modality, how many per video): three questions of each kind
