@@ -44,6 +44,8 @@ def stream_questions(
     for s in samples:
         if len(s.evidence) != 1 or s.metadata.get("coverage", "all_spans") != "all_spans":
             continue
+        if s.metadata.get("kind", "needle") != "needle":  # a counting question about an object shown once has one span too
+            continue
         span = s.evidence[0]
         duration = float(durations[s.video])
         query = Query(s.query.text, (*s.query.options, NOT_YET))
