@@ -19,8 +19,8 @@ from frameselect.commands._common import add_executor_args, parse_params, split_
 
 #: :class:`frameselect.bench.runner.BenchConfig`'s defaults and ``default_store()``, spelled out so that
 #: building the parser imports no evaluator (a test keeps them equal)
-N_VIDEOS = 9
-MINUTES = 3.0
+N_VIDEOS = 32
+MINUTES = 1.0
 
 
 def default_store() -> str:
@@ -53,7 +53,8 @@ def run_stream(args: argparse.Namespace) -> int:
 
 def _suite(args: argparse.Namespace) -> dict[str, Any]:
     """What every section of the bench takes alike: the suite (size, seed, pool policy), the store and the cache."""
-    return {"store": args.store, "cache_dir": args.cache_dir, "n_videos": args.n_videos, "minutes": args.minutes, "seed": args.seed, "pool": args.pool}
+    suite = {"store": args.store, "cache_dir": args.cache_dir, "n_videos": args.n_videos, "minutes": args.minutes, "seed": args.seed, "pool": args.pool}
+    return {k: v for k, v in suite.items() if v is not None}  # an unset size: the section's own default
 
 
 def run_cross_video(args: argparse.Namespace, *, default_arms: bool = False) -> int:
@@ -216,8 +217,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument(
         "--cache-dir", default=None, help="cache folder: suite in <dir>/bench, features in <dir>/features (default: ~/.cache/frameselect or $FRAMESELECT_CACHE)"
     )
-    p.add_argument("--n-videos", type=int, default=N_VIDEOS, help="videos in the suite (default: %(default)s)")
-    p.add_argument("--minutes", type=float, default=MINUTES, help="minutes per video (default: %(default)s)")
+    p.add_argument("--n-videos", type=int, default=None, help=f"videos in the suite (default: {N_VIDEOS}; --stream: 9)")
+    p.add_argument("--minutes", type=float, default=None, help=f"minutes per video (default: {MINUTES:g}; --stream: 3)")
     p.add_argument("--seed", type=int, default=0, help="suite and selection seed (default: %(default)s)")
     p.add_argument("--pool", default="fps=1.0", help="candidate pool policy (default: %(default)s)")
     p.add_argument("--query-aware", default="topk", help="query-aware selector followed in the rank summary (default: %(default)s)")
