@@ -58,4 +58,6 @@ _GENERATED: dict[str, Path] = {}  # the generated suite is written once per sess
 
 @register_example("datasets", "haystack_cross")
 def _haystack_cross_example(root: Path) -> Any:
-    return frameselect.datasets.create("haystack_cross", n_videos=2, minutes=0.5, root=str(_GENERATED.setdefault("haystack_cross", root)))
+    return frameselect.datasets.create(
+        "haystack_cross", n_videos=2, minutes=0.5, events_per_minute=3.0, root=str(_GENERATED.setdefault("haystack_cross", root))
+    )

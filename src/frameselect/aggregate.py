@@ -49,11 +49,14 @@ def failure_reasons(records: Sequence[SampleRecord]) -> list[tuple[str, int]]:
 PIPELINE_KEYS = ("selection_latency_s", "answer_latency_s", "pool_time_error_mean", "pool_time_error_max", "tokens")
 
 
-def aggregate(records: Sequence[SampleRecord], evaluators: Sequence[Evaluator]) -> dict[str, float]:
+def aggregate(records: Sequence[SampleRecord], evaluators: Sequence[Evaluator], *, chosen: bool = False) -> dict[str, float]:
     """Benchmark-level values of each evaluator over the ``ok`` records.
 
     ``mean_k`` is the mean number of frames actually selected; ``budget`` the
     mean budget asked for (they differ where a pool holds fewer frames than k);
+    with budgets the questions chose (``chosen``: a run, or the replay of one, with a budget chooser;
+    or records with ``chosen_budget``), ``budget_std``,
+    ``budget_min`` and ``budget_max`` give their spread;
     ``fill_share`` the share of those frames that the selector's fill rule
     supplied (:func:`frameselect.fill.fill_share`; absent where no record says).
     """
@@ -68,6 +71,9 @@ def aggregate(records: Sequence[SampleRecord], evaluators: Sequence[Evaluator]) 
     if ok:
         table["mean_k"] = float(np.mean([len(r.selection) for r in ok]))
         table["budget"] = float(np.mean([r.k for r in ok]))
+        if chosen or any("chosen_budget" in r.metadata for r in ok):  # budgets the questions chose: their spread beside the mean
+            ks = np.asarray([r.k for r in ok], dtype=np.float64)
+            table.update(budget_std=float(ks.std()), budget_min=float(ks.min()), budget_max=float(ks.max()))
     share = fill_share(ok)
     if share is not None:
         table["fill_share"] = share

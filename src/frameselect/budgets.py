@@ -10,12 +10,15 @@ Three budgets:
   answering model's cost model;
 * :class:`Routed` ``(router, bank, over)``: a router gives each sample its
   budget and selector from ``bank`` at the mean of ``over`` (a
-  :class:`Frames` or a :class:`Tokens`).
+  :class:`Frames` or a :class:`Tokens`);
+* :class:`Chosen` ``(chooser, params)``: each question chooses its frame
+  count within the chooser's cap (:mod:`frameselect.routing.chooser`).
 
-The run's loop calls three methods of its plan's budget, and knows no
+The run's loop calls four methods of its plan's budget, and knows no
 concrete one: :meth:`Budget.allocate` once before the first sample (routes,
 token plans), :meth:`Budget.size` per sample (the sample's ``k``, its selector
-and its frame plan) and :meth:`Budget.price` per selection (frame sizes and
+and its frame plan), :meth:`Budget.choose` once a video's features are known
+(a chooser's count) and :meth:`Budget.price` per selection (frame sizes and
 tokens under the cost model, where there is one). The planner
 (:func:`frameselect.plan.plan_run`) asks :meth:`Budget.check`,
 :meth:`Budget.configure` and :meth:`Budget.label` of it.
@@ -39,7 +42,7 @@ if TYPE_CHECKING:
     from frameselect.tokens import TokenModel
     from frameselect.work import Prepared, RunContext
 
-__all__ = ["Budget", "Frames", "Tokens", "Routed", "Allocation", "Sized", "budget_of", "route", "across_token_plans", "union_features"]
+__all__ = ["Budget", "Frames", "Tokens", "Routed", "Chosen", "Allocation", "Sized", "budget_of", "route", "across_token_plans", "union_features"]
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,19 @@ class Budget:
 
         return self.model if isinstance(self.model, TokenModel) else None
 
+    @property
+    def needs(self) -> frozenset[str]:
+        """The features the budget reads of each sample (a chooser's relevance), besides the selector's."""
+        return frozenset()
+
+    def resolved(self) -> Budget:
+        """The budget with the parts that fix its ``k`` created (the planner's first step)."""
+        return self
+
+    def parts(self) -> list[tuple[str, Any]]:
+        """The budget's own parts, by kind, whose ``needs`` the planner checks against the encoder."""
+        return []
+
     def with_parts(self, model: TokenModel | None, router: Any = None, bank: Sequence[Any] = ()) -> Budget:
         """The budget with its parts resolved (the planner's)."""
         return dataclasses.replace(self, model=model)  # type: ignore[type-var]
@@ -113,6 +129,9 @@ class Budget:
     def check(self, selectors: Sequence[Any], answerer: Any) -> Budget:
         """The budget checked against the plan's parts (a :class:`ConfigError` before any sample), in its canonical form."""
         return self
+
+    def check_samples(self, selector: Any, samples: Sequence[Any]) -> None:
+        """The budget checked against the samples, once they are read."""
 
     def configure(self, config: dict[str, Any]) -> None:
         """The budget's entries in the run's configuration (and so its fingerprint)."""
@@ -132,6 +151,10 @@ class Budget:
         """One sample's budget (sets ``p.k`` and what its record's metadata says of it) and its selector."""
         p.k = self.k
         return Sized(plan.selector)
+
+    def choose(self, p: Prepared, plan: Plan, ctx: RunContext, selector: Any, pool: CandidatePool, features: Features) -> int:
+        """The frame count of one video of a sample once its features are known (a chooser's; else the sized ``p.k``)."""
+        return p.k
 
     def price(self, selection: Selection, plan: Plan, pool: CandidatePool, ctx: RunContext, frame_plan: FramePlan | None) -> Selection:
         """The selection with its frames' sizes and the tokens they cost the cost model (as it is where nothing prices it)."""
@@ -258,6 +281,71 @@ class Routed(Budget):
         return _token_sized(p, allocation, selector)
 
 
+@dataclass(frozen=True)
+class Chosen(Budget):
+    """Each question chooses its frame count within ``chooser``'s cap (:mod:`frameselect.routing.chooser`; a name with ``params``, or an instance).
+
+    The table reports the mean and spread of what was spent; ``k`` is the cap.
+    """
+
+    chooser: Any = "relevance_mass"
+    params: Mapping[str, Any] | None = None
+    model: Any = None
+
+    @property
+    def k(self) -> int:
+        cap = getattr(self.chooser, "cap", None)
+        if cap is None:
+            raise ConfigError("a Chosen budget's cap is its chooser's: plan it first (plan_run) so the chooser is created")
+        return int(cap)
+
+    @property
+    def needs(self) -> frozenset[str]:
+        return frozenset(getattr(self.chooser, "needs", ()))
+
+    def resolved(self) -> Budget:
+        from frameselect.checks import resolve_chooser
+
+        if isinstance(self.chooser, str) or self.params:
+            return dataclasses.replace(self, chooser=resolve_chooser(self.chooser, self.params), params=None)
+        return dataclasses.replace(self, chooser=resolve_chooser(self.chooser))
+
+    def parts(self) -> list[tuple[str, Any]]:
+        return [("budget_choosers", self.chooser)]
+
+    def check_samples(self, selector: Any, samples: Sequence[Any]) -> None:
+        from frameselect.checks import check_chooser
+
+        check_chooser(self.chooser, selector, None, None, samples)
+
+    def configure(self, config: dict[str, Any]) -> None:
+        config["k"] = self.k
+        config["budget_chooser"] = _part_config(self.chooser)  # only with a chooser: runs without one keep their ids
+
+    def label(self, selector: Any) -> str:
+        return f"{getattr(selector, 'name', '?')}@chosen={self.chooser.name}<={self.chooser.cap}"
+
+    def choose(self, p: Prepared, plan: Plan, ctx: RunContext, selector: Any, pool: CandidatePool, features: Features) -> int:
+        """The question's frame count from the chooser, within its cap and the pool; a chooser that reads the selector's order gets its frames at the cap."""
+        import numpy as np
+
+        from frameselect.errors import SelectionError
+        from frameselect.prepare import run_selector
+
+        chooser, sample = self.chooser, p.sample
+        if features.scores is None:
+            raise SelectionError(f"budget chooser {chooser.name!r} needs query relevance, and sample {sample.id!r} has none")
+        relevance = np.asarray(features.scores, dtype=np.float64)
+        order: list[int] = []
+        if chooser.uses_order:
+            at_cap = run_selector(selector, plan, pool, sample, min(chooser.cap, len(pool)), features)
+            ctx.counters.selector_calls += 1
+            order = [int(i) for i in at_cap.indices]
+        k = int(chooser.choose(sample.query.text, relevance, order))
+        p.metadata = {**p.metadata, "chosen_budget": k, "budget_cap": chooser.cap}
+        return k
+
+
 def _part_config(part: Any) -> Any:
     from frameselect.parts import part_config
 
@@ -272,14 +360,28 @@ def budget_of(
     token_model: Any = None,
     router: Any = None,
     bank: Sequence[Any] | None = None,
+    choose_budget: Any = None,
+    choose_params: Mapping[str, Any] | None = None,
 ) -> Budget:
-    """The budget the keywords of earlier releases describe (``k``, ``tokens``, ``token_policy``, ``token_model``, ``router``, ``bank``)."""
+    """The budget the keywords of earlier releases describe (``k``, ``tokens``, ``token_policy``, ``token_model``, ``router``, ``bank``, ``choose_budget``, ``choose_params``)."""
     if isinstance(k, Budget):
-        if tokens is not None or router is not None or bank or token_model is not None or token_policy != "fixed_res":
-            raise ConfigError(f"a {type(k).__name__} budget holds its own tokens, policy, cost model and router: give them to it, not beside it")
+        given = tokens is not None or router is not None or bank or token_model is not None or token_policy != "fixed_res"
+        if given or choose_budget is not None or choose_params:
+            raise ConfigError(f"a {type(k).__name__} budget holds its own tokens, policy, cost model, router and chooser: give them to it, not beside it")
         return k
     if bank and router is None:
         raise ConfigError("bank= names the selectors a router may assign: pass router= too (CLI --router), or drop bank=")
+    if choose_budget is not None or choose_params:
+        chosen = Chosen(choose_budget, choose_params, token_model).resolved()
+        assert isinstance(chosen, Chosen)
+        name = f"budget chooser {chosen.chooser.name!r}"
+        if router is not None:
+            raise ConfigError(
+                f"{name} decides each question's budget, and so does router {getattr(router, 'name', router)!r}: give one of --choose-budget and --router"
+            )
+        if tokens is not None:
+            raise ConfigError(f"{name} chooses a frame count per question: run it at a frame cap (-C cap=N), not at a token budget (--tokens)")
+        return chosen
     over: Budget = Frames(k, token_model) if tokens is None else Tokens(tokens, token_policy, k, token_model)
     if router is None:
         return over

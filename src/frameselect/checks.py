@@ -45,6 +45,9 @@ __all__ = [
     "token_model_config",
     "check_across",
     "default_label",
+    "resolve_chooser",
+    "check_chooser",
+    "check_answerer_needs",
 ]
 
 #: what each feature kind asks of the encoder
@@ -54,7 +57,9 @@ _FEATURE_KINDS = frozenset({"embeddings", "text", "relevance", "pixels"})
 
 
 def _singular(kind: str) -> str:
-    return {"routers": "router", "routing": "router", "streaming": "streaming selector"}.get(kind, kind[:-1] if kind.endswith("s") else kind)
+    return {"routers": "router", "routing": "router", "streaming": "streaming selector", "budget_choosers": "budget chooser"}.get(
+        kind, kind[:-1] if kind.endswith("s") else kind
+    )
 
 
 def check_ranges(kind: str, part: Any, params: Mapping[str, Any] | None = None, *, name: str | None = None) -> None:
@@ -62,7 +67,7 @@ def check_ranges(kind: str, part: Any, params: Mapping[str, Any] | None = None, 
     problems = check_params(part, params)
     if problems:
         label = name or getattr(part, "registered_name", "") or type(part).__name__
-        flag = {"selectors": "-p", "datasets": "-D", "encoders": "-E", "answerers": "-A"}.get(kind)
+        flag = {"selectors": "-p", "datasets": "-D", "encoders": "-E", "answerers": "-A", "budget_choosers": "-C"}.get(kind)
         hint = f" (CLI {flag} NAME=VALUE)" if flag else ""
         raise ConfigError(f"{_singular(kind)} {label!r}: parameter {'; '.join(problems)}; give a value in range{hint}")
 
@@ -170,9 +175,10 @@ def load_samples(ds: Dataset, limit: int | None = None) -> list[Sample]:
     return samples[:limit] if limit is not None else samples
 
 
-def default_label(sel: Selector, k: int, router: Any, bank: Sequence[Selector] = (), tokens: int | None = None) -> str:
-    """``uniform@k=8``; routed runs ``text_cue[uniform,topk]@B=8`` (router, bank, mean budget); ``uniform@tokens=6000`` at a token budget."""
-    budget = f"tokens={tokens}" if tokens is not None else None
+def default_label(sel: Selector, k: int, router: Any, bank: Sequence[Selector] = (), tokens: int | None = None, chooser: Any = None) -> str:
+    """``uniform@k=8``; routed runs ``text_cue[uniform,topk]@B=8`` (router, bank, mean budget); ``uniform@tokens=6000`` at a token budget;
+    ``topk@chosen=relevance_mass<=32`` with a budget chooser (its name and cap)."""
+    budget = f"tokens={tokens}" if tokens is not None else (f"chosen={chooser.name}<={chooser.cap}" if chooser is not None else None)
     if router is not None:
         names = ",".join(b.name for b in (bank or [sel]))
         return f"{router.name}[{names}]@{budget or f'B={k}'}"
@@ -301,3 +307,66 @@ def token_model_config(model: TokenModel | None) -> Any:
     import dataclasses
 
     return None if model is None else {"family": model.family, "params": dataclasses.asdict(model)}
+
+
+def resolve_chooser(chooser: Any, params: Mapping[str, Any] | None = None) -> Any:
+    """A budget chooser (:mod:`frameselect.routing.chooser`) from its name and parameters, or an instance; None for none."""
+    from frameselect.routing.chooser import BudgetChooser, budget_choosers
+
+    if chooser is None:
+        if params:
+            raise ConfigError(f"budget chooser parameters {sorted(params)} given without a chooser: pass choose_budget= too (CLI --choose-budget NAME)")
+        return None
+    if isinstance(chooser, BudgetChooser):
+        if params:
+            raise ConfigError(f"parameters {sorted(params)} given for a budget chooser instance; pass them to its constructor instead")
+        check_ranges("budget_choosers", chooser, name=chooser.name)
+        return chooser
+    if not isinstance(chooser, str) or chooser not in budget_choosers.names():
+        raise ConfigError(f"unknown budget chooser {chooser!r}; known: {', '.join(budget_choosers.names())} (choose_budget=, CLI --choose-budget)")
+    factory = budget_choosers.get(chooser)
+    check_ranges("budget_choosers", factory, dict(params or {}), name=chooser)
+    try:
+        return budget_choosers.create(chooser, **dict(params or {}))
+    except PartConfigError as exc:
+        raise ConfigError(str(exc)) from None
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"budget chooser {chooser!r}: {exc} (CLI -C NAME=VALUE)") from None
+
+
+def check_chooser(chooser: Any, sel: Any, router: Any, tokens: int | None, samples: Sequence[Sample]) -> None:
+    """A budget chooser decides each question's frame count: not with a router or a token budget (each decides it too),
+    nor for joint selectors and questions over several videos (whose totals are shared by a budget policy)."""
+    if chooser is None:
+        return
+    name = f"budget chooser {chooser.name!r}"
+    if router is not None:
+        raise ConfigError(f"{name} decides each question's budget, and so does router {router.name!r}: give one of --choose-budget and --router")
+    if tokens is not None:
+        raise ConfigError(f"{name} chooses a frame count per question: run it at a frame cap (-C cap=N), not at a token budget (--tokens)")
+    if not isinstance(sel, Selector):
+        raise ConfigError(
+            f"{name} chooses frames for one video; joint selector {getattr(sel, 'name', sel)!r} shares a total over several: drop --choose-budget"
+        )
+    multi = [s.id for s in samples if s.is_multi_video]
+    if multi:
+        raise ConfigError(f"{name} chooses frames for one video; sample {multi[0]!r} spans several videos: use a dataset of one-video questions")
+
+
+def check_answerer_needs(parts: Sequence[Any], answerer: Answerer | None) -> None:
+    """A selector that ranks frames through the answering model (``needs_answerer``) runs with an answerer that declares those capabilities."""
+    for part in parts:
+        wanted = frozenset(getattr(part, "needs_answerer", frozenset()))
+        if not wanted:
+            continue
+        name = f"selector {part.name!r}"
+        if answerer is None:
+            raise ConfigError(
+                f"{name} ranks frames by the answering model's own attention ({', '.join(sorted(wanted))}): pass an answerer that gives it (answerer=, CLI -a), e.g. 'qwen2_5_vl'"
+            )
+        missing = wanted - frozenset(answerer.capabilities)
+        if missing:
+            raise ConfigError(
+                f"{name} needs {sorted(missing)} of the answerer, and answerer {answerer.name!r} does not give it: "
+                "answer with a transformers Qwen backend (qwen2_vl, qwen2_5_vl), or use another selector"
+            )

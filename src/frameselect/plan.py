@@ -24,6 +24,7 @@ from frameselect.checks import (
     _dataset,
     check_across,
     check_answerer,
+    check_answerer_needs,
     check_limit,
     check_mixed_sizes,
     check_needs,
@@ -123,7 +124,7 @@ class RunOptions:
 
 
 #: the keywords of earlier releases that the budget takes
-BUDGET_KEYWORDS = frozenset({"tokens", "token_policy", "token_model", "router", "bank"})
+BUDGET_KEYWORDS = frozenset({"tokens", "token_policy", "token_model", "router", "bank", "choose_budget", "choose_params"})
 #: ... and the scope
 SCOPE_KEYWORDS = frozenset({"budget_policy"})
 OPTION_KEYWORDS = frozenset(f.name for f in dataclasses.fields(RunOptions))
@@ -222,6 +223,11 @@ class Plan:
         return self.budget.bank or ((self.selector,) if self.selector is not None else ())
 
     @property
+    def chooser(self) -> Any:
+        """A budget each question chooses (:mod:`frameselect.routing.chooser`; None: none)."""
+        return getattr(self.budget, "chooser", None)
+
+    @property
     def budget_policy(self) -> BudgetPolicy | None:
         """How a question over several videos shares its budget (None: equal)."""
         policy: BudgetPolicy | None = getattr(self.scope, "policy", None)
@@ -268,6 +274,7 @@ def _plan(
     answerer: str | Answerer | None,
     opts: RunOptions,
 ) -> Plan:
+    budget = budget.resolved()
     k = check_budget(budget.k, error=ConfigError, hint="k=, CLI -k")
     limit, policy = check_limit(opts.limit), check_pool(opts.pool)
     sel = (scope or Scope()).resolve_selector(selector, dict(opts.selector_params or {}))
@@ -288,7 +295,11 @@ def _plan(
         check_needs("evaluators", ev, enc)
     if rt is not None:
         check_needs("routers", rt, enc)
+    for kind, part in budget.parts():
+        check_needs(kind, part, enc)
     check_answerer(evs, ans)
+    if not streaming:
+        check_answerer_needs([sel, *bank_parts], ans)
     if not streaming:
         check_mixed_sizes([sel, *bank_parts], ans, budget.tokens, budget.policy)
     cost_model = resolve_token_model(budget.model, ans, budget.tokens) if not streaming else None
@@ -300,6 +311,7 @@ def _plan(
     if scope is None:
         scope = default_scope([sel, *(bank_parts if rt is not None else ())], samples).with_parts()
     scope.check(sel, budget, enc, ans, samples)
+    budget.check_samples(sel, samples)
     config: dict[str, Any] = {
         "selector": part_config(sel),
         "evaluators": [part_config(e) for e in evs],

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,7 +25,7 @@ from frameselect.work import RunContext, build_pool
 if TYPE_CHECKING:
     from frameselect.plan import Plan
 
-__all__ = ["featurize", "video_pools", "sample_seed", "PIXEL_WIDTH"]
+__all__ = ["featurize", "video_pools", "sample_seed", "run_selector", "PIXEL_WIDTH"]
 
 #: width of the downscaled frames handed to pixel-based selectors
 PIXEL_WIDTH = 128
@@ -166,3 +166,11 @@ def featurize(pool: CandidatePool, sample: Sample, needs: Iterable[str], encoder
     if "pixels" in needs:
         pixels = _pixels(pool, ctx)
     return Features(embeddings=embeddings, text=text, scores=scores, pixels=pixels, encoder_id=encoder.id if encoder else "")
+
+
+def run_selector(selector: Any, plan: Plan, pool: CandidatePool, sample: Sample, k: int, features: Features) -> Any:
+    """``selector.select``; a selector that ranks frames through the answering model (``needs_answerer``) gets the plan's answerer."""
+    seed = sample_seed(plan.seed, sample.id)
+    if selector.needs_answerer:
+        return selector.select_through(plan.answerer, pool, sample.query, k, features, seed=seed)
+    return selector.select(pool, sample.query, k, features, seed=seed)

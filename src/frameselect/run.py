@@ -238,7 +238,7 @@ class Run:
             run_id=plan.run_id,
             config=plan.config,
             records=records,
-            table=aggregate(records, plan.evaluators),
+            table=aggregate(records, plan.evaluators, chosen="budget_chooser" in plan.config),
             counters=self.counters,
             store_path=None if self.store.path.name == ":memory:" else str(self.store.path),
             breakdown={self.by: breakdown(records, plan.evaluators, self.by)} if self.by else {},

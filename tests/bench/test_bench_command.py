@@ -83,8 +83,12 @@ def test_bench_smoke_with_real_models_and_a_cached_second_run(tmp_path: Path, ca
         "oracle (coverage, strict)",
         "accuracy by question kind at k = 4",
         "ranks at k = 4",
+        "chance (a uniform guess) per kind: needle 0.250, ordering 0.500, counting 0.250, global 0.444",
+        "| norm |",
+        "| (chance) | 0.25 | 0.50 | 0.25 | 0.44 |",
     ):
         assert expected in out, expected
+    assert "detectable difference" not in out  # one video: no paired test over videos
     assert "- uniform: global" in out and "- topk (query-aware): global" in out
     rows = [line for line in out.splitlines() if line.startswith(("| topk *", "| uniform |")) and "/" not in line]
     assert len(rows) == 4  # two selectors, two budgets (the by-kind tables hold "reader / oracle" cells)
@@ -143,7 +147,7 @@ def test_bench_tokens_runs_every_selector_at_the_cost_of_k_frames_and_compares_t
             assert {r.sample_id: r.metrics["mc_accuracy"] for r in at_tokens} == at_frames
             assert {(len(r.selection), r.metrics["tokens"]) for r in at_tokens} == {(k, float(tokens))}
         assert f"- k={k} vs {tokens} tokens: Kendall tau_b = " in section
-    assert "significant inversions: none" in section
+    assert "inversions significant after Holm: none" in section
 
 
 def test_bench_tokens_downsampling_baseline_sends_the_mixed_selectors_frame_count_at_one_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

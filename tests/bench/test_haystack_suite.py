@@ -54,7 +54,7 @@ def test_plan_is_a_function_of_the_config() -> None:
     assert all(a.last + 1 == b.first for a, b in zip(plan.segments, plan.segments[1:]))  # the segments tile the video
     assert {s.kind for s in plan.segments} == set(FOOTAGE)
     assert max(plan.shares, key=plan.shares.get) == plan.dominant and plan.shares[plan.dominant] >= 0.5
-    assert len(plan.events) == 9 and len({e.word for e in plan.events}) == 9
+    assert len(plan.events) == 21 and len({e.word for e in plan.events}) == 21  # 7 a minute
     assert all(b.first - a.last > 4 * plan.fps for a, b in zip(plan.events, plan.events[1:]))  # events well apart
     counts = {o: sum(e.object == o for e in plan.events) for o in OBJECTS}
     assert sorted(counts.values())[:2] == [1, 1] and max(counts.values()) >= 2
@@ -91,7 +91,7 @@ def test_evidence_spans_match_what_is_drawn(small_suite: tuple[list, list[Path]]
 
 def test_questions_have_kinds_letters_and_evidence(small_suite: tuple[list, list[Path]]) -> None:
     plans, paths = small_suite
-    config = HaystackConfig(n_videos=2, minutes=3.0, seed=0)
+    config = HaystackConfig(n_videos=2, minutes=1.0, seed=0)
     samples = [s for i in range(2) for s in questions_for(plan_video(config, i), f"v{i}.mp4", config.seed)]
     assert {s.metadata["kind"] for s in samples} == set(KINDS)
     assert len({s.id for s in samples}) == len(samples)
@@ -122,7 +122,7 @@ def test_questions_have_kinds_letters_and_evidence(small_suite: tuple[list, list
 def test_answer_positions_are_balanced() -> None:
     config = HaystackConfig(n_videos=12, minutes=3.0, seed=0)
     samples = [s for i in range(12) for s in questions_for(plan_video(config, i), "v.mp4", 0)]
-    for template in ("needle_text", "ordering_object", "global_most", "global_compare"):
+    for template in ("needle_text", "needle_object", "ordering_object", "ordering_text", "counting", "global_most", "global_compare"):
         answers = [s.answer for s in samples if s.metadata["template"] == template]
         n_options = len(next(s for s in samples if s.metadata["template"] == template).query.options)
         counts = [answers.count(chr(65 + i)) for i in range(n_options)]
@@ -135,7 +135,8 @@ def test_registered_dataset_uses_its_root(tmp_path: Path) -> None:
     ds = datasets.create("haystack", n_videos=1, minutes=0.5, seed=0, root=tmp_path)
     samples = list(ds)
     assert samples and all(Path(s.video).parent.parent == tmp_path for s in samples)
-    assert ds.id.startswith("haystack:haystack-v1-") and part_params(ds) == {"n_videos": 1, "minutes": 0.5, "seed": 0, "root": str(tmp_path)}
+    assert ds.id.startswith("haystack:haystack-v2-")
+    assert part_params(ds) == {"n_videos": 1, "minutes": 0.5, "seed": 0, "root": str(tmp_path), "domain": "bench"}
     same = datasets.create("haystack", n_videos=1, minutes=0.5, seed=0, root=tmp_path / "elsewhere")
     assert same.id == ds.id  # the id does not depend on where the files are
 

@@ -67,7 +67,7 @@ def test_workers_give_the_serial_records_and_per_video_rows(executor: str, ds: A
         kw: dict[str, Any] = dict(dataset=ds, k=6, evaluators=EVALUATORS, answerer="oracle", **arm)
         serial = frameselect.evaluate(**kw, store=tmp_path / f"s{i}.db", cache_dir=tmp_path / f"cs{i}")
         remote = frameselect.evaluate(**kw, store=tmp_path / f"w{i}.db", cache_dir=tmp_path / f"cw{i}", executor=executor, workers=2)
-        assert len(serial.records) == 10 and not serial.failed, arm
+        assert len(serial.records) == 12 and not serial.failed, arm  # haystack-v2: 7 cards a minute
         assert remote.run_id == serial.run_id and comparable(remote.records) == comparable(serial.records), arm
         assert rows(tmp_path / f"w{i}.db", remote.run_id, remote.records) == rows(tmp_path / f"s{i}.db", serial.run_id, serial.records), arm
         # units are video sets: two sets sharing a video may encode it on two workers at once (serial: once)
@@ -80,6 +80,6 @@ def test_workers_give_the_serial_records_and_per_video_rows(executor: str, ds: A
         base = frameselect.evaluate(**{**kw, **ARMS[0]}, store=db, cache_dir=tmp_path / "cr")
         replays[where] = (db, replay(base.run_id, "label_reader", store=db, cache_dir=tmp_path / "cr", executor=where, workers=2))
     (db_here, here), (db_there, there) = replays["serial"], replays[executor]
-    assert not here.failed and len(here.records) == 10 and here.counters.frames_decoded > 0
+    assert not here.failed and len(here.records) == 12 and here.counters.frames_decoded > 0
     assert there.run_id == here.run_id and comparable(there.records) == comparable(here.records)
     assert rows(db_there, there.run_id, there.records) == rows(db_here, here.run_id, here.records)

@@ -54,7 +54,7 @@ def _copied(samples: Sequence[Any], dest: Path) -> list[Any]:
 def suite(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The cross-video suite on 2 videos of 0.5 min (5 questions over one pair), its videos copied where a test may change them."""
     root = tmp_path_factory.mktemp("suite")
-    ds = datasets.create("haystack_cross", n_videos=2, minutes=0.5, root=root)
+    ds = datasets.create("haystack_cross", n_videos=2, minutes=0.5, events_per_minute=3.0, root=root)
     samples = list(ds.samples())
     own = _copied(samples, tmp_path_factory.mktemp("videos"))
     return {"root": root, "dataset": ds, "samples": samples, "own": own, "cache": tmp_path_factory.mktemp("cache")}

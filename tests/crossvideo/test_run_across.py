@@ -259,11 +259,13 @@ def test_an_answerer_error_fails_that_question_and_the_run_goes_on(suite: tuple[
 
 def test_the_wrapper_gives_the_records_of_the_former_serial_loop(suite: tuple[Path, list], tmp_path: Path) -> None:
     """Expected values: the former serial loop of ``evaluate_across`` (its own prepare, answer and scoring code), run on this
-    suite (2 videos of 0.5 min, seed 0) with this encoder and the oracle before it became a wrapper of the main loop; every
-    record's metrics (latencies aside), metadata and per-video rows were equal for uniform/equal, uniform/duration, topk/equal,
-    topk_union, binding and holmes, with and without an answerer."""
-    root, samples = suite
-    kw = {"dataset_params": {"n_videos": 2, "minutes": 0.5, "root": root}, "cache_dir": tmp_path / "cache", "store": tmp_path / "w.db"}
+    suite (2 videos of 0.5 min, seed 0, 3 cards a minute: the haystack-v1 density) with this encoder and the oracle before it
+    became a wrapper of the main loop; every record's metrics (latencies aside), metadata and per-video rows were equal for
+    uniform/equal, uniform/duration, topk/equal, topk_union, binding and holmes, with and without an answerer."""
+    root, _ = suite
+    params = {"n_videos": 2, "minutes": 0.5, "events_per_minute": 3.0, "root": root}
+    samples = list(datasets.create("haystack_cross", **params))
+    kw = {"dataset_params": params, "cache_dir": tmp_path / "cache", "store": tmp_path / "w.db"}
     binding = evaluate_across("haystack_cross", "binding", 6, encoder=MeanColour(), answerer="oracle", **kw)
     holmes = evaluate_across("haystack_cross", "holmes", 6, encoder=MeanColour(), answerer="oracle", **kw)
     ids = ["more_often", "retrieval", "where_when", "total_count", "after_event"]

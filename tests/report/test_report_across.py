@@ -28,7 +28,7 @@ pytestmark = pytest.mark.slow  # a generated suite, matplotlib figures, a headle
 INJECTED = "<script>window.__pwned = 1;</script>"
 POOL = "fps=1"
 ENCODER = "report_mean_colour"
-SUITE = {"n_videos": 2, "minutes": 0.5}
+SUITE = {"n_videos": 2, "minutes": 0.5, "events_per_minute": 3.0}  # the haystack-v1 density the counts below were written for
 
 
 @pytest.fixture(scope="module")

@@ -168,6 +168,8 @@ class Answerer(Part):
     has_option_logprobs: ClassVar[bool] = False
     #: the backend takes the frames of one request at different sizes (a mixed-resolution selection)
     takes_mixed_sizes: ClassVar[bool] = True
+    #: what else the backend gives a selector (``answerer_attention``: :meth:`frame_attention`, the model's own cross-modal attention)
+    capabilities: ClassVar[frozenset[str]] = frozenset()
 
     @property
     def max_in_flight(self) -> int:

@@ -71,6 +71,7 @@ the hub (tests).
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -376,14 +377,132 @@ def videos_by_size(label: str, frames: list[NDArray[np.uint8]], timestamps: list
     return out
 
 
+class _StopForward(Exception):
+    """Raised by the hook on the reference layer: the layers above it are not run."""
+
+
+def _rotate_half(x: Any) -> Any:
+    import torch
+
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def text_to_visual_attention(layer: Any, hidden: Any, cos: Any, sin: Any, visual: Any, reduce: str = "max") -> Any:
+    """FlexSelect's relevance of each visual token at one decoder layer: the question's attention to it.
+
+    ``hidden`` is the layer's input ``(1, L, C)``, ``cos``/``sin`` the rotary
+    tables the model hands its layers (``(1, L, head_dim)``, M-RoPE sections
+    already laid out), ``visual`` a boolean mask over the ``L`` positions.
+    As yunzhuzhang0918/flexselect ``eval/qwen2_5_vl/token_selector.py``
+    ``token_selection`` (commit a1d1f5aa) computes it: queries of the text after
+    the last visual token and keys of every position, from the layer's
+    ``input_layernorm``, ``q_proj`` and ``k_proj`` (keys repeated over the
+    query-head groups), rotated, scaled by ``1/sqrt(head_dim)``, causally masked,
+    softmax over all keys (here in float32); the visual columns reduced over
+    heads and text queries by ``max`` (``token_selection``) or ``mean``
+    (``token_selection_mean``). Returns one score per visual token, in order.
+    """
+    import torch
+
+    with torch.inference_mode():
+        return _text_to_visual_attention(layer, hidden, cos, sin, visual, reduce)
+
+
+def _text_to_visual_attention(layer: Any, hidden: Any, cos: Any, sin: Any, visual: Any, reduce: str) -> Any:
+    import torch
+
+    attn = layer.self_attn
+    h = layer.input_layernorm(hidden)
+    b, length, _ = h.shape
+    d = int(attn.head_dim)
+    q = attn.q_proj(h).view(b, length, -1, d).transpose(1, 2)
+    k = attn.k_proj(h).view(b, length, -1, d).transpose(1, 2)
+    c, s_ = cos.unsqueeze(1), sin.unsqueeze(1)
+    q = q * c + _rotate_half(q) * s_
+    k = k * c + _rotate_half(k) * s_
+    k = k.repeat_interleave(q.shape[1] // k.shape[1], dim=1)
+    positions = torch.nonzero(visual, as_tuple=False)[:, 0]
+    end = int(positions[-1]) + 1
+    if end >= length:
+        raise AnswererError("no text follows the video: the question's attention to the frames cannot be read")
+    scores = torch.matmul(q[:, :, end:, :].float(), k.float().transpose(-1, -2)) / math.sqrt(d)
+    queries = torch.arange(end, length, device=scores.device)
+    future = torch.arange(length, device=scores.device)[None, :] > queries[:, None]
+    probs = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)[..., visual]
+    flat = probs.reshape(b, -1, probs.shape[-1])
+    return (flat.max(dim=1).values if reduce == "max" else flat.mean(dim=1))[0]
+
+
 class _QwenVL(TransformersVLM):
     """Qwen2-VL and Qwen2.5-VL: the frames as one video, with their frame rate.
 
     A mixed-resolution selection goes as one video per frame size (:func:`videos_by_size`),
     each with its own grid and frame rate: the processor takes a video as one array.
+
+    Capability ``answerer_attention``: :meth:`frame_attention` scores frames by the
+    model's own text-to-visual attention (the ``flexselect`` selector).
     """
 
     takes_mixed_sizes: ClassVar[bool] = True
+    capabilities: ClassVar[frozenset[str]] = frozenset({"answerer_attention"})
+
+    def decoder_layers(self) -> Any:
+        """The language model's decoder layers."""
+        self._ensure_loaded()
+        inner = getattr(self._model, "model", self._model)
+        layers = getattr(getattr(inner, "language_model", inner), "layers", None)
+        if layers is None:
+            raise AnswererError(f"{type(self._model).__name__} has no decoder layers where the Qwen backends look (model.language_model.layers)")
+        return layers
+
+    def frame_attention(
+        self, prompt: str, frames: list[NDArray[np.uint8]], timestamps: list[float], *, layer: int = -1, reduce: str = "max", frame_reduce: str = "mean"
+    ) -> NDArray[np.float64]:
+        """One score per frame: the question's attention to the frame's visual tokens at decoder ``layer`` (:func:`text_to_visual_attention`).
+
+        The frames go in as one video, as for answering; the layers above
+        ``layer`` are not run. A frame's score reduces its temporal patch's
+        tokens by ``frame_reduce`` (``mean`` or ``max``): the two frames of one
+        temporal patch (``temporal_patch_size``) share their tokens, and so their score.
+        """
+        import torch
+
+        layers = self.decoder_layers()
+        index = layer if layer >= 0 else len(layers) + layer
+        if not 0 <= index < len(layers):
+            raise AnswererError(f"layer {layer} is outside the model's {len(layers)} decoder layers")
+        if len({f.shape for f in frames}) > 1:
+            raise AnswererError("frame_attention takes frames of one size")
+        _, inputs = self._inputs(prompt, frames, timestamps)
+        inputs = inputs.to(self._device)
+        inputs = {k: (v.to(self._dtype) if k.startswith("pixel_values") and torch.is_tensor(v) else v) for k, v in inputs.items()}
+        seen: dict[str, Any] = {}
+
+        def capture(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+            seen["hidden"] = args[0] if args else kwargs["hidden_states"]
+            seen["rope"] = kwargs["position_embeddings"]
+            raise _StopForward
+
+        handle = layers[index].register_forward_pre_hook(capture, with_kwargs=True)
+        try:
+            with torch.inference_mode():
+                try:
+                    self._model(**inputs, use_cache=False)
+                except _StopForward:
+                    pass
+                if "hidden" not in seen:
+                    raise AnswererError(f"decoder layer {index} was not reached")
+                visual = inputs["input_ids"][0] == self._model.config.video_token_id
+                cos, sin = seen["rope"]
+                tokens = text_to_visual_attention(layers[index], seen["hidden"], cos, sin, visual, reduce).float().cpu().numpy()
+        finally:
+            handle.remove()
+        n_groups = int(inputs["video_grid_thw"][0][0])
+        per_group = np.asarray(tokens, dtype=np.float64).reshape(n_groups, -1)
+        group_scores = per_group.max(axis=1) if frame_reduce == "max" else per_group.mean(axis=1)
+        step = -(-len(frames) // n_groups)  # frames per temporal patch (the last patch repeats the last frame)
+        return np.asarray([group_scores[i // step] for i in range(len(frames))], dtype=np.float64)
 
     param_ranges = {"max_pixels": Range(ge=1, integer=True)}
 

@@ -58,8 +58,8 @@ class BenchConfig:
     encoder_params: tuple[tuple[str, Any], ...] = ()  # (name, value) pairs for the encoder, e.g. (("runtime", "onnx-int8"),)
     store: str = "frameselect-bench.sqlite"
     cache_dir: str | None = None  # suite in <cache_dir>/bench, features in <cache_dir>/features
-    n_videos: int = 9
-    minutes: float = 3.0
+    n_videos: int = 32
+    minutes: float = 1.0
     seed: int = 0
     pool: str = "fps=1.0"
     query_aware: str = "topk"  # the query-aware selector the ranking summary follows (if registered)
@@ -84,6 +84,7 @@ class BenchRow:
     computed: int = 0  # samples run in this invocation (the rest came from the store)
     per_sample: dict[str, float] = field(default_factory=dict)  # sample id -> the answer metric (ok samples)
     selections: dict[str, tuple[int, ...]] = field(default_factory=dict)  # sample id -> the selected frame indices
+    by_video: dict[str, float] = field(default_factory=dict)  # the answer metric's mean per video (the unit of paired tests)
 
 
 @dataclass
@@ -100,6 +101,8 @@ class BenchResult:
     tokens: Any = None  # the token-budget section's result (frameselect.bench.token_section.TokenSection), when run
     videos: dict[str, str] = field(default_factory=dict)  # sample id -> its video (the unit of resampling)
     sample_kinds: dict[str, str] = field(default_factory=dict)  # sample id -> its question kind
+    chance: dict[str, float] = field(default_factory=dict)  # per kind: the mean of 1 / options (a guess's expected accuracy)
+    trained: dict[str, str] = field(default_factory=dict)  # trained selector -> footnote: what it was trained on, in or out of this suite's distribution
 
 
 class _AccuracyFallback(Evaluator):
@@ -157,6 +160,12 @@ def _selectors(patterns: Sequence[str], encoder: Any, notes: list[str]) -> list[
             continue
         if sel.requires_weights:
             notes.append(f"skipped {name}: a trained selector without its weights (pass weights=... to run it)")
+            continue
+        if sel.needs_answerer:  # the benchmark's offline answerers give no model attention
+            notes.append(
+                f"skipped {name}: ranks frames by the answering model's own attention ({', '.join(sorted(sel.needs_answerer))}), "
+                "which the benchmark's offline answerers do not give: run it with a transformers Qwen backend (frameselect run -s flexselect -a qwen2_5_vl)"
+            )
             continue
         try:
             check_needs("selectors", sel, encoder)
@@ -227,6 +236,7 @@ def _run_bench(config: BenchConfig, executor: Any, *, log: Callable[[str], None]
     kinds: dict[str, int] = {}
     for s in samples:
         kinds[str(s.metadata.get("kind"))] = kinds.get(str(s.metadata.get("kind")), 0) + 1
+    chance = chance_by_kind(samples)
     say(f"suite: {config.n_videos} videos x {config.minutes:g} min, {len(samples)} questions {kinds} ({timings['suite']:.1f} s) in {bench_dir}")
 
     if encoder is not None:
@@ -239,6 +249,7 @@ def _run_bench(config: BenchConfig, executor: Any, *, log: Callable[[str], None]
     evaluators: list[Any] = [answer_ev, *SELECTION_EVALUATORS]
     answerer_parts = [(name, _make_answerer(name, features_dir)) for name in config.answerers]
     chosen = _selectors(config.selectors, encoder, notes)
+    trained = training_footnotes(chosen, dataset, notes)
     for note in notes:
         say(f"note: {note}")
 
@@ -291,6 +302,7 @@ def _run_bench(config: BenchConfig, executor: Any, *, log: Callable[[str], None]
                     computed=result.counters.samples_done + result.counters.samples_failed,
                     per_sample={r.sample_id: float(r.metrics.get(ANSWER_EVALUATOR, math.nan)) for r in result.records if r.status == "ok"},
                     selections={r.sample_id: tuple(r.selection) for r in result.records if r.status == "ok"},
+                    by_video=per_video(result.records, ANSWER_EVALUATOR),
                 )
             )
         return out
@@ -328,6 +340,8 @@ def _run_bench(config: BenchConfig, executor: Any, *, log: Callable[[str], None]
         tokens=token_result,
         videos={s.id: str(s.video) for s in samples},
         sample_kinds={s.id: str(s.metadata.get("kind")) for s in samples},
+        chance=chance,
+        trained=trained,
     )
 
 
@@ -341,6 +355,64 @@ def chooses_by_query(selector: Any) -> bool:
     if inner is not None and inner is not selector:
         return chooses_by_query(inner)
     return bool(set(selector.needs) & QUERY_AWARE_NEEDS)
+
+
+def training_footnotes(chosen: Sequence[tuple[str, Any]], dataset: Any, notes: list[str]) -> dict[str, str]:
+    """For each selector with a learned checkpoint: what it was trained on, and whether that is this suite's
+    distribution (then a warning joins ``notes``: its accuracy here is in-distribution, not a generalisation)."""
+    from frameselect.learned.checkpoint import CheckpointError, describe_training, read_header, resolve_checkpoint, same_suite, suite_identity, trained_on
+
+    out: dict[str, str] = {}
+    evaluated = suite_identity(dataset)
+    for name, sel in chosen:
+        checkpoint = getattr(sel, "checkpoint", None)
+        if not isinstance(checkpoint, str) or not getattr(sel, "weights", ""):
+            continue
+        try:
+            meta = read_header(resolve_checkpoint(checkpoint))
+        except CheckpointError:
+            continue
+        inside = same_suite(trained_on(meta), evaluated)
+        where = (
+            "IN DISTRIBUTION: trained on this suite's domain"
+            if inside
+            else "out of distribution: this suite's footage, objects and words are not its training suite's"
+        )
+        out[name] = f"trained on {describe_training(meta)}; {where}"
+        if inside:
+            notes.append(f"{name} is evaluated on its own training distribution ({describe_training(meta)}): its rows are in-distribution results")
+    return out
+
+
+def chance_by_kind(samples: Sequence[Any]) -> dict[str, float]:
+    """Per question kind, the expected accuracy of a uniform guess: the mean of ``1 / number of options``."""
+    sums: dict[str, list[float]] = {}
+    for s in samples:
+        if s.query.options:
+            sums.setdefault(str(s.metadata.get("kind")), []).append(1.0 / len(s.query.options))
+    return {kind: sum(v) / len(v) for kind, v in sums.items()}
+
+
+def normalised(by_kind: Mapping[str, Mapping[str, float]], chance: Mapping[str, float], metric: str) -> float:
+    """Chance-normalised accuracy: per kind ``(acc - chance) / (1 - chance)``, averaged over the kinds (0 = chance, 1 = all right)."""
+    values = []
+    for kind, c in chance.items():
+        acc = by_kind.get(kind, {}).get(metric)
+        if acc is None or math.isnan(float(acc)) or c >= 1:
+            continue
+        values.append((float(acc) - c) / (1 - c))
+    return sum(values) / len(values) if values else math.nan
+
+
+def per_video(records: Sequence[Any], metric: str) -> dict[str, float]:
+    """Mean of ``metric`` per video (a sample id's part before ``/``); failed samples count as 0."""
+    sums: dict[str, list[float]] = {}
+    for r in records:
+        value = r.metrics.get(metric) if r.status == "ok" else 0.0
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            continue
+        sums.setdefault(str(r.sample_id).split("/")[0], []).append(float(value))
+    return {video: sum(v) / len(v) for video, v in sums.items()}
 
 
 def _token_section(
@@ -400,7 +472,7 @@ def ranking_summary(result: BenchResult, k: int, answerer: str) -> list[str]:
     if qa is None and aware:  # the query-aware selector with the best needle accuracy
         qa = max(aware, key=lambda n: (per_kind["needle"].get(n, -1.0), n))
     lines = []
-    for name, label in (("uniform", "uniform"), (qa, f"{qa} (query-aware)")):
+    for name, label in (("uniform", "uniform"), (qa, f"{qa}{' †' if qa in result.trained else ''} (query-aware)")):
         if name is None or name not in per_kind["global"]:
             continue
         parts = []
@@ -518,6 +590,15 @@ def format_report(result: BenchResult) -> str:
         " not an upper bound: readers are credited for guesses and partial evidence); recall = evidence_recall"
     )
     sizes_only = False
+    if result.chance:
+        out.append(
+            "chance (a uniform guess) per kind: "
+            + ", ".join(f"{k} {result.chance[k]:.3f}" for k in kinds_present if k in result.chance)
+            + f"; norm = {primary} accuracy normalised for chance per kind, (acc - chance) / (1 - chance), averaged over the kinds (0 = chance, 1 = all right)"
+        )
+    detectable = _detectable(result, primary, None if claims is None else claims.family)
+    if detectable:
+        out.append(detectable)
     for k in result.config.budgets:
         rows = [r for r in result.rows if r.k == k]
         if not rows:
@@ -531,6 +612,7 @@ def format_report(result: BenchResult) -> str:
         table = Table(
             [Column("selector")]
             + [Column(answerer_label(a)) for a in answerers]
+            + ([Column("norm", "number", fmt=_fmt, higher_is_better=True)] if result.chance else [])
             + (
                 [
                     Column(f"Δ uniform ({primary})", "interval", signed=True),
@@ -559,8 +641,9 @@ def format_report(result: BenchResult) -> str:
                     tests += [None, None] if c is None else [Interval(c.diff.mean_diff, c.diff.low, c.diff.high), c.p_holm]
             same = claims.same.get((s, k)) if claims is not None else None
             table.add(
-                s + (" *" if any_row.query_aware else "") + (" °" if wraps else ""),
+                s + (" *" if any_row.query_aware else "") + (" °" if wraps else "") + (" †" if s in result.trained else ""),
                 *[_cell(claims, k, s, a, _get(by.get((s, a)), metric)) for a in answerers],
+                *([_norm(by.get((s, primary)), result.chance, metric)] if result.chance else []),
                 *tests,
                 any_row.table.get("evidence_recall"),
                 any_row.table.get("frame_precision"),
@@ -578,6 +661,7 @@ def format_report(result: BenchResult) -> str:
         )
         if same_col:
             out.append("(same frames as: the selector chose the same frames as that row on that many questions: one selection, not two results)")
+        out.extend(_trained_lines(result, selectors))
         out.append(f"({fill_note()})")
         out.append("")
         beside_oracle = "oracle" in answerers and primary != "oracle"  # the oracle alone is not printed beside itself
@@ -588,13 +672,16 @@ def format_report(result: BenchResult) -> str:
         )
         kind_table = Table([Column("selector"), *(Column(kind) for kind in kinds_present)])
         for s in order:
-            cells: list[Value] = [s]
+            cells: list[Value] = [s + (" †" if s in result.trained else "")]
             for kind in kinds_present:
                 a = _kind_cell(result, by.get((s, primary)), kind, metric)
                 o = _kind(by.get((s, "oracle")), kind, metric) if beside_oracle else math.nan
                 cells.append(f"{a} / {_fmt(o)}" if beside_oracle else a)
             kind_table.add(*cells)
+        if result.chance:
+            kind_table.add("(chance)", *[_fmt(result.chance.get(kind, math.nan)) for kind in kinds_present])
         out.append(render(kind_table))
+        out.extend(_trained_lines(result, selectors))
     if claims is not None:
         out.extend(format_rank_section(claims))
         k = min(result.config.budgets)
@@ -663,6 +750,26 @@ def _kind_cell(result: BenchResult, row: BenchRow | None, kind: str, metric: str
         return "–"
     iv = bootstrap_mean([row.per_sample[i] for i in ids], [result.videos.get(i, i) for i in ids], seed=result.config.seed)
     return format_interval(iv)
+
+
+def _trained_lines(result: BenchResult, selectors: Sequence[str]) -> list[str]:
+    return [f"(† {name}: {text})" for name, text in result.trained.items() if name in selectors]
+
+
+def _norm(row: BenchRow | None, chance: Mapping[str, float], metric: str) -> float:
+    return math.nan if row is None else normalised(row.by_kind, chance, metric)
+
+
+def _detectable(result: BenchResult, primary: str, family: int | None = None) -> str | None:
+    """The run's detectable-difference line (:mod:`frameselect.bench.power`) at the smallest budget, primary answerer."""
+    from frameselect.bench.power import run_detectable_difference
+
+    if not result.config.budgets:
+        return None
+    k = min(result.config.budgets)
+    by_video = {r.selector: r.by_video for r in _usable(result.rows) if r.k == k and r.answerer == primary and r.by_video}
+    found = run_detectable_difference(by_video, family=family)
+    return None if found is None else found.line(result.answer_metric, k, primary)
 
 
 def _sort_key(value: float, name: str) -> tuple[bool, float, str]:

@@ -9,9 +9,9 @@ mixed-resolution selector (``multires``) spends the same tokens on more,
 smaller frames. The section then asks whether the ranking at equal frames
 survives at equal tokens: Kendall's τ_b between the selectors' answer
 accuracy at ``k`` frames and at the matching token budget, and the
-significant inversions (a pair whose order flips with a paired p-value below
-0.05 at both budgets; :func:`frameselect.stats.rank_analysis`, clustered by
-video).
+inversions significant after Holm's correction (a pair whose order flips,
+significant in opposite directions at the two budgets, over the pairs of the
+comparison; :func:`frameselect.stats.rank_analysis`, clustered by video).
 
 The downsampling baseline (the arm ``downsampled``): at each token budget,
 every selector that sends its frames at one size runs again with as many
@@ -30,7 +30,6 @@ over the comparisons of one budget.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -47,7 +46,6 @@ __all__ = [
     "TokenSection",
     "token_budgets",
     "downsampled_frames",
-    "holm",
     "run_token_section",
     "format_token_section",
 ]
@@ -107,21 +105,6 @@ class TokenSection:
     #: per frame budget k: (frames, (height, width) each is sent at, tokens they cost) of the downsampled arm
     downsampled: dict[int, tuple[int, tuple[int, int], int]] = field(default_factory=dict)
     against_downsampled: list[DownsampledComparison] = field(default_factory=list)
-
-
-def holm(p_values: Sequence[float]) -> list[float]:
-    """Holm's step-down adjusted p-values (NaN stays NaN and is not counted).
-
-    >>> holm([0.01, 0.04, 0.03])
-    [0.03, 0.06, 0.06]
-    """
-    finite = sorted((p, i) for i, p in enumerate(p_values) if not math.isnan(p))
-    out = [math.nan] * len(p_values)
-    running, m = 0.0, len(finite)
-    for rank, (p, i) in enumerate(finite):
-        running = max(running, min(1.0, (m - rank) * p))
-        out[i] = round(running, 12)
-    return out
 
 
 def _is_mixed(selector: Any) -> bool:
@@ -194,7 +177,7 @@ def run_token_section(
 
     from frameselect.budgets import Tokens
     from frameselect.pipeline import RunOptions, evaluate
-    from frameselect.stats import RankGroup, paired_difference, rank_analysis
+    from frameselect.stats import RankGroup, holm, paired_difference, rank_analysis
 
     start = time.perf_counter()
     section = TokenSection(token_budgets(samples, pool, budgets, features_dir))
@@ -300,7 +283,9 @@ def format_token_section(section: TokenSection, answer_metric: str) -> list[str]
     out.append("Does the ranking at equal frames survive at equal tokens? (arms as sent)")
     for c in section.comparisons:
         flips = "; ".join(f"{b} > {w} at {c.k} frames (p={pa:.3f}), reversed at {c.tokens} tokens (p={pb:.3f})" for b, w, pa, pb in c.inversions)
-        out.append(f"- k={c.k} vs {c.tokens} tokens: Kendall tau_b = {c.tau:.3f} over {c.entries} selectors; significant inversions: {flips or 'none'}")
+        out.append(
+            f"- k={c.k} vs {c.tokens} tokens: Kendall tau_b = {c.tau:.3f} over {c.entries} selectors; inversions significant after Holm: {flips or 'none'}"
+        )
     if section.against_downsampled:
         out.append("")
         out.append(

@@ -19,8 +19,8 @@ from frameselect.commands._common import add_executor_args, parse_params, split_
 
 #: :class:`frameselect.bench.runner.BenchConfig`'s defaults and ``default_store()``, spelled out so that
 #: building the parser imports no evaluator (a test keeps them equal)
-N_VIDEOS = 9
-MINUTES = 3.0
+N_VIDEOS = 32
+MINUTES = 1.0
 
 
 def default_store() -> str:
@@ -53,7 +53,8 @@ def run_stream(args: argparse.Namespace) -> int:
 
 def _suite(args: argparse.Namespace) -> dict[str, Any]:
     """What every section of the bench takes alike: the suite (size, seed, pool policy), the store and the cache."""
-    return {"store": args.store, "cache_dir": args.cache_dir, "n_videos": args.n_videos, "minutes": args.minutes, "seed": args.seed, "pool": args.pool}
+    suite = {"store": args.store, "cache_dir": args.cache_dir, "n_videos": args.n_videos, "minutes": args.minutes, "seed": args.seed, "pool": args.pool}
+    return {k: v for k, v in suite.items() if v is not None}  # an unset size: the section's own default
 
 
 def run_cross_video(args: argparse.Namespace, *, default_arms: bool = False) -> int:
@@ -81,10 +82,45 @@ def run_cross_video(args: argparse.Namespace, *, default_arms: bool = False) -> 
     return 0
 
 
+def run_chosen_budget(args: argparse.Namespace) -> int:
+    """``--chosen-budget``: a budget chooser against the fixed-mean router and uniform at its realised mean, in frames and in tokens."""
+    from frameselect.bench.chosen_section import ChosenConfig, format_chosen_section, run_chosen_section
+
+    selectors, answerers = split_names(args.selector), split_names(args.answerer)
+    suite = _suite(args)
+    config = ChosenConfig(
+        chooser=args.chosen_budget,
+        chooser_params=tuple(parse_params(args.choose_param, "-C/--choose-param").items()),
+        selector=selectors[0] if selectors else "topk",
+        router=args.router,
+        encoder=args.encoder or "imagenet_label",
+        answerer=answerers[0] if answerers else "label_ocr_reader",
+        dataset_params=(("n_videos", suite["n_videos"]), ("minutes", suite["minutes"]), ("seed", suite["seed"])),
+        store=suite["store"],
+        cache_dir=suite["cache_dir"],
+        pool=suite["pool"],
+        seed=suite["seed"],
+    )
+    try:
+        section = run_chosen_section(config, say=(lambda line: print(line, file=sys.stderr)) if args.progress else None)
+    except ValueError as exc:  # ConfigError included
+        print(f"frameselect: error: {exc}", file=sys.stderr)
+        return 2
+    print(format_chosen_section(section))
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from frameselect.bench.runner import DEFAULT_ANSWERERS, DEFAULT_BUDGETS, BenchConfig, format_report, run_bench
 
-    sections = [flag for flag, on in (("--stream", args.stream), ("--cross-video", args.cross_video), ("--tokens", args.tokens)) if on]
+    if args.chosen_budget is None and (args.choose_param or args.router != "relevance_shape"):
+        print("frameselect: error: -C/--choose-param and --router belong to the --chosen-budget section: give --chosen-budget too", file=sys.stderr)
+        return 2
+    sections = [
+        flag
+        for flag, on in (("--stream", args.stream), ("--cross-video", args.cross_video), ("--tokens", args.tokens), ("--chosen-budget", args.chosen_budget))
+        if on
+    ]
     if len(sections) > 1:
         print(f"frameselect: error: {' and '.join(sections)} are separate sections of the bench; give one", file=sys.stderr)
         return 2
@@ -95,6 +131,8 @@ def run(args: argparse.Namespace) -> int:
         return run_stream(args)
     if args.cross_video:
         return run_cross_video(args)
+    if args.chosen_budget:
+        return run_chosen_budget(args)
 
     config = BenchConfig(
         budgets=tuple(args.k or DEFAULT_BUDGETS),
@@ -179,8 +217,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument(
         "--cache-dir", default=None, help="cache folder: suite in <dir>/bench, features in <dir>/features (default: ~/.cache/frameselect or $FRAMESELECT_CACHE)"
     )
-    p.add_argument("--n-videos", type=int, default=N_VIDEOS, help="videos in the suite (default: %(default)s)")
-    p.add_argument("--minutes", type=float, default=MINUTES, help="minutes per video (default: %(default)s)")
+    p.add_argument("--n-videos", type=int, default=None, help=f"videos in the suite (default: {N_VIDEOS}; --stream: 9)")
+    p.add_argument("--minutes", type=float, default=None, help=f"minutes per video (default: {MINUTES:g}; --stream: 3)")
     p.add_argument("--seed", type=int, default=0, help="suite and selection seed (default: %(default)s)")
     p.add_argument("--pool", default="fps=1.0", help="candidate pool policy (default: %(default)s)")
     p.add_argument("--query-aware", default="topk", help="query-aware selector followed in the rank summary (default: %(default)s)")
@@ -199,6 +237,17 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="the cross-video section: questions over 2-4 of the suite's videos; arms (-s: uniform/equal, topk/equal, topk_union, binding, holmes) "
         "at the same total budget, answered by one backend (-a, default label_ocr_reader)",
     )
+    p.add_argument(
+        "--chosen-budget",
+        nargs="?",
+        const="relevance_mass",
+        default=None,
+        metavar="CHOOSER",
+        help="the chosen-budget section: -s (default topk) with a budget chooser (relevance_mass, marginal_stop; -C cap=N), then the same selector, "
+        "the fixed-mean --router and uniform at its realised mean, in frames and in tokens, answered by -a (default label_ocr_reader)",
+    )
+    p.add_argument("--choose-param", "-C", action="append", help="with --chosen-budget: budget chooser parameter name=value (repeatable), e.g. cap=32")
+    p.add_argument("--router", default="relevance_shape", help="with --chosen-budget: the fixed-mean router compared (default: %(default)s)")
     p.add_argument(
         "--no-cross-video",
         action="store_true",

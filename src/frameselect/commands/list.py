@@ -23,6 +23,7 @@ KINDS: dict[str, str] = {
     "budget_policies": "share a total budget among the videos of a cross-video question (frameselect.crossvideo)",
     "joint_selectors": "select frames across several videos at once (frameselect.crossvideo)",
     "token_models": "visual-token cost of frames for one VLM family (frameselect.tokens)",
+    "budget_choosers": "how many frames a question gets, within a cap (frameselect.routing.chooser)",
 }
 
 
@@ -40,6 +41,10 @@ def registry_of(kind: str) -> Registry[Any]:
         from frameselect.tokens import token_models
 
         return token_models
+    if kind == "budget_choosers":
+        from frameselect.routing.chooser import budget_choosers
+
+        return budget_choosers
     return get_registry(kind)
 
 

@@ -63,7 +63,12 @@ def _plans(args: argparse.Namespace) -> list[Any]:
         scope=AcrossVideos(args.budget_policy) if args.budget_policy else None,
     )
     options = RunOptions(pool=args.pool, seed=args.seed, limit=args.limit)
-    tokens = dict(tokens=args.tokens, token_policy=args.token_policy, token_model=args.token_model)
+    tokens: dict[str, Any] = dict(tokens=args.tokens, token_policy=args.token_policy, token_model=args.token_model)
+    choose_params = parse_params(args.choose_param, "-C/--choose-param")
+    if choose_params and not args.choose_budget:
+        raise ConfigError("-C/--choose-param sets the budget chooser's parameters: give --choose-budget NAME too")
+    if args.choose_budget:
+        tokens.update(choose_budget=args.choose_budget, choose_params=choose_params)
     if args.router:
         if params:
             raise ConfigError("-p sets selector parameters and cannot be combined with --router; the bank's selectors use their defaults")
@@ -126,6 +131,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--dataset-param", "-D", action="append", help="dataset parameter name=value, e.g. root=/data/videomme (repeatable)")
     p.add_argument("--k", "-k", type=int, default=8, help="frame budget (default: %(default)s); with --tokens, fixed_k's frame count")
     p.add_argument("--tokens", type=int, default=None, help="budget of visual tokens per sample (the mean with --router) instead of -k frames")
+    p.add_argument(
+        "--choose-budget",
+        default=None,
+        help="each question chooses its frame count within a cap (relevance_mass, marginal_stop); -k is then unused, the cap is -C cap=N (default 64)",
+    )
+    p.add_argument("--choose-param", "-C", action="append", help="budget chooser parameter name=value (repeatable), e.g. cap=32")
     p.add_argument(
         "--token-policy",
         choices=("fixed_res", "fixed_k", "search"),

@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
         print("configuration:")
         print(json.dumps(info.config, indent=2, sort_keys=True))
         print("counters of the last invocation:", json.dumps(dict(info.counters), sort_keys=True))
-        print(render(_results_table(info.label, records, info.config.get("evaluators") or [])))
+        print(render(_results_table(info.label, records, info.config.get("evaluators") or [], chosen="budget_chooser" in info.config)))
         if args.samples:
             print()
             print(render(_samples_table(records), "text"))
@@ -58,7 +58,7 @@ def _runs_table(store: Store, infos: list[RunInfo]) -> Table:
     return table
 
 
-def _results_table(label: str, records: list[SampleRecord], evaluators: Sequence[Any] = ()) -> Table:
+def _results_table(label: str, records: list[SampleRecord], evaluators: Sequence[Any] = (), *, chosen: bool = False) -> Table:
     """Every metric over the ok records (as the run's own evaluators, revived from its configuration,
     aggregate them; else the mean), with the counts of ok and failed samples."""
     from frameselect.analysis import FILL_COLUMN, fill_note, format_fill_share, revive_evaluator
@@ -71,6 +71,10 @@ def _results_table(label: str, records: list[SampleRecord], evaluators: Sequence
     for ev in (revive_evaluator(c) for c in evaluators):
         if ev is not None:
             values = {k: v for k, v in values.items() if k not in ev.score_keys} | dict(ev.aggregate(ok))
+    if chosen or any("chosen_budget" in r.metadata for r in ok):  # budgets the questions chose (or their replay): mean and spread beside accuracy
+        from frameselect.routing.chooser import spread
+
+        values |= spread([r.k for r in ok])
     share = fill_share(ok)
     fill = [] if share is None else [Column(FILL_COLUMN, "number", fmt=format_fill_share)]
     table = Table(

@@ -71,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"frameselect: error: {exc}", file=sys.stderr)
         return 2
+    print(f"training suite: {', '.join(f'{k} {v}' for k, v in (run_setup.train_suite or {}).items())}")
     print(
         f"{len(run_setup.train_samples)} training and {len(run_setup.test_samples)} held-out questions "
         f"({len({s.video for s in run_setup.train_samples})} / {len({s.video for s in run_setup.test_samples})} videos)"
@@ -131,7 +132,12 @@ def _report(args: argparse.Namespace, run_setup: TrainSetup, checkpoint: Path) -
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("train", help="train the learned selector bayes_grpo (supervised prior, then GRPO on the answerer's likelihood)")
-    p.add_argument("--dataset", "-d", default="haystack", help="registered dataset with evidence spans (default: %(default)s)")
+    p.add_argument(
+        "--dataset",
+        "-d",
+        default="haystack",
+        help="registered dataset with evidence spans (default: %(default)s, in its training domain: other footage, objects and words than the bench's; -D domain=bench to train on the bench's own distribution)",
+    )
     p.add_argument("--dataset-param", "-D", action="append", help="dataset parameter name=value (repeatable), e.g. n_videos=16")
     p.add_argument("--encoder", "-e", default="imagenet_label", help="text-capable encoder for relevance and embeddings (default: %(default)s)")
     p.add_argument("--answerer", "-a", default="label_ocr_reader", help="frozen answerer whose likelihood is the reward (default: %(default)s)")

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from frameselect.datasets._haystack_suite import OBJECTS, Event, VideoPlan
+from frameselect.datasets._haystack_suite import DOMAINS, Event, VideoPlan
 from frameselect.types import Query, Sample, Span, VideoRef, option_letters
 
 __all__ = ["LEVELS", "TASKS", "question_sets", "cross_questions", "video_option"]
@@ -130,7 +130,7 @@ def cross_questions(plans: Sequence[VideoPlan], paths: Sequence[str], group: tup
     b = _SetBuilder(plans, paths, group, seed)
     n = len(group)
     videos = [video_option(j) for j in range(n)]
-    objects = list(OBJECTS)
+    objects = list(DOMAINS[b.plans[0].domain].objects)
 
     # comparison: first appearance (a clear earliest video) and most often (a unique maximum)
     firsts = []

@@ -36,21 +36,21 @@ from typing import Any
 
 import numpy as np
 
-from frameselect.datasets._haystack_suite import FOOTAGE, OBJECTS, WORDS, VideoPlan
+from frameselect.datasets._haystack_suite import DOMAINS, VideoPlan
 from frameselect.types import Query, Sample, Span, option_letters
 
-__all__ = ["questions_for", "KINDS", "TEMPLATES"]
+__all__ = ["questions_for", "answer_position", "KINDS", "TEMPLATES"]
 
 KINDS = ("needle", "ordering", "counting", "global")
-#: template → (kind, modality, how many per video)
+#: template → (kind, modality, how many per video): three questions of each kind
 TEMPLATES: dict[str, tuple[str, str, int]] = {
     "needle_text": ("needle", "text", 2),
     "needle_object": ("needle", "object", 1),
     "ordering_object": ("ordering", "object", 1),
-    "ordering_text": ("ordering", "text", 1),
-    "counting": ("counting", "object", 2),
+    "ordering_text": ("ordering", "text", 2),
+    "counting": ("counting", "object", 3),
     "global_most": ("global", "object", 1),
-    "global_compare": ("global", "object", 1),
+    "global_compare": ("global", "object", 2),
 }
 
 
@@ -58,27 +58,37 @@ def _spans(plan: VideoPlan, spans: Sequence[tuple[float, float]]) -> tuple[Span,
     return tuple(Span(float(s), float(e)) for s, e in spans)
 
 
+def answer_position(seed: int, template: str, ordinal: int, n_options: int) -> int:
+    """Where the right option goes in the ``ordinal``-th question of ``template`` in a suite.
+
+    The suite's questions of one template, in blocks of ``n_options``, put the right option once
+    at each position, in an order shuffled with ``seed``: letters are balanced within every
+    block, so a reader that always answers one letter scores chance.
+    """
+    block, slot = divmod(ordinal, n_options)
+    perm = np.random.default_rng([seed, zlib.crc32(template.encode()), n_options, block]).permutation(n_options)
+    return int(perm[slot])
+
+
 class _Builder:
-    def __init__(self, plan: VideoPlan, video: str, rng: np.random.Generator) -> None:
-        self.plan, self.video, self.rng = plan, video, rng
+    def __init__(self, plan: VideoPlan, video: str, rng: np.random.Generator, seed: int = 0) -> None:
+        self.plan, self.video, self.rng, self.seed = plan, video, rng, seed
+        self.domain = DOMAINS[plan.domain]
         self.samples: list[Sample] = []
         self.counts: dict[str, int] = {}
         for e in plan.events:
             self.counts[e.object] = self.counts.get(e.object, 0) + 1
 
-    def add(
-        self, template: str, text: str, options: list[str], correct: str, evidence: Sequence[tuple[float, float]], shuffle: bool = True, **meta: Any
-    ) -> None:
+    def add(self, template: str, text: str, options: list[str], correct: str, evidence: Sequence[tuple[float, float]], **meta: Any) -> None:
         options = list(options)
         kind, modality, per_video = TEMPLATES[template]
         n = sum(1 for s in self.samples if s.metadata["template"] == template)
-        if shuffle:
-            # the right option's position cycles over the videos (balanced letters: a
-            # reader that always guesses one letter is at chance); the wrong ones are shuffled
-            wrong = [o for o in options if o != correct]
-            wrong = [wrong[i] for i in self.rng.permutation(len(wrong))]
-            position = (self.plan.index * per_video + n + zlib.crc32(template.encode())) % len(options)
-            options = wrong[:position] + [correct] + wrong[position:]
+        # every kind's options are shuffled: the right one's position from the suite's balanced,
+        # seeded order (answer_position), the wrong ones in a seeded random order
+        wrong = [o for o in options if o != correct]
+        wrong = [wrong[i] for i in self.rng.permutation(len(wrong))]
+        position = answer_position(self.seed, template, self.plan.index * per_video + n, len(options))
+        options = wrong[:position] + [correct] + wrong[position:]
         letter = option_letters(len(options))[options.index(correct)]
         metadata = {"kind": kind, "template": template, "modality": modality, "video": self.plan.name, "coverage": "all_spans", **meta}
         self.samples.append(Sample(f"{self.plan.name}/{template}_{n}", self.video, Query(text, tuple(options)), letter, _spans(self.plan, evidence), metadata))
@@ -99,16 +109,16 @@ class _Builder:
 
 def questions_for(plan: VideoPlan, video: str, seed: int) -> list[Sample]:
     """All questions about one video (deterministic from ``seed`` and the plan)."""
-    b = _Builder(plan, video, np.random.default_rng([seed, plan.index, 2027]))
+    b = _Builder(plan, video, np.random.default_rng([seed, plan.index, 2027]), seed)
     once = [e for e in plan.events if b.counts[e.object] == 1]
     words = [e.word for e in plan.events]
     span = plan.event_span
 
     for e in b.pick(once, TEMPLATES["needle_text"][2]):
-        opts = [e.word] + b.distractors(e.word, words, WORDS, 3)
+        opts = [e.word] + b.distractors(e.word, words, b.domain.words, 3)
         b.add("needle_text", f"Which word is written under the {e.object}?", opts, e.word, [span(e)], names=[e.object])
     for e in b.pick(list(plan.events), TEMPLATES["needle_object"][2]):
-        opts = [e.object] + b.distractors(e.object, [x.object for x in plan.events], list(OBJECTS), 3)
+        opts = [e.object] + b.distractors(e.object, [x.object for x in plan.events], list(b.domain.objects), 3)
         b.add("needle_object", f"Which object is shown above the word '{e.word}'?", opts, e.object, [span(e)], names=[e.word])
     used: set[tuple[int, int]] = set()
     if len(once) >= 2:
@@ -124,8 +134,7 @@ def questions_for(plan: VideoPlan, video: str, seed: int) -> list[Sample]:
             names=named,
         )
     pairs = [(a, c) for i, a in enumerate(plan.events) for c in plan.events[i + 1 :] if (a.first, c.first) not in used]
-    if pairs:
-        first, second = b.pick(pairs, 1)[0]
+    for first, second in b.pick(pairs, TEMPLATES["ordering_text"][2]):
         names = [first.word, second.word] if b.rng.integers(2) else [second.word, first.word]
         b.add(
             "ordering_text",
@@ -144,20 +153,24 @@ def _counting(b: _Builder, plan: VideoPlan) -> None:
     by_count: dict[int, list[str]] = {}
     for obj, c in sorted(b.counts.items()):
         by_count.setdefault(c, []).append(obj)
+    want = TEMPLATES["counting"][2]
     chosen: list[str] = []
-    for c in sorted(by_count, reverse=True):  # the most repeated object first, then a different count
-        if len(chosen) == TEMPLATES["counting"][2]:
+    for c in sorted(by_count, reverse=True):  # the most repeated object first, then each other count
+        if len(chosen) == want:
             break
         chosen += b.pick(by_count[c], 1)
+    rest = [obj for obj in sorted(b.counts) if obj not in chosen]
+    chosen += b.pick(rest, want - len(chosen))
     for obj in chosen:
         spans = [plan.event_span(e) for e in plan.events if e.object == obj]
         count = min(len(spans), 4)
-        b.add("counting", f"How many times is the {obj} shown?", ["1", "2", "3", "4"], str(count), spans, shuffle=False, names=[obj], count=len(spans))
+        b.add("counting", f"How many times is the {obj} shown?", ["1", "2", "3", "4"], str(count), spans, names=[obj], count=len(spans))
 
 
 def _global(b: _Builder, plan: VideoPlan) -> None:
-    kinds = list(FOOTAGE)
-    desc = {k: FOOTAGE[k].description for k in kinds}
+    footage = b.domain.footage
+    kinds = list(footage)
+    desc = {k: footage[k].description for k in kinds}
     shares = plan.shares
     option_spans = {desc[k]: [list(s) for s in plan.footage_spans(k)] for k in kinds}
     dominant = max(kinds, key=lambda k: shares[k])
@@ -171,7 +184,13 @@ def _global(b: _Builder, plan: VideoPlan) -> None:
         option_spans=option_spans,
         names=[],
     )
-    pair = b.pick(kinds, 2)
+    pairs = [(a, c) for i, a in enumerate(kinds) for c in kinds[i + 1 :]]
+    for chosen in b.pick(pairs, TEMPLATES["global_compare"][2]):
+        _compare(b, plan, list(chosen), desc, option_spans)
+
+
+def _compare(b: _Builder, plan: VideoPlan, pair: list[str], desc: dict[str, str], option_spans: dict[str, list[list[float]]]) -> None:
+    shares = plan.shares
     if b.rng.integers(2):
         pair = pair[::-1]
     longer = max(pair, key=lambda k: shares[k])

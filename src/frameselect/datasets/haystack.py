@@ -7,9 +7,13 @@ questions of four kinds (needle, ordering, counting, global) whose evidence
 spans are exact. See :mod:`frameselect.datasets._haystack_suite` and
 :mod:`frameselect.datasets._haystack_questions`.
 
-Parameters: ``n_videos``, ``minutes`` (per video), ``seed`` and ``root``
-(cache folder; default ``default_cache_dir() / "bench"``). Videos are
-rendered on first use (about 5 s per 3-minute video on 2 cores) and reused.
+Parameters: ``n_videos`` (default 32), ``minutes`` (per video, default 1),
+``seed``, ``domain`` (``"bench"``, the default, or ``"train"``: other
+footage, objects and caption words, for training a learned selector out of
+the benchmark's distribution) and ``root`` (cache folder; default
+``default_cache_dir() / "bench"``). Videos are rendered on first use and
+reused. Every video has 12 questions, three of each kind, and every kind's
+options are shuffled with the seed so that each letter is right equally often.
 """
 
 from __future__ import annotations
@@ -18,8 +22,9 @@ import os
 from collections.abc import Sequence
 
 from frameselect.datasets._haystack_questions import questions_for
-from frameselect.datasets._haystack_suite import MAX_VIDEOS, HaystackConfig, ensure_suite
+from frameselect.datasets._haystack_suite import DOMAINS, MAX_VIDEOS, HaystackConfig, domain_fingerprint, ensure_suite
 from frameselect.datasets.base import Dataset
+from frameselect.errors import ConfigError
 from frameselect.parts import Range
 from frameselect.registry import datasets
 from frameselect.types import Sample
@@ -33,9 +38,11 @@ class HaystackDataset(Dataset):
 
     param_ranges = {"n_videos": Range(ge=1, le=MAX_VIDEOS, integer=True), "minutes": Range(ge=0.25, le=120), "seed": Range(ge=0, integer=True)}
 
-    def __init__(self, n_videos: int = 9, minutes: float = 3.0, seed: int = 0, root: str | os.PathLike[str] | None = None) -> None:
-        self.config = HaystackConfig(n_videos=int(n_videos), minutes=float(minutes), seed=int(seed))
-        self.n_videos, self.minutes, self.seed = self.config.n_videos, self.config.minutes, self.config.seed
+    def __init__(self, n_videos: int = 32, minutes: float = 1.0, seed: int = 0, root: str | os.PathLike[str] | None = None, domain: str = "bench") -> None:
+        if domain not in DOMAINS:
+            raise ConfigError(f"dataset haystack: domain {domain!r} is not one of {', '.join(DOMAINS)}; give domain=bench or domain=train")
+        self.config = HaystackConfig(n_videos=int(n_videos), minutes=float(minutes), seed=int(seed), domain=domain)
+        self.n_videos, self.minutes, self.seed, self.domain = self.config.n_videos, self.config.minutes, self.config.seed, domain
         self.root = root
         self._samples: list[Sample] | None = None
 
@@ -44,6 +51,11 @@ class HaystackDataset(Dataset):
             plans, paths = ensure_suite(self.config, self.root)
             self._samples = [s for plan, path in zip(plans, paths) for s in questions_for(plan, str(path), self.config.seed)]
         return self._samples
+
+    @property
+    def suite_identity(self) -> dict[str, str]:
+        """What distribution the questions come from (a learned selector's checkpoint records its training suite's)."""
+        return {"dataset": "haystack", "domain": self.domain, "domain_fingerprint": domain_fingerprint(self.domain)}
 
     @property
     def id(self) -> str:

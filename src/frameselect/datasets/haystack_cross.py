@@ -29,11 +29,20 @@ __all__ = ["HaystackCrossDataset"]
 class HaystackCrossDataset(Dataset):
     """Haystack videos in groups of 2 to 4, with comparison, tracking/retrieval and integrated questions."""
 
-    param_ranges = {"n_videos": Range(ge=2, le=MAX_VIDEOS, integer=True), "minutes": Range(ge=0.25, le=120), "seed": Range(ge=0, integer=True)}
+    param_ranges = {
+        "n_videos": Range(ge=2, le=MAX_VIDEOS, integer=True),
+        "minutes": Range(ge=0.25, le=120),
+        "seed": Range(ge=0, integer=True),
+        "events_per_minute": Range(gt=0, le=60),
+    }
 
-    def __init__(self, n_videos: int = 6, minutes: float = 2.0, seed: int = 0, root: str | os.PathLike[str] | None = None) -> None:
-        self.config = HaystackConfig(n_videos=int(n_videos), minutes=float(minutes), seed=int(seed))
+    def __init__(
+        self, n_videos: int = 6, minutes: float = 2.0, seed: int = 0, root: str | os.PathLike[str] | None = None, events_per_minute: float = 7.0
+    ) -> None:
+        # events_per_minute: cards a minute (7, the suite's default; 3 gives the earlier haystack-v1 density)
+        self.config = HaystackConfig(n_videos=int(n_videos), minutes=float(minutes), seed=int(seed), events_per_minute=float(events_per_minute))
         self.n_videos, self.minutes, self.seed = self.config.n_videos, self.config.minutes, self.config.seed
+        self.events_per_minute = self.config.events_per_minute
         self.root = root
         self._samples: list[Sample] | None = None
 

@@ -26,7 +26,7 @@ from frameselect.learned.train import TrainConfig, TrainResult
 from frameselect.parts import part_params
 from frameselect.types import Sample
 
-__all__ = ["TrainSetup", "setup", "train", "make_answerer"]
+__all__ = ["TrainSetup", "setup", "train", "make_answerer", "training_params"]
 
 
 @dataclass
@@ -42,6 +42,7 @@ class TrainSetup:
     features_dir: Path
     pool: str
     test_fraction: float
+    train_suite: dict[str, str] | None = None
 
     def description(self) -> dict[str, Any]:
         """What the checkpoint records about the data and the parts (part of its fingerprint)."""
@@ -54,6 +55,7 @@ class TrainSetup:
             "encoder": self.encoder.id,
             "answerer": None if self.answerer is None else self.answerer.id,
             "pool": self.pool,
+            **({"train_suite": self.train_suite} if self.train_suite is not None else {}),
         }
 
 
@@ -77,6 +79,15 @@ def make_answerer(name: str | Answerer, params: Mapping[str, Any], features_dir:
     return answerer
 
 
+def training_params(dataset: str | Any, params: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The training dataset's parameters: ``haystack`` defaults to its ``train`` domain, never the
+    benchmark's own distribution unless asked for (``domain=bench``)."""
+    out = dict(params or {})
+    if dataset == "haystack":
+        out.setdefault("domain", "train")
+    return out
+
+
 def setup(
     dataset: str | Any = "haystack",
     dataset_params: Mapping[str, Any] | None = None,
@@ -93,11 +104,13 @@ def setup(
 ) -> TrainSetup:
     """Resolve the parts and split the dataset by video (see :func:`frameselect.learned.data.split_by_video`)."""
     from frameselect.cache import default_cache_dir
+    from frameselect.learned.checkpoint import suite_identity
     from frameselect.learned.data import split_by_video
     from frameselect.pipeline import resolve
     from frameselect.video.policy import parse_policy
 
-    ds = resolve("datasets", dataset, **dict(dataset_params or {})) if isinstance(dataset, str) else dataset
+    params = training_params(dataset, dataset_params)
+    ds = resolve("datasets", dataset, **params) if isinstance(dataset, str) else dataset
     samples = list(ds)[:limit] if limit is not None else list(ds)
     train_s, test_s = split_by_video(samples, test_fraction, seed)
     features_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir() / "features"
@@ -107,7 +120,7 @@ def setup(
     ans = None if answerer is None else make_answerer(answerer, answerer_params or {}, features_dir, device)
     # the dataset as the checkpoint records it: its parameters as text, no machine paths (root), none left unset
     spec = {"name": ds.name, "params": {k: str(v) for k, v in sorted(part_params(ds).items()) if k != "root" and v is not None}}
-    return TrainSetup(spec, ds.id, train_s, test_s, enc, ans, features_dir, str(parse_policy(pool)), test_fraction)
+    return TrainSetup(spec, ds.id, train_s, test_s, enc, ans, features_dir, str(parse_policy(pool)), test_fraction, suite_identity(ds))
 
 
 def train(

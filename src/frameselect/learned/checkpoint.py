@@ -8,6 +8,10 @@ configuration, JSON), ``model`` (the policy's shape, JSON), ``inputs`` (the
 per-frame input names), ``curves`` (training curves, JSON) and
 ``fingerprint``: a hash of the configuration, the model shape and every
 tensor's bytes, which enters the fingerprint of any run that selects with it.
+The configuration's ``train_suite`` is the training data's distribution
+(:func:`suite_identity`: for haystack suites the domain and its fingerprint),
+so an evaluation can tell whether it is in or out of that distribution
+(:func:`same_suite`).
 
 The header is plain JSON after an 8-byte length, so the fingerprint is read
 without torch (:func:`read_header`); loading the tensors needs the
@@ -30,7 +34,20 @@ from numpy.typing import NDArray
 from frameselect.errors import FrameselectError
 from frameselect.fingerprint import hash_bytes
 
-__all__ = ["FORMAT", "CheckpointError", "builtin_checkpoints", "resolve_checkpoint", "read_header", "tensors_fingerprint", "save_checkpoint", "load_tensors"]
+__all__ = [
+    "FORMAT",
+    "CheckpointError",
+    "builtin_checkpoints",
+    "resolve_checkpoint",
+    "read_header",
+    "tensors_fingerprint",
+    "save_checkpoint",
+    "load_tensors",
+    "suite_identity",
+    "trained_on",
+    "same_suite",
+    "describe_training",
+]
 
 FORMAT = "frameselect-learned-v1"
 _BUILTIN_DIR = Path(__file__).parent / "checkpoints"
@@ -140,3 +157,59 @@ def load_tensors(path: str | os.PathLike[str]) -> tuple[dict[str, NDArray[np.flo
     if expected != meta["fingerprint"]:
         raise CheckpointError(f"checkpoint {path}: its tensors do not match its fingerprint (corrupt or edited)")
     return tensors, meta
+
+
+def suite_identity(dataset: Any) -> dict[str, str]:
+    """The distribution a dataset's questions come from: its ``suite_identity`` where it has one
+    (a haystack suite: its domain and the domain's fingerprint), else its name and id."""
+    ident = getattr(dataset, "suite_identity", None)
+    if isinstance(ident, Mapping):
+        return {str(k): str(v) for k, v in ident.items()}
+    return {"dataset": str(getattr(dataset, "name", type(dataset).__name__)), "dataset_id": str(getattr(dataset, "id", ""))}
+
+
+def trained_on(meta: Mapping[str, str]) -> dict[str, str]:
+    """The training suite a checkpoint's header records (:func:`suite_identity` at training time).
+
+    Checkpoints from before it was recorded: the dataset's name, and for haystack the
+    benchmark's own domain (the only one there was), marked ``"recorded": "no"``.
+    """
+    config = json.loads(meta.get("config", "{}"))
+    suite = config.get("train_suite")
+    if isinstance(suite, Mapping):
+        return {str(k): str(v) for k, v in suite.items()}
+    dataset = config.get("dataset", {}) if isinstance(config.get("dataset"), Mapping) else {}
+    name = str(dataset.get("name", "unknown"))
+    out = {"dataset": name, "dataset_id": str(config.get("dataset_id", "")), "recorded": "no"}
+    if name == "haystack":
+        out["domain"] = str(dataset.get("params", {}).get("domain", "bench"))
+    return out
+
+
+def same_suite(trained: Mapping[str, str], evaluated: Mapping[str, str]) -> bool:
+    """Whether an evaluation is on the training distribution: the same domain fingerprint where both
+    have one, else the same dataset and domain (older checkpoints) or the same dataset id."""
+    if trained.get("dataset") != evaluated.get("dataset"):
+        return False
+    if "domain_fingerprint" in trained and "domain_fingerprint" in evaluated:
+        return trained["domain_fingerprint"] == evaluated["domain_fingerprint"]
+    if "domain" in trained and "domain" in evaluated:
+        return trained["domain"] == evaluated["domain"]
+    return bool(trained.get("dataset_id")) and trained.get("dataset_id") == evaluated.get("dataset_id")
+
+
+def describe_training(meta: Mapping[str, str]) -> str:
+    """``"haystack, domain train (16 videos, seed 1)"``: what a checkpoint was trained on, for table footnotes."""
+    suite = trained_on(meta)
+    config = json.loads(meta.get("config", "{}"))
+    params = config.get("dataset", {}).get("params", {}) if isinstance(config.get("dataset"), Mapping) else {}
+    text = suite.get("dataset", "unknown")
+    if "domain" in suite:
+        text += f", domain {suite['domain']}"
+    detail = [f"{params['n_videos']} videos" if "n_videos" in params else "", f"seed {params['seed']}" if "seed" in params else ""]
+    detail = [d for d in detail if d]
+    if detail:
+        text += f" ({', '.join(detail)})"
+    if suite.get("recorded") == "no":
+        text += "; training suite inferred, not recorded"
+    return text

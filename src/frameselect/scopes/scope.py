@@ -72,7 +72,7 @@ class Scope:
 
     def prepare(self, p: Prepared, plan: Plan, ctx: RunContext, sized: Sized) -> None:
         """A sample's pool, features and selection at its budget (priced where the run has a cost model)."""
-        from frameselect.prepare import featurize, sample_seed
+        from frameselect.prepare import featurize, run_selector
         from frameselect.selectors.base import check_selection
         from frameselect.work import build_pool, sample_videos
 
@@ -81,9 +81,10 @@ class Scope:
             raise ConfigError("this plan names no selector; plans of evaluate() come from plan_run()")
         for video in sample_videos(sample):
             pool = build_pool(sample, plan.pool, ctx, video)
-            needs = set(selector.needs).union(*(e.needs for e in plan.evaluators))
+            needs = set(selector.needs).union(*(e.needs for e in plan.evaluators)) | plan.budget.needs
             features = featurize(pool, sample, needs, plan.encoder, ctx)
-            selection = selector.select(pool, sample.query, p.k, features, seed=sample_seed(plan.seed, sample.id))
+            p.k = plan.budget.choose(p, plan, ctx, selector, pool, features)
+            selection = run_selector(selector, plan, pool, sample, p.k, features)
             ctx.counters.selector_calls += 1
             check_selection(selector, selection, p.k, len(pool), sample)
             if plan.tokens is not None and sized.frame_plan is None:

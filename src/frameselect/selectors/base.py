@@ -199,6 +199,8 @@ class Selector(Part):
     kind: ClassVar[str] = "selectors"
     #: feature kinds this selector needs: "embeddings", "text", "relevance", "pixels"
     needs: ClassVar[frozenset[str]] = frozenset()
+    #: capabilities of the answering backend the selector ranks frames through (``answerer_attention``); the plan checks the answerer declares them
+    needs_answerer: ClassVar[frozenset[str]] = frozenset()
     #: the selector has a mode that returns what its reference code returns
     #: (it then has a ``reference_exact`` field, which overrides the default below)
     supports_reference_exact: ClassVar[bool] = False

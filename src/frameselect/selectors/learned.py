@@ -9,8 +9,9 @@ stage 1 a supervised prior on evidence labels, stage 2 Bayesian GRPO on the
 frozen answerer's negative log-likelihood of the right option (see
 docs/learned.md and :mod:`frameselect.learned.train`).
 
-Parameters: ``checkpoint``, a built-in name (``haystack``: trained for the
-default benchmark) or a path; ``stage``, ``"posterior"`` (after stage 2) or
+Parameters: ``checkpoint``, a built-in name (``haystack``: trained on the
+haystack generator's ``train`` domain, other footage, objects and words than
+the default benchmark's, which evaluates it out of distribution) or a path; ``stage``, ``"posterior"`` (after stage 2) or
 ``"prior"`` (the stage-1 policy stored in the same file); ``weights``, the
 checkpoint's fingerprint, filled in on construction (a non-empty value that
 does not match is an error), so it enters every run's fingerprint.
