@@ -47,9 +47,9 @@ T = TypeVar("T")
 
 def suite_frames(n: int) -> tuple[NDArray[np.uint8], list[str]]:
     """``n`` RGB frames spread over the haystack suite's videos, and the suite's questions."""
+    from frameselect._core.video.pool import candidates
     from frameselect.datasets._haystack_questions import questions_for
     from frameselect.datasets._haystack_suite import HaystackConfig, ensure_suite
-    from frameselect.video.pool import candidates
 
     plans, paths = ensure_suite(HaystackConfig())
     per_video = max(1, n // len(paths))

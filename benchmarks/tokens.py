@@ -74,7 +74,7 @@ def _ratio(part: float, whole: float) -> str:
 
 
 def _clear_token_memos() -> None:
-    from frameselect import token_budget, token_runs
+    from frameselect._engine import token_budget, token_runs
 
     token_budget._PLANS.clear()
     token_runs._FACTS.clear()
@@ -86,8 +86,8 @@ class _Probe:
     """Times what happens inside a run: patches the budgets' calls into ``token_runs`` and the prepare step."""
 
     def __init__(self) -> None:
-        from frameselect import pipeline, token_runs
-        from frameselect.cache import Cache
+        from frameselect._core.cache import Cache
+        from frameselect._engine import pipeline, token_runs
 
         self.now = Timed()
         self._plans, self._price, self._step = token_runs.token_plans, token_runs.priced_selection, pipeline.SelectStep.__call__
@@ -107,7 +107,7 @@ class _Probe:
         return out
 
     def token_plans(self, *a: Any, **kw: Any) -> Any:
-        from frameselect.cache import Cache
+        from frameselect._core.cache import Cache
 
         _clear_token_memos()  # cold: as the first run of a process
         reads = [0.0]
@@ -151,11 +151,11 @@ class _Probe:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from frameselect.bench.runner import _selectors
-    from frameselect.bench.token_section import TOKEN_MODEL, token_budgets
+    from frameselect._engine.pipeline import encode_pools, evaluate
+    from frameselect._engine.plan import resolve
+    from frameselect._studies.bench.runner import _selectors
+    from frameselect._studies.bench.token_section import TOKEN_MODEL, token_budgets
     from frameselect.datasets.haystack import HaystackDataset
-    from frameselect.pipeline import encode_pools, evaluate
-    from frameselect.plan import resolve
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n-videos", type=int, default=9)

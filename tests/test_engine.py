@@ -13,26 +13,26 @@ import pytest
 from numpy.typing import NDArray
 
 import frameselect
-from frameselect.budgets import Frames, Routed, Tokens, budget_of
+from frameselect._engine.budgets import Frames, Routed, Tokens, budget_of
+from frameselect._engine.plan import Mode, RunOptions, plan_run
+from frameselect._engine.scopes import AcrossVideos, OneVideo, Stream
 from frameselect.encoders.base import Encoder
 from frameselect.errors import ConfigError
-from frameselect.plan import Mode, RunOptions, plan_run
-from frameselect.scopes import AcrossVideos, OneVideo, Stream
 
 PACKAGE = Path(frameselect.__file__).resolve().parent
 
 #: the engine's modules and packages (the planner, the budgets and scopes, the prepare stage, the run and its executors)
 ENGINE_MODULES = (
-    "frameselect.checks",
-    "frameselect.budgets",
-    "frameselect.prepare",
-    "frameselect.plan",
-    "frameselect.work",
-    "frameselect.answering",
-    "frameselect.run",
-    "frameselect.pipeline",
-    "frameselect.scopes",
-    "frameselect.executors",
+    "frameselect._engine.checks",
+    "frameselect._engine.budgets",
+    "frameselect._engine.prepare",
+    "frameselect._engine.plan",
+    "frameselect._engine.work",
+    "frameselect._engine.answering",
+    "frameselect._engine.run",
+    "frameselect._engine.pipeline",
+    "frameselect._engine.scopes",
+    "frameselect._engine.executors",
 )
 
 
@@ -132,7 +132,7 @@ def test_the_default_scope_follows_the_samples_and_the_selector() -> None:
 
 
 def test_a_streaming_plan_comes_from_the_same_planner() -> None:
-    from frameselect.streaming.evaluate import plan_stream
+    from frameselect._engine.evaluate_stream import plan_stream
 
     via_stream = plan_stream("sliding_window", ["evidence_recall"], "tiny", 4, memory=8, encoder="color_histogram")
     via_run = plan_run("sliding_window", ["evidence_recall"], "tiny", 4, scope=Stream(memory=8), encoder="color_histogram")

@@ -75,16 +75,16 @@ def test_listing_names_imports_no_builtin_module_and_get_still_loads_them() -> N
 
 
 def test_the_static_name_index_equals_what_the_builtin_modules_register() -> None:
-    from frameselect._builtin_names import BUILTIN_NAMES
+    from frameselect._core.builtin_names import BUILTIN_NAMES
 
     registered = fresh("import json\nfrom frameselect.registry import registered_by_modules\nprint(json.dumps(registered_by_modules()))")
     table = "".join(f"    {k!r}: {tuple(v)!r},\n".replace("'", '"') for k, v in registered.items())  # type: ignore[union-attr]
-    assert {k: list(v) for k, v in BUILTIN_NAMES.items()} == registered, f"update BUILTIN_NAMES in src/frameselect/_builtin_names.py to:\n{table}"
+    assert {k: list(v) for k, v in BUILTIN_NAMES.items()} == registered, f"update BUILTIN_NAMES in src/frameselect/_core/builtin_names.py to:\n{table}"
 
 
 def test_bench_parser_defaults_equal_the_runner_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
-    from frameselect.bench import runner
-    from frameselect.commands import bench
+    from frameselect._studies.bench import runner
+    from frameselect.cli.commands import bench
 
     monkeypatch.setenv("FRAMESELECT_BENCH_STORE", "elsewhere.sqlite")
     assert (bench.N_VIDEOS, bench.MINUTES) == (runner.BenchConfig.n_videos, runner.BenchConfig.minutes)

@@ -15,14 +15,21 @@ from typing import Any
 import numpy as np
 import pytest
 
+from frameselect._engine.plan import check_across
 from frameselect.arrays import select_across
 from frameselect.crossvideo.holmes import Holmes
 from frameselect.crossvideo.joint import JointSelector, TopKUnion
 from frameselect.errors import ConfigError, SelectionError
-from frameselect.plan import check_across
 from frameselect.types import Answer, CandidatePool, MultiSelection, Selection
 
-ENGINE = ("frameselect.plan", "frameselect.pipeline", "frameselect.run", "frameselect.replay", "frameselect.arrays", "frameselect.scopes.across")
+ENGINE = (
+    "frameselect._engine.plan",
+    "frameselect._engine.pipeline",
+    "frameselect._engine.run",
+    "frameselect._engine.replay",
+    "frameselect.arrays",
+    "frameselect._engine.scopes.across",
+)
 
 
 class Reader(JointSelector):

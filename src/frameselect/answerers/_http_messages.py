@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from frameselect._core.windows import WindowRequest
 from frameselect.answerers.base import AnswerRequest, option_letters, size_groups
 from frameselect.types import Query
-from frameselect.windows import WindowRequest
 
 if TYPE_CHECKING:
     pass

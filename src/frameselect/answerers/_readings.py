@@ -12,11 +12,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from frameselect._memo import memoized
+from frameselect._core.cache import Cache, default_cache_dir
+from frameselect._core.fingerprint import hash_bytes
+from frameselect._core.memo import memoized
 from frameselect.answerers._questions import QuestionReading, read_question
 from frameselect.answerers.base import AnswerRequest
-from frameselect.cache import Cache, default_cache_dir
-from frameselect.fingerprint import hash_bytes
 from frameselect.types import CandidatePool, Sample
 
 __all__ = []

@@ -6,9 +6,9 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from frameselect._core.windows import WindowRequest
 from frameselect.answerers.base import option_letters
 from frameselect.types import Query
-from frameselect.windows import WindowRequest
 
 if TYPE_CHECKING:
     pass

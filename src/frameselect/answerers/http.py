@@ -11,10 +11,10 @@ message out as MVU-Eval's ``inference/main.py`` (``build_messages_base``)
 does: per video a text part ``[Video i] <file name>`` and its frames as bare
 ``image_url`` parts, then the question, the script's instruction and the
 lettered options as three text parts. A grounding question (its sample's
-``metadata["answer_windows"]``, :mod:`frameselect.windows`) also asks for the
+``metadata["answer_windows"]``, :mod:`frameselect._core.windows`) also asks for the
 time window(s) of the answer, in seconds or as fractions of the video, with
-at least :data:`~frameselect.windows.WINDOW_MAX_TOKENS` tokens to reply in;
-the reply's windows, read by :func:`~frameselect.windows.parse_windows`, are
+at least :data:`~frameselect._core.windows.WINDOW_MAX_TOKENS` tokens to reply in;
+the reply's windows, read by :func:`~frameselect._core.windows.parse_windows`, are
 the answer's ``windows`` (seconds).
 
 The transport is httpx (the ``http`` extra: ``pip install frameselect[http]``),
@@ -68,12 +68,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
+from frameselect._core.windows import WINDOW_MAX_TOKENS, window_request
 from frameselect.answerers.base import Answerer, AnswerRequest, video_label
 from frameselect.errors import AnswererError
 from frameselect.parts import Range
 from frameselect.registry import answerers
 from frameselect.types import Answer
-from frameselect.windows import WINDOW_MAX_TOKENS, window_request
 
 if TYPE_CHECKING:
     import httpx

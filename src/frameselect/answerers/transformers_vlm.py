@@ -36,10 +36,10 @@ frames' timestamps (``time_instruction=True``; "uniformly sampled" becomes
 options and "Answer with the option's letter from the given choices
 directly." Decoding is greedy (no sampling, one beam), ``max_new_tokens``
 tokens at most, one request at a time. A grounding question (its sample's
-``metadata["answer_windows"]``, :mod:`frameselect.windows`) also asks for
+``metadata["answer_windows"]``, :mod:`frameselect._core.windows`) also asks for
 the answer's time window(s) and may take up to
-:data:`~frameselect.windows.WINDOW_MAX_TOKENS` tokens; the reply's windows
-(:func:`~frameselect.windows.parse_windows`) are the answer's ``windows``,
+:data:`~frameselect._core.windows.WINDOW_MAX_TOKENS` tokens; the reply's windows
+(:func:`~frameselect._core.windows.parse_windows`) are the answer's ``windows``,
 in seconds.
 
 Without torchvision, which transformers 5's video processors (and so the
@@ -78,14 +78,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from frameselect._hub import cached_commit, dtype_kwarg, dtype_name, module_device, module_dtype, pick_device, pick_dtype, weights_fingerprint
+from frameselect._core.hub import cached_commit, dtype_kwarg, dtype_name, module_device, module_dtype, pick_device, pick_dtype, weights_fingerprint
+from frameselect._core.windows import WINDOW_MAX_TOKENS, window_request
 from frameselect.answerers._vlm_inputs import InternVLInputs, LlavaOnevisionInputs, QwenVideoConfig, QwenVLInputs, torchvision_available
 from frameselect.answerers.base import Answerer, AnswerRequest, size_groups, video_label
 from frameselect.errors import AnswererError
 from frameselect.parts import Range
 from frameselect.registry import answerers
 from frameselect.types import Answer
-from frameselect.windows import WINDOW_MAX_TOKENS, window_request
 
 if TYPE_CHECKING:
     from frameselect.tokens import TokenModel

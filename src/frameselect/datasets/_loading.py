@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path, PureWindowsPath
 from typing import ClassVar
 
-from frameselect.cache import default_cache_dir
+from frameselect._core.cache import default_cache_dir
 from frameselect.datasets._annotations import (  # noqa: F401
     _LETTER_PREFIX,
     _TOO_DEEP,

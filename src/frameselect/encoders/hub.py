@@ -49,7 +49,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from frameselect._hub import cached_commit, dtype_name, module_device, module_dtype, pick_device, pick_dtype, short_hash, weights_fingerprint
+from frameselect._core.hub import cached_commit, dtype_name, module_device, module_dtype, pick_device, pick_dtype, short_hash, weights_fingerprint
 from frameselect.encoders.base import Encoder
 from frameselect.errors import ConfigError
 from frameselect.parts import Range

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from frameselect._hub import dtype_kwarg, short_hash
+from frameselect._core.hub import dtype_kwarg, short_hash
 from frameselect.encoders.hub import HubEncoder, _pooled, check_frames
 from frameselect.errors import ConfigError
 from frameselect.parts import Range

@@ -9,7 +9,7 @@ budget of ``k`` frames it keeps the inner selection's ``k`` frames; at a
 token budget (``evaluate(k=Tokens(N))``, policy ``fixed_res``) the run plans the
 count from :meth:`MultiRes.frame_scales`: ``high`` frames at the high size
 first, then as many low-size context frames as the rest of ``N`` pays for
-(:func:`frameselect.token_budget.plan_mixed`).
+(:func:`frameselect._engine.token_budget.plan_mixed`).
 
 Each frame's scale is carried by the selection (``Selection.scales``); the
 run turns scales into sizes (sides floored, then snapped to the cost model's
