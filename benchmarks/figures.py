@@ -160,6 +160,7 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("selectors-time", ("benchmarks/selectors.py",), ("docs/performance-selectors.md",), "selector latency and the reference re-statements"),
     Entry("selector-floors", ("benchmarks/selector_floors.py",), ("docs/performance-selectors.md",), "CPU-time floors of the slow selectors"),
     Entry("encoders", ("benchmarks/encoders.py", "--frames", "64", "--repeats", "2"), ("docs/performance.md",), "encoder throughput, eager against ONNX"),
+    Entry("memory", ("benchmarks/memory.py",), ("docs/performance.md",), "peak memory against video length"),
     Entry("executors", ("benchmarks/executors.py",), ("docs/scale.md",), "executors side by side"),
     Entry("learned", ("benchmarks/learned.py",), ("docs/learned.md",), "training time and held-out accuracy of the learned selector"),
     Entry("cache", ("benchmarks/cache.py",), ("docs/design.md",), "feature-cache read cost with checksums"),
