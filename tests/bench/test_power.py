@@ -39,3 +39,13 @@ def test_run_sd_is_the_median_over_pairs_of_per_video_differences() -> None:
     assert found.delta == pytest.approx((_t2(1 - 0.05 / 3 / 2) + _t2(0.8)) * math.sqrt(1 / 3) / math.sqrt(3), rel=1e-9)
     assert "detectable difference: " in found.line("mc_accuracy", 8, "label_ocr_reader") and "/ 3 pairs" in found.line("mc_accuracy", 8, "x")
     assert run_detectable_difference({"a": {"v1": 1.0, "v2": 0.0}}) is None  # one selector: no pair
+
+
+def test_the_family_in_force_sets_the_level() -> None:
+    """The bench passes the main tables' Holm family: the level is alpha / family, not alpha / pairs."""
+    by_video = {"a": {"v1": 1.0, "v2": 0.0, "v3": 1.0}, "b": {"v1": 0.0, "v2": 0.0, "v3": 1.0}, "c": {"v1": 1.0, "v2": 0.0, "v3": 1.0}}
+    found = run_detectable_difference(by_video, family=10)
+    assert found is not None and found.m == 10
+    assert found.delta == pytest.approx((_t2(1 - 0.05 / 10 / 2) + _t2(0.8)) * math.sqrt(1 / 3) / math.sqrt(3), rel=1e-9)
+    assert "/ 10 comparisons the main tables print" in found.line("mc_accuracy", 8, "x")
+    assert found.delta > run_detectable_difference(by_video).delta  # type: ignore[union-attr]

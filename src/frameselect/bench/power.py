@@ -55,24 +55,32 @@ class Detectable:
     delta: float  # the detectable difference in the metric's units
     sd: float  # the median SD of the per-video differences
     n_videos: int
-    m: int  # comparisons Holm corrects over: the pairs of selectors
+    m: int  # comparisons Holm corrects over: the pairs of selectors, or the family the run prints
     alpha: float = 0.05
     power: float = 0.8
+    what: str = "pairs"  # what the m comparisons are
 
     def line(self, metric: str, k: int, answerer: str) -> str:
         return (
             f"detectable difference: {self.delta:.3f} {metric} at k = {k} ({answerer}) with {self.power:.0%} power, "
-            f"two-sided paired t over {self.n_videos} videos at alpha = {self.alpha:g} / {self.m} pairs (Holm's strictest step), "
+            f"two-sided paired t over {self.n_videos} videos at alpha = {self.alpha:g} / {self.m} {self.what} (Holm's strictest step), "
             f"SD of per-video differences {self.sd:.3f} (median over the pairs); smaller differences may be real but unproven"
         )
 
 
-def run_detectable_difference(by_video: Mapping[str, Mapping[str, float]], *, alpha: float = 0.05, power: float = 0.8) -> Detectable | None:
-    """:func:`detectable_difference` for the selectors of one table (name → video → mean metric); None below 2 selectors or 2 videos."""
+def run_detectable_difference(
+    by_video: Mapping[str, Mapping[str, float]], *, alpha: float = 0.05, power: float = 0.8, family: int | None = None
+) -> Detectable | None:
+    """:func:`detectable_difference` for the selectors of one table (name → video → mean metric); None below 2 selectors or 2 videos.
+
+    ``family``: the number of comparisons Holm's correction is in force over (the bench passes the
+    main tables' family, the tests it prints); by default every pair of selectors.
+    """
     sds = pair_sds(by_video)
     if not sds:
         return None
     n = min(len(v) for v in by_video.values() if len(v) >= 2)
-    m = len(sds)
+    m = len(sds) if family is None else max(1, int(family))
     sd = statistics.median(sds)
-    return Detectable(detectable_difference(sd, n, m, alpha=alpha, power=power), sd, n, m, alpha, power)
+    what = "pairs" if family is None else "comparisons the main tables print"
+    return Detectable(detectable_difference(sd, n, m, alpha=alpha, power=power), sd, n, m, alpha, power, what)

@@ -595,7 +595,7 @@ def format_report(result: BenchResult) -> str:
             + ", ".join(f"{k} {result.chance[k]:.3f}" for k in kinds_present if k in result.chance)
             + f"; norm = {primary} accuracy normalised for chance per kind, (acc - chance) / (1 - chance), averaged over the kinds (0 = chance, 1 = all right)"
         )
-    detectable = _detectable(result, primary)
+    detectable = _detectable(result, primary, None if claims is None else claims.family)
     if detectable:
         out.append(detectable)
     for k in result.config.budgets:
@@ -759,7 +759,7 @@ def _norm(row: BenchRow | None, chance: Mapping[str, float], metric: str) -> flo
     return math.nan if row is None else normalised(row.by_kind, chance, metric)
 
 
-def _detectable(result: BenchResult, primary: str) -> str | None:
+def _detectable(result: BenchResult, primary: str, family: int | None = None) -> str | None:
     """The run's detectable-difference line (:mod:`frameselect.bench.power`) at the smallest budget, primary answerer."""
     from frameselect.bench.power import run_detectable_difference
 
@@ -767,7 +767,7 @@ def _detectable(result: BenchResult, primary: str) -> str | None:
         return None
     k = min(result.config.budgets)
     by_video = {r.selector: r.by_video for r in _usable(result.rows) if r.k == k and r.answerer == primary and r.by_video}
-    found = run_detectable_difference(by_video)
+    found = run_detectable_difference(by_video, family=family)
     return None if found is None else found.line(result.answer_metric, k, primary)
 
 
