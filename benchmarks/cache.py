@@ -25,8 +25,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from frameselect.cache import Cache  # noqa: E402
-from frameselect.video.pixels import open_stack  # noqa: E402
+from frameselect._core.cache import Cache  # noqa: E402
+from frameselect._core.video.pixels import open_stack  # noqa: E402
 
 
 def _median_ms(fn: Callable[[], object], repeats: int) -> float:

@@ -72,7 +72,7 @@ def make_video(name: str, out: Path, slices: int = 1) -> Path:
     what x264 and the ffmpeg CLI write by default (frame threads); an encoder
     run with slice threads (PyAV's default setting) writes one slice per
     thread. The decoder's threading depends on it (see
-    ``frameselect.video.slices.dense_thread_type``).
+    ``frameselect._core.video.slices.dense_thread_type``).
 
     The default content is a sliding noise texture with a moving box: every
     frame differs, and a keyframe of noise is far larger (slower to decode)
@@ -87,7 +87,7 @@ def make_video(name: str, out: Path, slices: int = 1) -> Path:
         raise SystemExit(f"--make takes '<minutes>min-720p' or '<minutes>min-360p', optionally with '-natural', got {name!r}")
     minutes, height, natural = int(m.group(1)), int(m.group(2)), bool(m.group(3))
     width = height * 16 // 9
-    from frameselect.video.synth import write_frames
+    from frameselect._core.video.synth import write_frames
 
     count = minutes * 60 * 30
     frames = _natural_frames(count, width, height) if natural else _noise_frames(count, width, height)
@@ -151,7 +151,7 @@ class Digest:
 
 def pool_indices(video: str, fps: float) -> tuple[list[int], list[int]]:
     """Presentation indices and pts of our exact ``fps=R`` pool (the job every method does)."""
-    from frameselect.video import candidates
+    from frameselect._core.video import candidates
 
     pool = candidates(video, f"fps={fps:g}", video_id="bench")
     return [int(i) for i in pool.frame_indices], [int(p) for p in pool.source.pool_pts]  # type: ignore[union-attr]
@@ -162,7 +162,7 @@ def run_full_pass(video: str, fps: float, digest: Digest, thread_type: str = "AU
     ``"ours"``, the threading our decoder picks for this codec on a dense request."""
     import av
 
-    from frameselect.video.slices import dense_thread_type, picture_slices
+    from frameselect._core.video.slices import dense_thread_type, picture_slices
 
     with av.open(video) as c:
         stream = c.streams.video[0]
@@ -222,9 +222,9 @@ def run_ours(
     decoders: int | None = None,
     selection: bool = False,
 ) -> dict[str, Any]:
-    from frameselect.video import candidates
-    from frameselect.video.counter import DecodeCounter
-    from frameselect.video.source import VideoFrameSource
+    from frameselect._core.video import candidates
+    from frameselect._core.video.counter import DecodeCounter
+    from frameselect._core.video.source import VideoFrameSource
 
     if thread_type:
         VideoFrameSource.thread_type = thread_type
@@ -385,7 +385,7 @@ def available(name: str) -> str | None:
 def child(name: str, video: str, fps: float, out: str) -> None:
     import av  # noqa: F401  (imports are not timed)
 
-    import frameselect.video  # noqa: F401
+    import frameselect._core.video  # noqa: F401
 
     digest = Digest()
     kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)

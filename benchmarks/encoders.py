@@ -47,9 +47,9 @@ T = TypeVar("T")
 
 def suite_frames(n: int) -> tuple[NDArray[np.uint8], list[str]]:
     """``n`` RGB frames spread over the haystack suite's videos, and the suite's questions."""
+    from frameselect._core.video.pool import candidates
     from frameselect.datasets._haystack_questions import questions_for
     from frameselect.datasets._haystack_suite import HaystackConfig, ensure_suite
-    from frameselect.video.pool import candidates
 
     plans, paths = ensure_suite(HaystackConfig())
     per_video = max(1, n // len(paths))
@@ -154,7 +154,7 @@ def hub_encoders(texts: list[str], runtime: str) -> dict[str, Any]:
     import torch
     import transformers
 
-    from frameselect.encoders.hub import ClipEncoder, SiglipEncoder
+    from frameselect.encoders.hub_transformers import ClipEncoder, SiglipEncoder
 
     if not hasattr(hub_encoders, "models"):
         clip_tok = _bpe(texts, ["<pad>", "<s>", "</s>"], pad="<pad>", bos_token="<s>", eos_token="</s>")

@@ -152,8 +152,8 @@ def bench_on(name: str, tag: str, args: argparse.Namespace, suite_dir: Path, wor
     The executor is started first (its start-up timed apart: processes spawned, a Ray cluster started).
     Returns start-up and bench seconds, the bench's result and its CPU seconds by kind (:class:`TreeCPU`).
     """
-    from frameselect.bench.runner import BenchConfig, run_bench
-    from frameselect.executors import ExecutorSpec, make_executor
+    from frameselect._engine.executors import ExecutorSpec, make_executor
+    from frameselect._studies.bench.runner import BenchConfig, run_bench
 
     cache = work / tag
     cache.mkdir()
@@ -290,9 +290,9 @@ def write_rate(args: argparse.Namespace, work: Path) -> None:
 def driver_under_workers(args: argparse.Namespace, work: Path) -> None:
     """A run of many cached samples on ``process`` workers: the driver's records per second end to end."""
     import frameselect
+    from frameselect._engine.executors import ProcessExecutor
     from frameselect.datasets.base import InMemoryDataset
     from frameselect.datasets.tiny import TinyDataset
-    from frameselect.executors import ProcessExecutor
     from frameselect.types import Sample
 
     tiny = list(TinyDataset(work / "tiny"))
@@ -312,11 +312,11 @@ def driver_under_workers(args: argparse.Namespace, work: Path) -> None:
 
 def overlap(args: argparse.Namespace, work: Path) -> None:
     """Prefetching decoded frames against in-line decoding; HTTP answers overlapping the next videos against the serial loop."""
-    from frameselect.cache import Cache
+    from frameselect._core.cache import Cache
+    from frameselect._engine.pipeline import featurize
+    from frameselect._engine.plan import resolve
+    from frameselect._engine.run import RunContext, build_pool
     from frameselect.datasets.haystack import HaystackDataset
-    from frameselect.pipeline import featurize
-    from frameselect.plan import resolve
-    from frameselect.run import RunContext, build_pool
 
     samples = list(HaystackDataset(n_videos=args.n_videos, minutes=args.minutes, root=work / "suite"))
     videos = list({s.video: s for s in samples}.values())[: args.overlap_videos]
@@ -336,8 +336,8 @@ def overlap(args: argparse.Namespace, work: Path) -> None:
     sys.path.insert(0, str(Path(_HERE).parent / "tests"))
     import frameselect
     from chat_server import ChatServer
+    from frameselect._engine.executors import InlineExecutor
     from frameselect.answerers.http import OpenAIHTTPAnswerer
-    from frameselect.executors import InlineExecutor
 
     chosen = {s.video for s in videos}
     questions = [s for s in samples if s.video in chosen]

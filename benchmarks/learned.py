@@ -36,9 +36,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    from frameselect.learned.api import setup, train
-    from frameselect.learned.train import TrainConfig
-    from frameselect.pipeline import evaluate
+    from frameselect._engine.pipeline import evaluate
+    from frameselect._studies.learned.api import setup, train
+    from frameselect._studies.learned.train import TrainConfig
     from frameselect.selectors.learned import BayesGRPO
 
     start = time.perf_counter()

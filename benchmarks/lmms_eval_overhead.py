@@ -81,7 +81,7 @@ def _inner(timings_path: str, argv: list[str]) -> None:
 def _task(folder: Path, docs: int, seconds: float) -> Path:
     import numpy as np
 
-    from frameselect.video.synth import write_video
+    from frameselect._core.video.synth import write_video
 
     rng = np.random.default_rng(0)
     items = []

@@ -40,7 +40,7 @@ WIDTH, HEIGHT = 160, 90
 
 def make_video(path: Path, minutes: int) -> Path:
     """A 1-fps video: a new flat-coloured scene every 20 s, a white bar moving across each scene."""
-    from frameselect.video.synth import write_video
+    from frameselect._core.video.synth import write_video
 
     rng = np.random.default_rng(minutes)
     colours = rng.integers(0, 256, size=(minutes * 3 + 1, 3), dtype=np.uint8)

@@ -74,34 +74,40 @@ def _ratio(part: float, whole: float) -> str:
 
 
 def _clear_token_memos() -> None:
-    from frameselect import token_budget
+    from frameselect._engine import token_budget, token_runs
 
     token_budget._PLANS.clear()
-    token_budget._FACTS.clear()
-    token_budget._COSTS.clear()
+    token_runs._FACTS.clear()
+    token_runs._COSTS.clear()
     token_budget._SENT.clear()
 
 
 class _Probe:
-    """Times what happens inside a run: patches the pipeline's calls into ``token_budget`` and its prepare step."""
+    """Times what happens inside a run: patches the budgets' calls into ``token_runs`` and the prepare step."""
 
     def __init__(self) -> None:
-        from frameselect import pipeline, token_budget
-        from frameselect.cache import Cache
+        from frameselect._core.cache import Cache
+        from frameselect._engine import pipeline, token_runs
 
         self.now = Timed()
-        self._plans, self._price, self._step = token_budget.token_plans, token_budget.priced_selection, pipeline.select_step
+        self._plans, self._price, self._step = token_runs.token_plans, token_runs.priced_selection, pipeline.SelectStep.__call__
         self._load_probe = Cache.load_probe
-        pipeline.token_plans = self.token_plans  # type: ignore[assignment]
-        pipeline.priced_selection = self.priced_selection  # type: ignore[assignment]
-        pipeline.select_step = self.select_step  # type: ignore[assignment]
+        # the budgets import these from token_runs when they run, so patching the module is enough
+        token_runs.token_plans = self.token_plans  # type: ignore[assignment]
+        token_runs.priced_selection = self.priced_selection  # type: ignore[assignment]
+        probe = self
+
+        def step(select: Any, *a: Any, **kw: Any) -> Any:
+            return probe.select_step(select, *a, **kw)
+
+        pipeline.SelectStep.__call__ = step  # type: ignore[method-assign]
 
     def reset(self) -> Timed:
         out, self.now = self.now, Timed()
         return out
 
     def token_plans(self, *a: Any, **kw: Any) -> Any:
-        from frameselect.cache import Cache
+        from frameselect._core.cache import Cache
 
         _clear_token_memos()  # cold: as the first run of a process
         reads = [0.0]
@@ -145,11 +151,11 @@ class _Probe:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from frameselect.bench.runner import _selectors
-    from frameselect.bench.token_section import TOKEN_MODEL, token_budgets
+    from frameselect._engine.pipeline import encode_pools, evaluate
+    from frameselect._engine.plan import resolve
+    from frameselect._studies.bench.runner import _selectors
+    from frameselect._studies.bench.token_section import TOKEN_MODEL, token_budgets
     from frameselect.datasets.haystack import HaystackDataset
-    from frameselect.pipeline import encode_pools, evaluate
-    from frameselect.plan import resolve
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n-videos", type=int, default=9)

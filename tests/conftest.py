@@ -52,7 +52,7 @@ def solid_frames(colours: list[tuple[int, int, int]], size: tuple[int, int] = (6
 @pytest.fixture(scope="session")
 def counter_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 5 s, 10 fps video whose frame i has red channel 10*i (frames are identifiable)."""
-    from frameselect.video.synth import write_video
+    from frameselect._core.video.synth import write_video
 
     path = tmp_path_factory.mktemp("vid") / "counter.mp4"
 

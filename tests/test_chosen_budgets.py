@@ -10,8 +10,8 @@ import pytest
 from tests.colour_encoder import MeanColour
 
 import frameselect
+from frameselect._engine.plan import plan_run
 from frameselect.errors import ConfigError
-from frameselect.plan import plan_run
 from frameselect.routing.chooser import (
     MarginalStopChooser,
     RelevanceMassChooser,
@@ -157,8 +157,8 @@ def test_each_question_stores_its_chosen_budget_and_the_run_reports_mean_and_spr
 
 def test_chosen_budget_matches_the_chooser_on_the_runs_own_relevance(tiny, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """The stored k is the chooser's answer on the pool's relevance, as featurize computes it."""
-    from frameselect.pipeline import build_pool, featurize
-    from frameselect.run import Run
+    from frameselect._engine.pipeline import build_pool, featurize
+    from frameselect._engine.run import Run
 
     enc = MeanColour()
     plan = plan_run("topk", ["evidence_recall"], tiny, 8, encoder=enc, choose_budget="relevance_mass", choose_params={"cap": 6, "temperature": 0.2})
@@ -200,7 +200,7 @@ def test_cli_run_refuses_a_chooser_parameter_without_a_chooser(capsys: pytest.Ca
 
 
 def test_a_replay_keeps_each_questions_budget_and_reports_the_spread(tiny, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from frameselect.replay import replay
+    from frameselect._engine.replay import replay
 
     store = tmp_path / "s.sqlite"
     parent = frameselect.evaluate(

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy.stats import kendalltau
 
-from frameselect.analysis import identical_selections, same_note
-from frameselect.stats import flip_p, holm, paired_difference, sign_flip_test, tau_interval
+from frameselect._core.stats import flip_p, holm, paired_difference, sign_flip_test, tau_interval
+from frameselect._studies.analysis import identical_selections, same_note
 
 
 @pytest.mark.parametrize(
@@ -133,7 +133,7 @@ def test_identical_selections_threshold_order_and_sets() -> None:
 
 
 def test_multiway_bootstrap_weights_a_question_by_the_product_of_its_videos_multiplicities() -> None:
-    from frameselect.stats import multiway_mean, multiway_weights
+    from frameselect._core.stats import multiway_mean, multiway_weights
 
     groups = [("a", "b"), ("b", "c"), ("c",), ("a", "b", "c")]
     values = np.array([1.0, 0.0, 1.0, 0.5])
@@ -150,7 +150,7 @@ def test_multiway_bootstrap_weights_a_question_by_the_product_of_its_videos_mult
 
 
 def test_multiway_paired_p_value_never_below_what_an_exact_test_over_the_videos_could_give() -> None:
-    from frameselect.stats import multiway_paired
+    from frameselect._core.stats import multiway_paired
 
     groups = [("a", "b"), ("b", "c"), ("a", "c")] * 4
     better = multiway_paired([1.0] * 12, [0.0] * 12, groups, n_boot=500)
@@ -163,7 +163,7 @@ def test_multiway_paired_p_value_never_below_what_an_exact_test_over_the_videos_
 
 def test_rank_analysis_inversions_survive_holm_only() -> None:
     """Three entries, 6 videos: each flip's p is 2/64 in both groups, below 0.05 alone; Holm over the 3 pairs: 3 x 2/64 > 0.05."""
-    from frameselect.stats import RankGroup, rank_analysis
+    from frameselect._core.stats import RankGroup, rank_analysis
 
     def group(key: str, a: float, b: float, c: float) -> RankGroup:
         data = {name: {f"s{i}": v for i in range(6)} for name, v in (("A", a), ("B", b), ("C", c))}
@@ -177,7 +177,7 @@ def test_rank_analysis_inversions_survive_holm_only() -> None:
 
 
 def test_vectorised_tau_b_equals_scipys_row_by_row() -> None:
-    from frameselect.stats import _taus
+    from frameselect._core.stats._rankings import _taus
 
     rng = np.random.default_rng(2)
     va = rng.integers(0, 4, size=(300, 6)).astype(float) / 3  # many ties

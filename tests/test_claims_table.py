@@ -48,7 +48,7 @@ def test_table_across_datasets_says_invert_only_for_a_significant_flip(tmp_path:
         assert "## These pairs of runs invert" in out
         line = next(ln for ln in out.splitlines() if ln.startswith("| dataset | mlvu | videomme | sel_a | sel_b |"))
         assert line.endswith("| <0.001 | <0.001 | <0.001 |")
-        from frameselect.analysis import agreement, load_runs
+        from frameselect._studies.analysis import agreement, load_runs
 
         with Store(path) as st:
             report = agreement(load_runs(st), n_boot=200)

@@ -173,7 +173,7 @@ def test_p_is_stored_as_a_json_number(tmp_path: Path, capsys: pytest.CaptureFixt
 def test_input_errors_name_the_input_and_decode_nothing(
     argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from frameselect.video.counter import DecodeCounter
+    from frameselect._core.video.counter import DecodeCounter
 
     decoded: list[int] = []
     monkeypatch.setattr(DecodeCounter, "add", lambda self, n=1: decoded.append(n))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from frameselect.cli import main
-from frameselect.commands.list import KINDS, registry_of
+from frameselect.cli.commands.list import KINDS, registry_of
 from frameselect.registry import REGISTRIES, Registry
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from frameselect.video import DecodeCounter, candidates, probe
-from frameselect.video.source import VideoFrameSource
-from frameselect.video.synth import write_frames
+from frameselect._core.video import DecodeCounter, candidates, probe
+from frameselect._core.video.source import VideoFrameSource
+from frameselect._core.video.synth import write_frames
 
 pytestmark = pytest.mark.slow  # whole videos decoded, with and without skipping, frame by frame
 
@@ -153,13 +153,13 @@ def test_every_decoder_threading_gives_the_same_frames(files: dict[str, Path], n
     ],
 )
 def test_slice_threads_only_where_every_core_gets_a_slice(codec: str, slices: int | None, cpus: int, expected: str) -> None:
-    from frameselect.video.slices import dense_thread_type
+    from frameselect._core.video.slices import dense_thread_type
 
     assert dense_thread_type(codec, slices, cpus) == expected
 
 
 def test_the_core_count_defaults_to_the_usable_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
-    from frameselect.video import slices
+    from frameselect._core.video import slices
 
     monkeypatch.setattr(slices, "usable_cpus", lambda: 2)
     assert slices.dense_thread_type("h264", 2) == "SLICE"
@@ -169,7 +169,7 @@ def test_the_core_count_defaults_to_the_usable_cpus(monkeypatch: pytest.MonkeyPa
 
 def test_slices_are_counted_in_length_prefixed_and_start_code_packets() -> None:
     """Hand-made access units: the fewest slices of any picture; other NAL units are not slices."""
-    from frameselect.video.slices import h264_slices_per_picture as count
+    from frameselect._core.video.slices import h264_slices_per_picture as count
 
     avcc4 = bytes([1, 0x64, 0, 0x1F, 0xFF, 0xE0, 0])  # an avcC record (no SPS or PPS kept): 4-byte lengths
     avcc2 = bytes([1, 0x64, 0, 0x1F, 0xFD, 0xE0, 0])  # 2-byte lengths
@@ -208,7 +208,7 @@ def _remux(path: Path, out: Path) -> Path:
 
 
 def test_slices_per_picture_of_real_files(sliced: dict[int, Path], tmp_path: Path) -> None:
-    from frameselect.video.slices import picture_slices
+    from frameselect._core.video.slices import picture_slices
 
     assert {n: picture_slices(p) for n, p in sliced.items()} == {1: 1, 2: 2, 4: 4}
     assert picture_slices(_remux(sliced[4], tmp_path / "four.ts")) == 4  # start codes
@@ -220,7 +220,7 @@ def test_slices_per_picture_of_real_files(sliced: dict[int, Path], tmp_path: Pat
 def test_dense_requests_take_the_threading_for_their_codec_and_slices(sliced: dict[int, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     """One decoder for a request asks for its file's codec and slice count and applies the answer (a
     setting PyAV refuses shows it is applied); a forced setting wins; every answer gives the exact frames."""
-    from frameselect.video import source
+    from frameselect._core.video import source
 
     asked: list[tuple[str, int | None]] = []
     monkeypatch.setattr(VideoFrameSource, "parallel_decoders", 1)
@@ -431,7 +431,7 @@ def test_approx_decodes_far_less_than_exact(numbered: Path) -> None:
 
 
 def test_policy_strings() -> None:
-    from frameselect.video import parse_policy
+    from frameselect._core.video import parse_policy
 
     assert str(parse_policy("fps=1,approx")) == "fps=1,approx"
     assert str(parse_policy("FPS=0.5, approx=2")) == "fps=0.5,approx=2"
@@ -442,8 +442,8 @@ def test_policy_strings() -> None:
 
 
 def test_time_error_summary_for_run_records(numbered: Path) -> None:
+    from frameselect._core.video import time_error_summary
     from frameselect.types import CandidatePool
-    from frameselect.video import time_error_summary
 
     pool = candidates(numbered, "fps=1,approx")
     errors = np.abs(pool.source.time_errors)  # type: ignore[union-attr]
@@ -489,7 +489,7 @@ def test_parallel_decoders_wait_for_a_slow_consumer_and_stop_when_it_leaves(file
     import threading
     import time
 
-    from frameselect.video import source
+    from frameselect._core.video import source
 
     pool = candidates(files["open_gop"], "all")
     reference = _by_index(files["open_gop"])
@@ -511,7 +511,7 @@ def test_parallel_decoders_wait_for_a_slow_consumer_and_stop_when_it_leaves(file
 def test_parallel_decoders_take_the_codecs_threading_on_the_cores_each_gets(sliced: dict[int, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     """Two decoders on 2 CPUs run one thread each; on 8 CPUs, 4 threads each, of the kind the codec and
     its slices call for with 4 cores (so 4 slices a picture: slice threads)."""
-    from frameselect.video import source
+    from frameselect._core.video import source
 
     chosen: list[tuple[str, int]] = []
     real_decoder = VideoFrameSource._decoder

@@ -32,7 +32,7 @@ def test_mkdocs_builds_every_page_of_docs() -> None:
 
 def test_the_api_page_names_the_whole_public_face() -> None:
     import frameselect
-    from frameselect.commands.list import KINDS
+    from frameselect.cli.commands.list import KINDS
 
     text = (DOCS / "api.md").read_text(encoding="utf-8")
     documented = set(re.findall(r"`([\w.]+)`", text)) | {ref.rsplit(".", 1)[-1] for ref in re.findall(r"^::: ([\w.]+)", text, flags=re.M)}

@@ -21,14 +21,14 @@ import pytest
 sys.path.append(str(Path(__file__).parent))  # for chat_server.py (tests have no __init__.py)
 import frameselect  # noqa: E402
 from chat_server import ChatServer  # noqa: E402
+from frameselect._engine.executors import InlineExecutor, ProcessExecutor, prefetched  # noqa: E402
+from frameselect._engine.pipeline import SelectStep  # noqa: E402
+from frameselect._engine.plan import plan_run  # noqa: E402
+from frameselect._engine.replay import replay  # noqa: E402
+from frameselect._engine.run import UnitWork, group_by_video, units_of  # noqa: E402
 from frameselect.answerers.http import OpenAIHTTPAnswerer  # noqa: E402
 from frameselect.datasets.base import InMemoryDataset  # noqa: E402
 from frameselect.errors import ConfigError  # noqa: E402
-from frameselect.executors import InlineExecutor, ProcessExecutor, prefetched  # noqa: E402
-from frameselect.pipeline import SelectStep  # noqa: E402
-from frameselect.plan import plan_run  # noqa: E402
-from frameselect.replay import replay  # noqa: E402
-from frameselect.run import UnitWork, group_by_video, units_of  # noqa: E402
 from frameselect.selectors import Selector  # noqa: E402
 from frameselect.selectors.basic import uniform_indices  # noqa: E402
 from frameselect.store import Store  # noqa: E402
@@ -194,8 +194,8 @@ def test_many_videos_against_two_servers_with_bounded_concurrency_each(tiny: Any
 @pytest.fixture(scope="module")
 def ray_cluster() -> Any:
     ray = pytest.importorskip("ray")
-    from frameselect.executors import cloudpickle_module
-    from frameselect.executors.transports import _runtime_env
+    from frameselect._engine.executors import cloudpickle_module
+    from frameselect._engine.executors.transports import _runtime_env
 
     cloudpickle = cloudpickle_module()
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # this module's test parts travel by value
@@ -282,7 +282,7 @@ def test_a_routed_run_on_an_executor_equals_serial(tiny: Any, tmp_path: Path) ->
 
 
 def test_bench_on_an_executor_runs_two_runs_at_once_and_equals_serial(tmp_path: Path) -> None:
-    from frameselect.bench.runner import RUNS_IN_FLIGHT, BenchConfig, run_bench
+    from frameselect._studies.bench.runner import RUNS_IN_FLIGHT, BenchConfig, run_bench
 
     assert RUNS_IN_FLIGHT == 2
     kw: dict[str, Any] = dict(
@@ -317,8 +317,8 @@ def test_bench_on_an_executor_runs_two_runs_at_once_and_equals_serial(tmp_path: 
 def test_process_workers_get_their_share_of_the_cores_for_blas_and_onnx_runtime() -> None:
     """numpy's OpenBLAS is limited whenever it is loaded (workers import it after their initializer has run)."""
     pytest.importorskip("threadpoolctl")
+    from frameselect._engine.executors import usable_cpus
     from frameselect.encoders._onnx import intra_op_threads
-    from frameselect.executors import usable_cpus
 
     share = max(1, usable_cpus() // 2)
     with ProcessExecutor(2) as ex:
@@ -336,7 +336,7 @@ def test_a_local_ray_cluster_started_here_runs_its_workers_at_normal_priority() 
 
     code = (
         "import os\n"
-        "from frameselect.executors import RayExecutor\n"
+        "from frameselect._engine.executors import RayExecutor\n"
         "ex = RayExecutor(workers=2)\n"
         "print('NICE', sorted({ex.submit(os.nice, 0).result() for _ in range(4)}), os.nice(0))\n"
         "ex.close()\n"
@@ -353,7 +353,7 @@ def test_a_local_ray_cluster_started_here_runs_its_workers_at_normal_priority() 
 
 
 def test_the_same_plan_through_inline_process_and_ray_gives_identical_records_ids_and_tables(ray_cluster: Any, tiny: Any, tmp_path: Path) -> None:
-    from frameselect.pipeline import run_plan
+    from frameselect._engine.pipeline import run_plan
 
     plan = plan_run("kcenter", EVALUATORS, tiny, 3, encoder="color_histogram", answerer="oracle")
     results = {}
@@ -376,11 +376,11 @@ def test_deepcopy_and_pickle_of_a_decode_counter_do_not_depend_on_what_was_impor
 
     code = (
         "import copy, pickle\n"
-        "from frameselect.video.counter import DecodeCounter\n"
-        "from frameselect.video.memo import FrameMemo\n"
+        "from frameselect._core.video.counter import DecodeCounter\n"
+        "from frameselect._core.video.memo import FrameMemo\n"
         "c = DecodeCounter(); c.add(5); m = FrameMemo(limit=3)\n"
         "before = (copy.deepcopy(c).frames_decoded, pickle.loads(pickle.dumps(c)).frames_decoded, copy.deepcopy(m).limit)\n"
-        "import frameselect.executors, frameselect.run\n"
+        "import frameselect._engine.executors, frameselect._engine.run\n"
         "after = (copy.deepcopy(c).frames_decoded, pickle.loads(pickle.dumps(c)).frames_decoded, copy.deepcopy(m).limit)\n"
         "print(before == after, before)\n"
     )
@@ -392,7 +392,7 @@ def test_deepcopy_and_pickle_of_a_decode_counter_do_not_depend_on_what_was_impor
         env={**os.environ, "PYTHONPATH": str(Path(frameselect.__file__).parent.parent)},
     )
     assert out.stdout.split() == ["True", "(0,", "0,", "3)"], out.stderr[-2000:]  # a counter travels empty, a memo with its settings
-    from frameselect.video.counter import DecodeCounter
+    from frameselect._core.video.counter import DecodeCounter
 
     c = DecodeCounter()
     c.add(2)
@@ -402,7 +402,7 @@ def test_deepcopy_and_pickle_of_a_decode_counter_do_not_depend_on_what_was_impor
 NO_GUARD_SCRIPT = """
 import sys
 import frameselect
-from frameselect.plan import resolve
+from frameselect._engine.plan import resolve
 
 ds = resolve("datasets", "tiny", root=sys.argv[1])
 frameselect.evaluate("uniform", ["evidence_recall"], ds, k=2, store=sys.argv[2], cache_dir=sys.argv[3], executor="process", workers=2, progress=False)
@@ -423,7 +423,7 @@ def test_a_script_without_a_main_guard_gets_a_clear_error_before_any_sample(tiny
     assert out.returncode != 0 and "finished" not in out.stdout
     # the spawned children print their own bootstrap tracebacks too, interleaved with the parent's: find the parent's last line
     lines = out.stderr.strip().splitlines()
-    marker = "frameselect.executors.transports.WorkerStartError: executor 'process': its worker processes could not start"
+    marker = "frameselect._engine.executors.transports.WorkerStartError: executor 'process': its worker processes could not start"
     last = next((line for line in reversed(lines) if line.startswith(marker)), "")
     assert last, out.stderr[-3000:]
     assert 'if __name__ == "__main__":' in last and "executor='serial'" in last
@@ -453,7 +453,7 @@ def _records_per_sample(store: Path, run_id: str) -> dict[str, int]:
 
 
 def test_a_worker_killed_once_has_its_unit_retried_and_nothing_is_lost_or_duplicated(tiny: Any, tmp_path: Path) -> None:
-    from frameselect.video.hashing import content_hash
+    from frameselect._core.video.hashing import content_hash
 
     victim = content_hash(next(iter(tiny)).video)
     marker = tmp_path / "killed.pid"
@@ -468,8 +468,8 @@ def test_a_worker_killed_once_has_its_unit_retried_and_nothing_is_lost_or_duplic
 
 
 def test_a_worker_killed_on_every_try_fails_only_its_units_samples_with_the_cause(tiny: Any, tmp_path: Path) -> None:
-    from frameselect.run import failure_reasons
-    from frameselect.video.hashing import content_hash
+    from frameselect._core.video.hashing import content_hash
+    from frameselect._engine.run import failure_reasons
 
     victim_video = next(iter(tiny)).video
     sel = DiesOn(video_id=content_hash(victim_video), driver_pid=os.getpid())

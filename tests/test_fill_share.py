@@ -18,11 +18,11 @@ import numpy as np
 import pytest
 
 import frameselect
-from frameselect.bench.runner import BenchConfig, BenchResult, BenchRow, fill_summary, format_report
+from frameselect._core.fill import fill_dominates, fill_share
+from frameselect._engine.replay import replay
+from frameselect._engine.selections import export_selections, import_selections
+from frameselect._studies.bench.runner import BenchConfig, BenchResult, BenchRow, fill_summary, format_report
 from frameselect.cli import main
-from frameselect.fill import fill_dominates, fill_share
-from frameselect.replay import replay
-from frameselect.selections import export_selections, import_selections
 from frameselect.selectors.aks import AKS
 from frameselect.selectors.base import Selector, fill_to_k
 from frameselect.store import Store
@@ -189,7 +189,7 @@ def test_a_bad_fill_count_in_a_selection_file_is_named(fill_store: tuple[Path, P
     doc["samples"][1]["filled"] = 9
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(doc))
-    with pytest.raises(frameselect.selections.SelectionImportError, match=r"record 1 .*'filled' must be a whole number from 0 to 4"):
+    with pytest.raises(frameselect._engine.selections.SelectionImportError, match=r"record 1 .*'filled' must be a whole number from 0 to 4"):
         import_selections("plain", path, tiny, store=tmp_path / "other.sqlite", cache_dir=cache)
 
 
@@ -254,7 +254,7 @@ def test_bench_without_fill_rule_runs_prints_no_note() -> None:
 def test_html_report_shows_the_fill_share_and_highlights_the_run(fill_store: tuple[Path, Path, Any, Any]) -> None:
     pytest.importorskip("jinja2")
     pytest.importorskip("matplotlib")
-    from frameselect.htmlreport import ReportOptions, build_report
+    from frameselect._studies.htmlreport import ReportOptions, build_report
 
     store, cache, *_ = fill_store
     html = build_report(store, options=ReportOptions(thumbnails=False, samples=1, n_boot=50, cache_dir=cache))

@@ -14,18 +14,18 @@ import pytest
 
 import frameselect
 from chat_server import ChatServer, prompt_text
+from frameselect._core.cache import RunCounters
+from frameselect._core.windows import WINDOW_MAX_TOKENS, WindowRequest, parse_windows, window_instruction, window_request
+from frameselect._engine.pipeline import answer_one
+from frameselect._engine.replay import replay
+from frameselect._engine.run import answer_cache_key
 from frameselect.answerers.base import Answerer, AnswerRequest
 from frameselect.answerers.http import OpenAIHTTPAnswerer, question_text
-from frameselect.cache import RunCounters
 from frameselect.datasets.base import InMemoryDataset
 from frameselect.evaluators.grounding import temporal_iou_iop
-from frameselect.pipeline import answer_one
 from frameselect.registry import evaluators
-from frameselect.replay import replay
-from frameselect.run import answer_cache_key
 from frameselect.store import Store
 from frameselect.types import Answer, CandidatePool, Query, Sample, SampleRecord, Selection, Span
-from frameselect.windows import WINDOW_MAX_TOKENS, WindowRequest, parse_windows, window_instruction, window_request
 
 FAST = {"backoff_s": 0.01, "max_backoff_s": 0.05}
 

@@ -19,11 +19,11 @@ import pytest
 sys.path.append(str(Path(__file__).parent))  # for chat_server.py (tests have no __init__.py)
 import frameselect  # noqa: E402
 from chat_server import ChatServer, image_urls, prompt_text  # noqa: E402
+from frameselect._engine.pipeline import answer_cache_key  # noqa: E402
 from frameselect.answerers.base import AnswerRequest  # noqa: E402
 from frameselect.answerers.http import OpenAIHTTPAnswerer, build_messages, build_messages_across, encode_image, encode_png  # noqa: E402
 from frameselect.errors import AnswererError  # noqa: E402
 from frameselect.parts import part_config  # noqa: E402
-from frameselect.pipeline import answer_cache_key  # noqa: E402
 from frameselect.store import Store  # noqa: E402
 from frameselect.types import Answer, CandidatePool, InMemoryFrames, Query, Sample, Selection  # noqa: E402
 
@@ -387,9 +387,9 @@ def test_the_mvu_eval_prompt_lays_the_message_out_as_its_official_script() -> No
 
 
 def test_max_side_shrinks_frames_as_mvu_evals_script_does_before_encoding() -> None:
+    from frameselect._engine.plan import resolve
     from frameselect.answerers.http import fit_side
     from frameselect.errors import ConfigError
-    from frameselect.plan import resolve
 
     # MVU-Eval's encode_video (inference/main.py): int(720 * side / longer side) for each side when the longer is above 720
     assert fit_side(np.zeros((1080, 1920, 3), np.uint8), 720).shape == (405, 720, 3)

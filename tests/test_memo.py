@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 import frameselect
-from frameselect._memo import BoundedMemo, memoized
+from frameselect._core.memo import BoundedMemo, memoized
+from frameselect._core.video import hashing
+from frameselect._core.video import pool as pools
 from frameselect.types import CandidatePool, InMemoryFrames
-from frameselect.video import hashing
-from frameselect.video import pool as pools
 
 
 def test_a_bounded_memo_keeps_the_most_recently_used_entries() -> None:

@@ -15,14 +15,14 @@ import numpy as np
 import pytest
 
 from colour_encoder import MeanColour
+from frameselect._engine.pipeline import evaluate
+from frameselect._engine.replay import replay
+from frameselect._engine.token_budget import plan_mixed, scaled_size, sent_sizes
 from frameselect.answerers.base import Answerer, AnswerRequest
 from frameselect.errors import ConfigError
-from frameselect.pipeline import evaluate
-from frameselect.replay import replay
 from frameselect.selectors import create
 from frameselect.selectors.multires import scales_by_rank, tiered_scales
 from frameselect.store import Store
-from frameselect.token_budget import plan_mixed, scaled_size, sent_sizes
 from frameselect.tokens import TokenCostError, token_model
 from frameselect.types import Answer, CandidatePool, Features, Selection
 
@@ -215,8 +215,8 @@ class _OneVideo(_SizeRecorder):
 
 
 def test_an_answerer_that_takes_one_video_size_refuses_a_mixed_selector_at_plan_time(tiny: Any) -> None:
+    from frameselect._engine.plan import plan_run
     from frameselect.answerers.transformers_vlm import LlavaOneVision, Qwen2_5VL
-    from frameselect.plan import plan_run
 
     assert LlavaOneVision.takes_mixed_sizes is False and Qwen2_5VL.takes_mixed_sizes is True and _SizeRecorder.takes_mixed_sizes is True
     with pytest.raises(ConfigError, match="sends frames at several sizes, and answerer .* takes a video of one size"):

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-#: the video modules' public names, each from the module that holds it (``frameselect.video.decode`` re-exported them until 0.2.0)
+#: the video modules' public names, each from the module that holds it (``frameselect._core.video.decode`` re-exported them until 0.2.0)
 VIDEO_NAMES = {
     "PoolPolicy": "policy",
     "parse_policy": "policy",
@@ -39,17 +39,17 @@ VIDEO_NAMES = {
 
 
 def test_the_video_package_gives_its_modules_names() -> None:
-    video = importlib.import_module("frameselect.video")
+    video = importlib.import_module("frameselect._core.video")
     for name, home in VIDEO_NAMES.items():
-        holder = importlib.import_module(f"frameselect.video.{home}")
+        holder = importlib.import_module(f"frameselect._core.video.{home}")
         assert name in vars(holder), name
         if name in video.__all__:
             assert getattr(video, name) is getattr(holder, name), name
 
 
 def test_the_run_counters_live_in_their_own_module_and_the_cache_still_gives_them() -> None:
-    from frameselect.cache import RunCounters as from_cache
-    from frameselect.counters import RunCounters
+    from frameselect._core.cache import RunCounters as from_cache
+    from frameselect._core.counters import RunCounters
 
     assert from_cache is RunCounters
     counters = RunCounters(frames_decoded=2)
@@ -60,16 +60,16 @@ def test_the_run_counters_live_in_their_own_module_and_the_cache_still_gives_the
 #: the old paths removed in 0.2.0, with the module that holds their names
 REMOVED = {
     "frameselect.byof": "frameselect.arrays",
-    "frameselect.tables": "frameselect.analysis",
-    "frameselect.report": "frameselect.render",
-    "frameselect.routing.report": "frameselect.routing.study",
-    "frameselect.learned.report": "frameselect.learned.study",
+    "frameselect.tables": "frameselect._studies.analysis",
+    "frameselect.report": "frameselect._core.render",
+    "frameselect.routing.report": "frameselect._studies.routing_study",
+    "frameselect.learned.report": "frameselect._studies.learned.study",
     "frameselect.selectors.shot": "frameselect.selectors.scenedetect_content",
     "frameselect.selectors.motion": "frameselect.selectors.mgsampler",
-    "frameselect.video.decode": "frameselect.video",
-    "frameselect.bench.haystack": "frameselect.datasets._haystack_suite",
-    "frameselect.bench.questions": "frameselect.datasets._haystack_questions",
-    "frameselect.bench.cross": "frameselect.datasets._cross_suite",
+    "frameselect._core.video.decode": "frameselect._core.video",
+    "frameselect._studies.bench.haystack": "frameselect.datasets._haystack_suite",
+    "frameselect._studies.bench.questions": "frameselect.datasets._haystack_questions",
+    "frameselect._studies.bench.cross": "frameselect.datasets._cross_suite",
 }
 
 

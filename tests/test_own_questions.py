@@ -57,7 +57,7 @@ def test_a_run_over_a_list_exports_from_its_store_alone(tiny_root: Path, tmp_pat
     assert rows["both"]["videos"][1]["frame_indices"] == [0, 80] and rows["both"]["videos"][1]["video"].endswith("tiny_b.mp4")
     # the importer refuses a question over several videos rather than import its first video alone
     with pytest.raises(frameselect.FrameselectError, match="several videos"):
-        from frameselect.selections import read_published
+        from frameselect._engine.selections import read_published
 
         read_published("plain", out)
 
@@ -132,8 +132,8 @@ def test_a_jsonl_of_three_questions_runs_and_reports_its_questions(tiny_root: Pa
 
 
 def test_a_question_over_several_videos_resamples_with_its_videos(tiny_root: Path, tmp_path: Path) -> None:
-    from frameselect.analysis import load_runs
-    from frameselect.video import content_hash
+    from frameselect._core.video import content_hash
+    from frameselect._studies.analysis import load_runs
 
     result = frameselect.evaluate("uniform", dataset=_samples(tiny_root), k=4, store=tmp_path / "s.sqlite")
     with Store(tmp_path / "s.sqlite") as st:
@@ -144,7 +144,7 @@ def test_a_question_over_several_videos_resamples_with_its_videos(tiny_root: Pat
 
 
 def test_a_run_over_a_list_replays_from_its_store_alone(tiny_root: Path, tmp_path: Path) -> None:
-    from frameselect.replay import replay
+    from frameselect._engine.replay import replay
 
     store = tmp_path / "s.sqlite"
     samples = _samples(tiny_root)

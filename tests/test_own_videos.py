@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import frameselect
+from frameselect._core.video.synth import write_video
 from frameselect.cli import main
 from frameselect.errors import ConfigError
-from frameselect.video.synth import write_video
 
 
 @pytest.fixture(scope="module")

@@ -268,7 +268,7 @@ def test_type_error_inside_a_selector_fails_only_that_sample(tiny, tmp_path: Pat
 
 
 def test_two_runs_in_threads_count_their_own_frames(tiny, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    def run(selector: str, k: int, where: Path) -> frameselect.pipeline.RunResult:
+    def run(selector: str, k: int, where: Path) -> frameselect._engine.pipeline.RunResult:
         return frameselect.evaluate(selector=selector, dataset=tiny, k=k, encoder="color_histogram", store=where / "s.sqlite", cache_dir=where / "c")
 
     alone = {name: run(name, 3, tmp_path / f"alone_{name}").counters.frames_decoded for name in ("uniform", "kcenter")}
@@ -293,7 +293,7 @@ def test_sample_metadata_keys_survive_the_store_whatever_their_names(tiny, tmp_p
 def test_evaluate_shows_its_real_signature() -> None:
     import inspect
 
-    from frameselect import pipeline
+    from frameselect._engine import pipeline
 
     assert frameselect.evaluate is pipeline.evaluate
     params = inspect.signature(frameselect.evaluate).parameters
@@ -303,7 +303,7 @@ def test_evaluate_shows_its_real_signature() -> None:
 def test_evaluate_and_replay_share_the_run_and_fit_on_a_screen() -> None:
     import inspect
 
-    from frameselect import pipeline, replay
+    from frameselect._engine import pipeline, replay
 
     for fn in (pipeline.evaluate, replay.replay):
         assert len(inspect.getsource(fn).splitlines()) <= 60, fn.__name__
@@ -318,7 +318,7 @@ def test_evaluate_and_replay_share_the_run_and_fit_on_a_screen() -> None:
 
 def test_records_carry_the_pools_time_errors(tiny: Any) -> None:
     """Runs report how far each pool's candidates sit from the times the policy asked for."""
-    from frameselect.video.pool import candidates, time_error_summary
+    from frameselect._core.video.pool import candidates, time_error_summary
 
     exact = frameselect.evaluate(selector="uniform", dataset=tiny, k=2, pool="fps=1.0")
     approx = frameselect.evaluate(selector="uniform", dataset=tiny, k=2, pool="fps=1.0,approx")

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 import frameselect
+from frameselect._core.video.counter import DecodeCounter
 from frameselect.errors import ConfigError, FrameselectError
 from frameselect.store import Store
-from frameselect.video.counter import DecodeCounter
 
 
 @pytest.fixture()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import frameselect
-from frameselect.progress import Progress, track
+from frameselect._core.progress import Progress, track
 
 
 def test_bar_shows_count_rate_and_eta_when_enabled(capsys: pytest.CaptureFixture[str]) -> None:

@@ -69,7 +69,7 @@ def test_reading_of_reworded_questions(text: str, options: list[str], expected: 
 
 
 def test_stream_questions_with_their_extra_option_are_read_as_the_originals() -> None:
-    from frameselect.bench.stream_suite import NOT_YET, stream_questions
+    from frameselect._studies.bench.stream_suite import NOT_YET, stream_questions
 
     config = HaystackConfig(n_videos=3, minutes=3.0, seed=0)
     samples = [s for i in range(3) for s in questions_for(plan_video(config, i), f"v{i}.mp4", 0)]

@@ -12,8 +12,8 @@ import pytest
 
 import frameselect
 import frameselect.registry as registry_module
+from frameselect._core.fingerprint import fingerprint
 from frameselect.errors import DuplicateNameError, PartConfigError, UnknownNameError
-from frameselect.fingerprint import fingerprint
 from frameselect.parts import is_revivable, parameter_names, part_config, part_fingerprint, part_id, part_params
 from frameselect.registry import Registry, answerers, encoders, evaluators, revive, routers, selectors
 from frameselect.types import FrameSource, InMemoryFrames
@@ -133,7 +133,7 @@ def test_capabilities_are_declared_on_the_base_classes() -> None:
 
 
 def test_frame_sources_keep_one_protocol() -> None:
-    from frameselect.video.source import VideoFrameSource
+    from frameselect._core.video.source import VideoFrameSource
 
     frames = [np.full((4, 6, 3), i, dtype=np.uint8) for i in range(3)]
     source = InMemoryFrames(frames)
@@ -145,7 +145,7 @@ def test_frame_sources_keep_one_protocol() -> None:
 
 
 def test_evaluate_stores_parameters_as_numbers(tiny_root: Path, tmp_path: Path) -> None:
-    from frameselect.pipeline import evaluate
+    from frameselect._engine.pipeline import evaluate
     from frameselect.store import Store
 
     tiny = frameselect.datasets.create("tiny", root=tiny_root)
@@ -261,7 +261,7 @@ def test_evaluate_shows_its_real_signature() -> None:
 
     params = inspect.signature(frameselect.evaluate).parameters
     assert list(params)[:4] == ["selector", "evaluators", "dataset", "k"]
-    assert frameselect.evaluate is __import__("frameselect.pipeline", fromlist=["evaluate"]).evaluate
+    assert frameselect.evaluate is __import__("frameselect._engine.pipeline", fromlist=["evaluate"]).evaluate
 
 
 def test_a_plugin_naming_a_re_exported_object_is_not_a_collision(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -284,8 +284,8 @@ def test_an_unregistered_subclass_does_not_take_its_parent_s_name() -> None:
 
 
 def test_show_aggregates_with_the_run_s_revived_evaluators(tiny_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from frameselect._engine.pipeline import evaluate
     from frameselect.cli import main
-    from frameselect.pipeline import evaluate
 
     tiny = frameselect.datasets.create("tiny", root=tiny_root)
     store = str(tmp_path / "s.sqlite")

@@ -17,13 +17,13 @@ import pytest
 sys.path.append(str(Path(__file__).parent))  # for chat_server.py (tests have no __init__.py)
 import frameselect  # noqa: E402
 from chat_server import ChatServer, image_urls, prompt_text  # noqa: E402
+from frameselect._engine.replay import replay  # noqa: E402
 from frameselect.answerers.base import Answerer, AnswerRequest  # noqa: E402
 from frameselect.answerers.http import OpenAIHTTPAnswerer  # noqa: E402
 from frameselect.cli import main  # noqa: E402
 from frameselect.datasets.base import InMemoryDataset  # noqa: E402
 from frameselect.errors import FrameselectError  # noqa: E402
 from frameselect.evaluators.base import Evaluator  # noqa: E402
-from frameselect.replay import replay  # noqa: E402
 from frameselect.store import Store  # noqa: E402
 from frameselect.types import Answer  # noqa: E402
 

@@ -158,7 +158,7 @@ def test_routed_run_is_stored_and_shown_beside_constant_runs(tiny, tmp_path: Pat
 def _commands() -> list[str]:
     import pkgutil
 
-    import frameselect.commands as pkg
+    import frameselect.cli.commands as pkg
 
     return [m.name for m in pkgutil.iter_modules(pkg.__path__)]
 
@@ -170,8 +170,8 @@ def frameselect_store(path: Path):  # type: ignore[no-untyped-def]
 
 
 def test_routing_report_pairs_routed_with_constant_runs(tiny, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    from frameselect._studies.routing_study import compare_routing, routing_study
     from frameselect.cli import main
-    from frameselect.routing.study import compare_routing, routing_study
     from frameselect.store import Store
 
     store_path = tmp_path / "r.sqlite"

@@ -300,10 +300,10 @@ def test_cli_errors_are_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFi
 
 def test_the_same_selection_as_a_run_stores(tmp_path: Path) -> None:
     """Two videos of 8 s and 20 s at 10 fps, pools at 1 fps (frames at 0, 1, ... s): the run's stored rows equal select_across on those times."""
-    from frameselect.pipeline import evaluate, sample_seed
+    from frameselect._core.video.synth import write_video
+    from frameselect._engine.pipeline import evaluate, sample_seed
     from frameselect.store import Store
     from frameselect.types import Query, Sample, VideoRef
-    from frameselect.video.synth import write_video
 
     def draw(i: int) -> np.ndarray:
         frame = np.zeros((24, 32, 3), dtype=np.uint8)

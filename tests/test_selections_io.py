@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 import frameselect
+from frameselect._engine.replay import replay
+from frameselect._engine.selections import Published, SelectionImportError, export_selections, import_selections, map_to_pool, read_published
 from frameselect.answerers.base import Answerer, AnswerRequest
 from frameselect.cli import main
-from frameselect.replay import replay
-from frameselect.selections import Published, SelectionImportError, export_selections, import_selections, map_to_pool, read_published
 from frameselect.store import Store
 from frameselect.types import Answer, CandidatePool
 
@@ -175,7 +175,7 @@ def test_cli_export_then_import_tspo_records_matched_by_video_and_question(
 
 
 def test_the_command_lists_the_importers_formats() -> None:
-    from frameselect.commands.import_selections import FORMATS as CLI_FORMATS
-    from frameselect.selections import FORMATS
+    from frameselect._engine.selections import FORMATS
+    from frameselect.cli.commands.import_selections import FORMATS as CLI_FORMATS
 
     assert CLI_FORMATS == FORMATS

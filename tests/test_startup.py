@@ -68,23 +68,23 @@ def test_cli_list_prints_every_registered_name() -> None:
 def test_listing_names_imports_no_builtin_module_and_get_still_loads_them() -> None:
     code = (
         "import json, sys\nfrom frameselect.registry import selectors\nnames = selectors.names('k*')\n"
-        "before = 'frameselect.selectors.classical' in sys.modules\ncls = selectors.get('kmeans')\n"
-        "print(json.dumps([names, before, cls.__module__, 'frameselect.selectors.classical' in sys.modules]))"
+        "before = 'frameselect.selectors.diversity' in sys.modules\ncls = selectors.get('kmeans')\n"
+        "print(json.dumps([names, before, cls.__module__, 'frameselect.selectors.diversity' in sys.modules]))"
     )
-    assert fresh(code) == [["katna", "kcenter", "kmeans", "ktv"], False, "frameselect.selectors.classical", True]
+    assert fresh(code) == [["katna", "kcenter", "kmeans", "ktv"], False, "frameselect.selectors.diversity", True]
 
 
 def test_the_static_name_index_equals_what_the_builtin_modules_register() -> None:
-    from frameselect._builtin_names import BUILTIN_NAMES
+    from frameselect._core.builtin_names import BUILTIN_NAMES
 
     registered = fresh("import json\nfrom frameselect.registry import registered_by_modules\nprint(json.dumps(registered_by_modules()))")
     table = "".join(f"    {k!r}: {tuple(v)!r},\n".replace("'", '"') for k, v in registered.items())  # type: ignore[union-attr]
-    assert {k: list(v) for k, v in BUILTIN_NAMES.items()} == registered, f"update BUILTIN_NAMES in src/frameselect/_builtin_names.py to:\n{table}"
+    assert {k: list(v) for k, v in BUILTIN_NAMES.items()} == registered, f"update BUILTIN_NAMES in src/frameselect/_core/builtin_names.py to:\n{table}"
 
 
 def test_bench_parser_defaults_equal_the_runner_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
-    from frameselect.bench import runner
-    from frameselect.commands import bench
+    from frameselect._studies.bench import runner
+    from frameselect.cli.commands import bench
 
     monkeypatch.setenv("FRAMESELECT_BENCH_STORE", "elsewhere.sqlite")
     assert (bench.N_VIDEOS, bench.MINUTES) == (runner.BenchConfig.n_videos, runner.BenchConfig.minutes)

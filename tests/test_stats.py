@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from frameselect.stats import (
+from frameselect._core.stats import (
     Interval,
     RankGroup,
     bootstrap,

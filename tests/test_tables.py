@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import frameselect
+from frameselect._core.stats import Interval, bootstrap_mean, format_interval, paired_difference
 from frameselect.cli import main
-from frameselect.stats import Interval, bootstrap_mean, format_interval, paired_difference
 from frameselect.store import Store
 from frameselect.types import SampleRecord, Selection
 
@@ -242,8 +242,8 @@ def test_ranks_reports_inversions_significant_in_both_kinds(tmp_path: Path, caps
 
 def test_the_table_model_holds_the_intervals_that_every_format_shows(store_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """section_table carries raw Interval cells; markdown, csv, latex and text are views of the same values."""
-    from frameselect.analysis import build_tables, load_runs, section_table
-    from frameselect.render import render
+    from frameselect._core.render import render
+    from frameselect._studies.analysis import build_tables, load_runs, section_table
 
     with Store(store_path) as st:
         runs = load_runs(st)
@@ -264,8 +264,8 @@ def test_the_table_model_holds_the_intervals_that_every_format_shows(store_path:
 
 
 def test_cli_formats_are_the_renderers() -> None:
-    from frameselect.commands.table import FORMATS as CLI_FORMATS
-    from frameselect.render import FORMATS, Table, render
+    from frameselect._core.render import FORMATS, Table, render
+    from frameselect.cli.commands.table import FORMATS as CLI_FORMATS
 
     assert CLI_FORMATS == FORMATS
     with pytest.raises(frameselect.errors.FrameselectError, match="unknown table format 'html'"):
@@ -273,7 +273,7 @@ def test_cli_formats_are_the_renderers() -> None:
 
 
 def test_markdown_table_helper_and_empty_tables() -> None:
-    from frameselect.render import Column, Table, markdown_table, render
+    from frameselect._core.render import Column, Table, markdown_table, render
 
     assert markdown_table([("a", {"x": 1.0, "y": 2 / 3}), ("b", {"y": math.nan})]) == "| run | x | y |\n|---|---|---|\n| a | 1 | 0.667 |\n| b |  | – |"
     empty = Table([Column("axis")], title="Inversions", empty="none")
@@ -283,9 +283,9 @@ def test_markdown_table_helper_and_empty_tables() -> None:
 
 
 def test_routing_table_rows_hold_intervals_and_verdicts() -> None:
-    from frameselect.render import render
-    from frameselect.routing.study import RoutingComparison, routing_table
-    from frameselect.stats import PairedDifference
+    from frameselect._core.render import render
+    from frameselect._core.stats import PairedDifference
+    from frameselect._studies.routing_study import RoutingComparison, routing_table
 
     def row(group: str, diff: float, p: float) -> RoutingComparison:
         return RoutingComparison(

@@ -14,13 +14,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from frameselect.analysis import at_tokens, build_tables, load_runs, render_tables
+from frameselect._engine.pipeline import answer_cache_key, evaluate
+from frameselect._engine.plan import plan_run
+from frameselect._engine.token_budget import FramePlan, TokenBudgetError, check_token_budget, min_frame_tokens, plan_frames, split_mean_budget
+from frameselect._studies.analysis import at_tokens, build_tables, load_runs, render_tables
 from frameselect.answerers.base import AnswerRequest
 from frameselect.errors import ConfigError
-from frameselect.pipeline import answer_cache_key, evaluate
-from frameselect.plan import plan_run
 from frameselect.store import Store
-from frameselect.token_budget import FramePlan, TokenBudgetError, check_token_budget, min_frame_tokens, plan_frames, split_mean_budget
 from frameselect.tokens import token_model
 from frameselect.types import CandidatePool, InMemoryFrames, Query, Sample, Selection
 
@@ -214,7 +214,7 @@ def _recording_transport(sizes: list[tuple[int, int]], kinds: list[str]) -> Any:
 def test_openai_http_prices_frames_sent_as_images_as_images_and_resizes_before_encoding(tiny: Any, tmp_path: Path) -> None:
     pytest.importorskip("httpx")
     pytest.importorskip("PIL")
-    from frameselect.plan import resolve
+    from frameselect._engine.plan import resolve
 
     with pytest.raises(ConfigError, match="unknown token cost model 'qwen9'"):
         resolve("answerers", "openai_http", tokens="qwen9")
@@ -240,7 +240,7 @@ def test_openai_http_prices_frames_sent_as_images_as_images_and_resizes_before_e
 def test_openai_http_sends_a_video_as_a_vllm_frame_list_priced_as_a_video(tiny: Any, tmp_path: Path) -> None:
     pytest.importorskip("httpx")
     pytest.importorskip("PIL")
-    from frameselect.plan import resolve
+    from frameselect._engine.plan import resolve
 
     with pytest.raises(ConfigError, match="frames_as='video' sends JPEG frames"):
         resolve("answerers", "openai_http", frames_as="video", image_format="png")

@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from frameselect.token_budget import FramePlan, TokenBudgetError, priced_selection, sent_sizes
+from frameselect._engine.token_budget import FramePlan, TokenBudgetError, sent_sizes
+from frameselect._engine.token_runs import priced_selection
 from frameselect.tokens import TokenCostError, token_model
 from frameselect.types import CandidatePool, Selection
 
@@ -119,8 +120,8 @@ def test_mixed_selections_cost_what_the_models_own_rule_says(family: str) -> Non
 
 
 def test_mixed_plans_are_memoised_by_the_selectors_parameters() -> None:
+    from frameselect._engine.token_budget import _mixed_plan_cached, plan_mixed
     from frameselect.selectors.multires import MultiRes
-    from frameselect.token_budget import _mixed_plan_cached, plan_mixed
 
     two, six = MultiRes(high=2), MultiRes(high=6)
     for selector in (two, six, MultiRes(high=2), six):

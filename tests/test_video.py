@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from frameselect._core.video import DecodeCounter, FrameMemo, candidates, content_hash, parse_policy, probe, select_pool_indices
+from frameselect._core.video.synth import write_frames
 from frameselect.errors import NoFramesError, NotAVideoError, TruncatedVideoError, VideoNotFoundError
-from frameselect.video import DecodeCounter, FrameMemo, candidates, content_hash, parse_policy, probe, select_pool_indices
-from frameselect.video.synth import write_frames
 
 
 def test_policy_parsing() -> None:
@@ -77,7 +77,7 @@ def test_frames_come_back_in_request_order_and_downscaled(counter_video: Path) -
 
 def test_select_pool_indices_dedupes_when_rate_exceeds_frames() -> None:
     times = np.array([0.0, 1.0, 2.0])
-    from frameselect.video import PoolPolicy
+    from frameselect._core.video import PoolPolicy
 
     assert list(select_pool_indices(times, 3.0, PoolPolicy("fps", 4.0))) == [0, 1, 2]
 
@@ -190,8 +190,8 @@ def _expected_pixels(pool, width: int, height: int) -> np.ndarray:  # type: igno
 
 @pytest.mark.parametrize("on_disk", [True, False])
 def test_pixel_stacks_are_memory_mapped_not_held(counter_video: Path, tmp_path: Path, on_disk: bool) -> None:
-    from frameselect.cache import Cache, RunCounters
-    from frameselect.pipeline import _Context, build_pool, featurize
+    from frameselect._core.cache import Cache, RunCounters
+    from frameselect._engine.pipeline import _Context, build_pool, featurize
     from frameselect.types import Query, Sample, Span
 
     cache = Cache(tmp_path / "c" if on_disk else None)
@@ -218,7 +218,7 @@ def test_pixel_stacks_are_memory_mapped_not_held(counter_video: Path, tmp_path: 
 
 
 def test_read_frames_reads_the_file_not_the_map(tmp_path: Path) -> None:
-    from frameselect.video.pixels import open_stack, read_frames, write_stack
+    from frameselect._core.video.pixels import open_stack, read_frames, write_stack
 
     rng = np.random.default_rng(3)
     data = rng.integers(0, 256, (10, 4, 6, 3), dtype=np.uint8)
@@ -234,7 +234,7 @@ def test_read_frames_reads_the_file_not_the_map(tmp_path: Path) -> None:
 
 
 def test_probe_round_trips_through_the_cache(tmp_path: Path) -> None:
-    from frameselect.cache import Cache
+    from frameselect._core.cache import Cache
 
     frames = [np.full((32, 64, 3), 8 * i, np.uint8) for i in range(30)]
     path = write_frames(tmp_path / "r.mp4", frames, fps=10, gop=10, rotation=90)
@@ -264,7 +264,7 @@ def test_approximate_pools_run_through_evaluate(tiny, tmp_path: Path) -> None:  
 
 
 def test_read_frames_survives_the_cache_file_going_away(tmp_path: Path) -> None:
-    from frameselect.video.pixels import open_stack, read_frames, write_stack
+    from frameselect._core.video.pixels import open_stack, read_frames, write_stack
 
     data = np.arange(6 * 2 * 2 * 3, dtype=np.uint8).reshape(6, 2, 2, 3)
     write_stack(tmp_path / "s.npy", data.shape, enumerate(data))

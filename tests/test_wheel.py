@@ -87,7 +87,7 @@ def test_the_wheel_holds_every_module_and_the_package_data(wheel: Path) -> None:
         names = set(zf.namelist())
     assert wheel.name == f"frameselect-{_version()}-py3-none-any.whl"
     data = _package_files(suffix_is_py=False)
-    assert {"frameselect/py.typed", "frameselect/learned/checkpoints/haystack.safetensors", "frameselect/htmlreport/templates/report.html.j2"} <= data
+    assert {"frameselect/py.typed", "frameselect/learned/checkpoints/haystack.safetensors", "frameselect/_studies/htmlreport/templates/report.html.j2"} <= data
     assert data <= names, f"package data missing from the wheel: {sorted(data - names)}"
     missing = _package_files(suffix_is_py=True) - names
     assert not missing, f"modules missing from the wheel: {sorted(missing)}"

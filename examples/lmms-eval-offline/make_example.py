@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from frameselect.video.synth import write_video
+from frameselect._core.video.synth import write_video
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,14 +11,17 @@ arrays) and ``evaluate`` on first use.
 
 from typing import TYPE_CHECKING
 
-from frameselect._memo import clear_caches
+from frameselect._core.memo import clear_caches
 from frameselect._version import __version__
 from frameselect.errors import FrameselectError, UnknownNameError
 from frameselect.registry import REGISTRIES, Registry, get_registry
 
 if TYPE_CHECKING:  # static tools and IDEs see the real names and signatures; at run time they load on first use
-    from frameselect.own import select
-    from frameselect.pipeline import evaluate
+    from frameselect._engine.budgets import ChosenBudget, Frames, Routed, Tokens
+    from frameselect._engine.own import select
+    from frameselect._engine.pipeline import evaluate
+    from frameselect._engine.plan import RunOptions
+    from frameselect._engine.scopes import AcrossVideos, OneVideo, Stream
     from frameselect.types import (
         Answer,
         CandidatePool,
@@ -38,6 +41,18 @@ _TYPES = frozenset(
     {"Answer", "CandidatePool", "Features", "FrameSource", "InMemoryFrames", "Query", "Sample", "SampleRecord", "Selection", "Span", "VideoFrames", "VideoRef"}
 )
 
+#: what ``evaluate`` takes besides its parts: the budget, the scope and the run's options (:mod:`frameselect._engine.budgets`, :mod:`frameselect._engine.scopes`)
+_ENGINE = {
+    "Frames": "frameselect._engine.budgets",
+    "Tokens": "frameselect._engine.budgets",
+    "Routed": "frameselect._engine.budgets",
+    "ChosenBudget": "frameselect._engine.budgets",
+    "OneVideo": "frameselect._engine.scopes",
+    "AcrossVideos": "frameselect._engine.scopes",
+    "Stream": "frameselect._engine.scopes",
+    "RunOptions": "frameselect._engine.plan",
+}
+
 _PART_PACKAGES = {
     "selectors": "selectors",
     "encoders": "encoders",
@@ -51,11 +66,11 @@ _PART_PACKAGES = {
 
 
 def __getattr__(name: str) -> object:
-    """Part packages, core types and ``evaluate`` load on first use: ``frameselect.selectors.names()``, ``frameselect.Query``.
+    """Part packages, core types, ``evaluate`` and its budgets, scopes and options load on first use: ``frameselect.selectors.names()``, ``frameselect.Query``.
 
-    ``frameselect.evaluate`` is :func:`frameselect.pipeline.evaluate` itself,
+    ``frameselect.evaluate`` is :func:`frameselect._engine.pipeline.evaluate` itself,
     with its real signature and docstring; ``frameselect.select`` is
-    :func:`frameselect.own.select` (frames of your own video files for a question).
+    :func:`frameselect._engine.own.select` (frames of your own video files for a question).
     """
     import importlib
 
@@ -63,15 +78,25 @@ def __getattr__(name: str) -> object:
         return importlib.import_module(f"frameselect.{_PART_PACKAGES[name]}")
     if name in _TYPES:
         return getattr(importlib.import_module("frameselect.types"), name)
+    if name in _ENGINE:
+        return getattr(importlib.import_module(_ENGINE[name]), name)
     if name == "evaluate":
-        return importlib.import_module("frameselect.pipeline").evaluate
+        return importlib.import_module("frameselect._engine.pipeline").evaluate
     if name == "select":
-        return importlib.import_module("frameselect.own").select
+        return importlib.import_module("frameselect._engine.own").select
     raise AttributeError(f"module 'frameselect' has no attribute {name!r}")
 
 
 __all__ = [
     "__version__",
+    "AcrossVideos",
+    "ChosenBudget",
+    "Frames",
+    "OneVideo",
+    "Routed",
+    "RunOptions",
+    "Stream",
+    "Tokens",
     "clear_caches",
     "Answer",
     "CandidatePool",

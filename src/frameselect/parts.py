@@ -15,7 +15,7 @@ with real JSON values: numbers stay numbers, paths become strings, tuples
 lists. Parts whose outputs also depend on something fixed only when they load
 (a hub revision's commit, the dtype, a weights file) add ``"resolved"``.
 :func:`frameselect.registry.revive` re-creates a part from that shape; the canonical string form
-of values exists only inside :func:`frameselect.fingerprint.fingerprint`.
+of values exists only inside :func:`frameselect._core.fingerprint.fingerprint`.
 
 A part declares, on its class:
 
@@ -403,7 +403,7 @@ def _id_text(value: Any) -> str:
 
 def part_fingerprint(part: object) -> str:
     """The fingerprint of the part's configuration (kind, name, parameters, resolved identity, version)."""
-    from frameselect.fingerprint import fingerprint
+    from frameselect._core.fingerprint import fingerprint
 
     return fingerprint(part_config(part))
 

@@ -14,7 +14,7 @@ both. Plug-ins are imported the first time a registry lists its names or is
 asked for a name it does not hold among the built-ins.
 
 Listing names is cheap: a registry that knows its built-in names (the
-static index in :mod:`frameselect._builtin_names`) lists them without
+static index in :mod:`frameselect._core.builtin_names`) lists them without
 importing the built-in modules, unless plug-ins are installed; the modules
 load on the first ``get``, and always before any plug-in loads.
 """
@@ -27,8 +27,8 @@ import importlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from frameselect._autoload import import_submodules
-from frameselect._builtin_names import BUILTIN_NAMES
+from frameselect._core.autoload import import_submodules
+from frameselect._core.builtin_names import BUILTIN_NAMES
 from frameselect.errors import DuplicateNameError, PartConfigError, UnknownNameError
 from frameselect.parts import Part, objects_in, parameter_names
 
@@ -254,7 +254,7 @@ def revive(config: Mapping[str, Any], *, kind: str | None = None) -> Any:
 def registered_by_modules() -> dict[str, tuple[str, ...]]:
     """What the built-in modules actually register (imports all of them; plug-ins are not loaded).
 
-    :data:`frameselect._builtin_names.BUILTIN_NAMES` is kept equal to this by a test.
+    :data:`frameselect._core.builtin_names.BUILTIN_NAMES` is kept equal to this by a test.
     """
     out: dict[str, tuple[str, ...]] = {}
     for kind, registry in REGISTRIES.items():

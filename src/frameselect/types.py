@@ -125,7 +125,7 @@ class Sample:
 
     ``asked_at`` (seconds of stream time) is set for a question asked at a
     moment of a stream: only frames up to that moment may be used to answer
-    it (:mod:`frameselect.streaming.evaluate`). ``None`` (the default): the
+    it (:mod:`frameselect._engine.evaluate_stream`). ``None`` (the default): the
     question is about the whole video.
     """
 
@@ -204,7 +204,7 @@ class FrameSource(Protocol):
     """Decoded RGB frames (H, W, 3 uint8) of a pool, by pool index: what a run asks of a video.
 
     ``size=(w, h)`` asks for frames scaled to that size (pixel-based
-    selectors read small frames). :class:`~frameselect.video.source.VideoFrameSource`
+    selectors read small frames). :class:`~frameselect._core.video.source.VideoFrameSource`
     decodes lazily from a file; :class:`InMemoryFrames` serves frames held in memory.
 
     :meth:`candidate_time_errors` is each candidate's time error in seconds (actual -
@@ -351,7 +351,7 @@ class Selection:
     answering model (:mod:`frameselect.tokens`) where a cost model is known.
     ``scales`` is what a mixed-resolution selector asks for, per selected
     frame: the fraction of the decoded size it is sent at (1.0: as decoded);
-    the run turns it into ``sizes`` (:func:`frameselect.token_budget.sized_selection`).
+    the run turns it into ``sizes`` (:func:`frameselect._engine.token_runs.sized_selection`).
     """
 
     indices: tuple[int, ...]
@@ -446,7 +446,7 @@ class Answer:
 
     ``windows`` are the time windows ``(start, end)`` in seconds the answer
     names, in the order the model gave them (the first is its best): None when
-    the question asked for none (see :mod:`frameselect.windows`), ``()`` when
+    the question asked for none (see :mod:`frameselect._core.windows`), ``()`` when
     it asked and the reply held none.
     """
 

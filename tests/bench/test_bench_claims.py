@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from frameselect.bench.claims import bench_claims, format_rank_section
-from frameselect.bench.runner import BenchConfig, BenchResult, BenchRow, chooses_by_query, format_report
+from frameselect._studies.bench.claims import bench_claims, format_rank_section
+from frameselect._studies.bench.runner import BenchConfig, BenchResult, BenchRow, chooses_by_query, format_report
 
 N_VIDEOS = 20
 

@@ -67,7 +67,7 @@ def test_bench_refuses_a_bad_encoder_parameter_before_building_the_suite(
 def test_bench_smoke_with_real_models_and_a_cached_second_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("torch")
     pytest.importorskip("rapidocr")
-    from frameselect.bench.runner import BenchConfig, run_bench
+    from frameselect._studies.bench.runner import BenchConfig, run_bench
 
     store, cache = str(tmp_path / "b.sqlite"), str(tmp_path / "c")
     argv = ["bench", "--n-videos", "1", "--minutes", "1", "--selector", "uniform,topk", "--k", "4", "--k", "8", "--store", store, "--cache-dir", cache]
@@ -103,8 +103,8 @@ def test_bench_smoke_with_real_models_and_a_cached_second_run(tmp_path: Path, ca
     assert {r.selector for r in result.rows} == {"uniform", "topk", "random"} and not result.notes
 
     # the selection is made once per selector and budget: every other answerer replays it, and scores what a run of its own scores
+    from frameselect._engine.pipeline import evaluate
     from frameselect.datasets.haystack import HaystackDataset
-    from frameselect.pipeline import evaluate
     from frameselect.store import Store
 
     by = {(r.selector, r.k, r.answerer): r for r in result.rows}

@@ -17,7 +17,7 @@ from frameselect.cli import main
 
 @pytest.fixture()
 def calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
-    from frameselect.bench import cross_runner, runner
+    from frameselect._studies.bench import cross_runner, runner
 
     seen: list[tuple[str, Any]] = []
 
@@ -41,7 +41,7 @@ def _bench(tmp_path: Path, *extra: str) -> list[str]:
 
 
 def test_the_full_default_run_ends_with_the_cross_video_section(calls: list[tuple[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from frameselect.bench.cross_runner import ARMS
+    from frameselect._studies.bench.cross_runner import ARMS
 
     assert main(_bench(tmp_path, "-k", "8", "-a", "label_reader", "-a", "oracle")) == 0
     out = capsys.readouterr().out

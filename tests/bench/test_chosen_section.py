@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from tests.colour_encoder import MeanColour
 
-from frameselect.bench.chosen_section import ChosenConfig, format_chosen_section, run_chosen_section
+from frameselect._core.stats import holm
+from frameselect._studies.bench.chosen_section import ChosenConfig, format_chosen_section, run_chosen_section
 from frameselect.routing.chooser import honest_mean
-from frameselect.stats import holm
 from frameselect.store import Store
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from frameselect.bench.cross_runner import CrossBenchConfig, run_cross_bench
+from frameselect._studies.bench.cross_runner import CrossBenchConfig, run_cross_bench
 from frameselect.datasets._cross_suite import question_sets
 from frameselect.datasets._haystack_suite import HaystackConfig, plan_video
 from frameselect.errors import ConfigError

@@ -58,8 +58,8 @@ def test_sample_without_evidence_is_never_covered_and_unknown_rules_fail() -> No
 
 def test_oracle_through_the_pipeline_equals_coverage(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Run through evaluate() on the tiny dataset: oracle accuracy = fraction of covered samples."""
+    from frameselect._engine.pipeline import evaluate
     from frameselect.datasets.tiny import TinyDataset
-    from frameselect.pipeline import evaluate
 
     ds = TinyDataset(tmp_path / "tiny")
     result = evaluate("uniform", ["mc_accuracy", "evidence_recall"], ds, k=3, answerer="oracle", store=tmp_path / "s.sqlite", cache_dir=tmp_path / "c")

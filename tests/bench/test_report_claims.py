@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from frameselect.bench.runner import BenchConfig, BenchResult, BenchRow, chance_by_kind, format_report, normalised, per_video
+from frameselect._studies.bench.runner import BenchConfig, BenchResult, BenchRow, chance_by_kind, format_report, normalised, per_video
 from frameselect.types import Query, Sample, SampleRecord
 
 

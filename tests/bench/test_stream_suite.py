@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from frameselect._studies.bench.stream_suite import NOT_YET, stream_questions
 from frameselect.answerers.oracle import covers
-from frameselect.bench.stream_suite import NOT_YET, stream_questions
 from frameselect.datasets._haystack_questions import questions_for
 from frameselect.datasets._haystack_suite import HaystackConfig, plan_video
 from frameselect.types import Query, Sample, Span

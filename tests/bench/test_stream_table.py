@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from frameselect._core.stats import bootstrap_mean
+from frameselect._studies.bench.stream_runner import StreamBenchRow, _intervals, format_stream_report
 from frameselect.answerers.oracle import answerer_label
-from frameselect.bench.stream_runner import StreamBenchRow, _intervals, format_stream_report
-from frameselect.stats import bootstrap_mean
 from frameselect.types import SampleRecord
 
 

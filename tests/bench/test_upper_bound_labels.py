@@ -57,7 +57,7 @@ def test_no_reader_beats_a_column_called_an_upper_bound_on_the_bench(tmp_path: P
     """The bench on a small suite with the readers and the oracle: its tables call no beaten column an upper bound."""
     pytest.importorskip("torch")
     pytest.importorskip("rapidocr")
-    from frameselect.bench.runner import BenchConfig, format_report, run_bench
+    from frameselect._studies.bench.runner import BenchConfig, format_report, run_bench
 
     readers = ("label_ocr_reader", "label_reader", "ocr_reader")
     config = BenchConfig(

@@ -10,8 +10,8 @@ import pytest
 
 import frameselect
 from colour_encoder import MeanColour
+from frameselect._engine.replay import replay
 from frameselect.registry import datasets
-from frameselect.replay import replay
 from frameselect.store import Store
 from frameselect.types import SampleRecord
 from record_compare import comparable
@@ -37,8 +37,8 @@ def ds(tmp_path_factory: pytest.TempPathFactory) -> Any:
 @pytest.fixture(scope="module")
 def ray_cluster() -> Any:
     ray = pytest.importorskip("ray")
-    from frameselect.executors import cloudpickle_module
-    from frameselect.executors.transports import _runtime_env
+    from frameselect._engine.executors import cloudpickle_module
+    from frameselect._engine.executors.transports import _runtime_env
 
     cloudpickle = cloudpickle_module()
     travelling = [sys.modules[__name__], sys.modules[MeanColour.__module__]]  # the test encoder's module is on no worker's path

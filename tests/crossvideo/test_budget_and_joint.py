@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from frameselect._core.fingerprint import canonical, fingerprint
 from frameselect.crossvideo import budget_policies, joint_selectors, largest_remainder, select_across_videos
 from frameselect.crossvideo.joint import video_seed
 from frameselect.errors import SelectionError
-from frameselect.fingerprint import canonical, fingerprint
 from frameselect.selectors import create as create_selector
 from frameselect.types import CandidatePool, Features, MultiSelection, Query, Sample, Span, VideoRef
 

@@ -10,14 +10,14 @@ import pytest
 
 import frameselect
 from colour_encoder import MeanColour
+from frameselect._engine.pipeline import union_features
+from frameselect._engine.token_budget import plan_across, plan_frames, share_tokens, split_mean_budget
 from frameselect.crossvideo._registry import budget_policies
 from frameselect.datasets.base import InMemoryDataset
 from frameselect.errors import ConfigError
-from frameselect.pipeline import union_features
 from frameselect.registry import datasets
 from frameselect.routing.routers import relevance_demand, text_demand
 from frameselect.store import Store
-from frameselect.token_budget import plan_across, plan_frames, share_tokens, split_mean_budget
 from frameselect.tokens import token_model
 from frameselect.types import CandidatePool, Features, Query, Sample, VideoRef
 
@@ -153,9 +153,9 @@ def test_a_routed_question_is_shared_by_the_policy_given(suite: tuple[Path, list
 
 
 def test_a_relevance_router_reads_a_question_over_the_union_of_its_videos(suite: tuple[Path, list[Sample]], tmp_path: Path) -> None:
-    from frameselect.pipeline import build_pool, featurize
-    from frameselect.plan import plan_run
-    from frameselect.run import Run
+    from frameselect._engine.pipeline import build_pool, featurize
+    from frameselect._engine.plan import plan_run
+    from frameselect._engine.run import Run
 
     _, samples = suite
     enc = MeanColour()

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from frameselect.bench.cross_runner import NO_GATE, CrossArmRow, _backend_right, compare_arms, format_cross_report
-from frameselect.stats import holm, multiway_mean
+from frameselect._core.stats import holm, multiway_mean
+from frameselect._studies.bench.cross_runner import NO_GATE, CrossArmRow, _backend_right, compare_arms, format_cross_report
 from frameselect.types import SampleRecord
 
 

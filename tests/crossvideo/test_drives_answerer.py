@@ -7,6 +7,7 @@ as they ask ``needs``; a joint selector of one's own that declares it is treated
 from __future__ import annotations
 
 import ast
+import importlib.util
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -14,15 +15,21 @@ from typing import Any
 import numpy as np
 import pytest
 
+from frameselect._engine.plan import check_across
 from frameselect.arrays import select_across
 from frameselect.crossvideo.holmes import Holmes
 from frameselect.crossvideo.joint import JointSelector, TopKUnion
 from frameselect.errors import ConfigError, SelectionError
-from frameselect.plan import check_across
 from frameselect.types import Answer, CandidatePool, MultiSelection, Selection
 
-ENGINE = ("plan", "pipeline", "run", "replay", "arrays")
-SRC = Path(__file__).resolve().parents[2] / "src" / "frameselect"
+ENGINE = (
+    "frameselect._engine.plan",
+    "frameselect._engine.pipeline",
+    "frameselect._engine.run",
+    "frameselect._engine.replay",
+    "frameselect.arrays",
+    "frameselect._engine.scopes.across",
+)
 
 
 class Reader(JointSelector):
@@ -38,7 +45,9 @@ class Reader(JointSelector):
 
 def test_the_engine_asks_the_declaration_and_never_names_holmes() -> None:
     for module in ENGINE:
-        tree = ast.parse((SRC / f"{module}.py").read_text(encoding="utf-8"))
+        spec = importlib.util.find_spec(module)
+        assert spec is not None and spec.origin is not None, module
+        tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
         imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
         names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
         assert "frameselect.crossvideo.holmes" not in imported and "Holmes" not in names, module

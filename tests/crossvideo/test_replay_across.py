@@ -12,12 +12,12 @@ import pytest
 
 import frameselect
 from colour_encoder import MeanColour
+from frameselect._engine.replay import replay
 from frameselect.answerers.base import Answerer, AnswerRequest
 from frameselect.cli import main
 from frameselect.datasets.base import InMemoryDataset
 from frameselect.errors import ConfigError
 from frameselect.registry import datasets
-from frameselect.replay import replay
 from frameselect.store import Store
 from frameselect.types import Answer
 
@@ -178,8 +178,8 @@ class PaysQwen(SaysA):
 
 
 def test_replay_prices_each_videos_stored_frames_for_the_new_answerer(suite: dict[str, Any], tmp_path: Path) -> None:
+    from frameselect._core.video.probing import probe
     from frameselect.tokens import token_model
-    from frameselect.video.probing import probe
 
     db = tmp_path / "t.db"
     parent = _parent(suite, db)

@@ -10,8 +10,8 @@ from typing import ClassVar
 import pytest
 
 from colour_encoder import MeanColour
+from frameselect._engine.evaluate_across import evaluate_across
 from frameselect.answerers.base import Answerer, AnswerRequest
-from frameselect.crossvideo.run import evaluate_across
 from frameselect.datasets.base import InMemoryDataset
 from frameselect.errors import ConfigError
 from frameselect.registry import datasets
@@ -105,7 +105,7 @@ def test_bench_cross_video_refuses_unknown_arms_and_two_sections(tmp_path: Path,
 
 
 def test_bench_cross_video_compares_the_arms_on_the_same_questions(suite: tuple[Path, list], tmp_path: Path) -> None:
-    from frameselect.bench.cross_runner import CrossBenchConfig, format_cross_report, run_cross_bench
+    from frameselect._studies.bench.cross_runner import CrossBenchConfig, format_cross_report, run_cross_bench
 
     root, samples = suite
     config = CrossBenchConfig(
@@ -139,7 +139,7 @@ def test_the_report_shows_one_timeline_row_per_video_of_a_question(suite: tuple[
 
     pytest.importorskip("matplotlib")
     pytest.importorskip("jinja2")
-    from frameselect.htmlreport import ReportOptions, write_report
+    from frameselect._studies.htmlreport import ReportOptions, write_report
 
     root, samples = suite
     db = tmp_path / "r.db"

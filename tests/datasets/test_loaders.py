@@ -457,7 +457,7 @@ NEXTQA_ROWS = [
 
 
 def test_nextqa_with_grounding_and_a_real_video(tmp_path: Path) -> None:
-    from frameselect.video.synth import write_video
+    from frameselect._core.video.synth import write_video
 
     write_csv(tmp_path / "nextqa" / "val.csv", NEXTQA_HEADER, NEXTQA_ROWS)
     write_json(
@@ -895,9 +895,9 @@ def test_find_video_tries_extensions(tmp_path: Path) -> None:
 
 
 def test_a_loaded_benchmark_runs_through_evaluate_and_replay(tmp_path: Path) -> None:
-    from frameselect.pipeline import evaluate
-    from frameselect.replay import dataset_from_config
-    from frameselect.video.synth import write_video
+    from frameselect._core.video.synth import write_video
+    from frameselect._engine.pipeline import evaluate
+    from frameselect._engine.replay import dataset_from_config
 
     (tmp_path / "charades_sta_test.txt").write_text(
         "AO8RW 2.0 4.0##a person is putting a book on a shelf.\nAO8RW 0.0 1.0##a person opens a door.\n", encoding="utf-8"

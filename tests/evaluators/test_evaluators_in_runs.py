@@ -66,7 +66,7 @@ def test_every_evaluator_writes_only_the_keys_it_declares() -> None:
 
 
 def test_a_table_names_the_convention_that_ran(tmp_path: Path) -> None:
-    from frameselect.analysis import build_tables, load_runs, render_tables
+    from frameselect._studies.analysis import build_tables, load_runs, render_tables
     from frameselect.store import Store
 
     evs = [evaluators.create("kfs_kfr"), evaluators.create("kfs_kfr", reference_exact=True), evaluators.create("iou", signed=True)]

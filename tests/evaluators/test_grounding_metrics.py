@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from frameselect._engine.pipeline import aggregate
 from frameselect.evaluators.grounding import (
     NExTGQAGrounding,
     acc_gqa,
@@ -16,7 +17,6 @@ from frameselect.evaluators.grounding import (
     selection_window,
     temporal_iou_iop,
 )
-from frameselect.pipeline import aggregate
 from frameselect.registry import evaluators
 from frameselect.types import Answer, CandidatePool, Query, Sample, SampleRecord, Selection, Span
 

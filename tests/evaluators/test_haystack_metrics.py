@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
+from frameselect._engine.pipeline import aggregate
 from frameselect.evaluators.base import Evaluator, mean_of
 from frameselect.evaluators.haystack import annd, keyframe_times, temporal_prf
-from frameselect.pipeline import aggregate
 from frameselect.registry import evaluators
 from frameselect.types import CandidatePool, Query, Sample, SampleRecord, Selection, Span
 

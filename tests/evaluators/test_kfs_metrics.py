@@ -6,8 +6,8 @@ import math
 
 import pytest
 
+from frameselect._engine.pipeline import aggregate
 from frameselect.evaluators.kfs import UKSS, kfs_scores, sample_scenes, ukss_mean
-from frameselect.pipeline import aggregate
 from frameselect.registry import evaluators
 from frameselect.types import CandidatePool, Query, Sample, SampleRecord, Selection, Span
 

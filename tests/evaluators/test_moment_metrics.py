@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from frameselect._engine.pipeline import aggregate
 from frameselect.evaluators.moments import (
     MR_BRIEF_KEYS,
     MR_FULL_KEYS,
@@ -17,7 +18,6 @@ from frameselect.evaluators.moments import (
     moment_retrieval_scores,
     selection_moments,
 )
-from frameselect.pipeline import aggregate
 from frameselect.registry import evaluators
 from frameselect.types import CandidatePool, Query, Sample, SampleRecord, Selection, Span
 

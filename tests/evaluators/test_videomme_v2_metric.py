@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from frameselect._engine.pipeline import breakdown
 from frameselect.evaluators.videomme_v2 import (
     VideoMMEv2Group,
     logic_group_score,
@@ -15,7 +16,6 @@ from frameselect.evaluators.videomme_v2 import (
     relevance_linear_score,
     videomme_v2_rating,
 )
-from frameselect.pipeline import breakdown
 from frameselect.types import Answer, CandidatePool, Query, Sample, SampleRecord, Selection
 
 # cal_relevance (both values) and cal_logic under each structure for every pattern of four results

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from frameselect.streaming.evaluate import evaluate_stream
-from frameselect.token_budget import TOKENS_MAX, check_token_budget
+from frameselect._engine.evaluate_stream import evaluate_stream
+from frameselect._engine.token_budget import TOKENS_MAX, check_token_budget
 from frameselect.tokens import token_model
 from frameselect.types import Query, Sample
 
@@ -66,7 +66,7 @@ def test_table_at_tokens_takes_only_a_positive_finite_budget(value: str, tmp_pat
 
 
 def test_at_tokens_refuses_a_budget_that_is_not_a_positive_number() -> None:
-    from frameselect.analysis import at_tokens
+    from frameselect._studies.analysis import at_tokens
 
     for budget in (float("nan"), float("inf"), 0.0, -1.0):
         with pytest.raises(ValueError, match="finite number of visual tokens above 0"):

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import frameselect
-from frameselect.cache import Cache, CacheWarning
+from frameselect._core.cache import Cache, CacheWarning
 
 #: a selector reading embeddings and one reading pixel stacks, so every kind of entry is written and read
 CASES = [("kcenter", "color_histogram"), ("mgsampler", None)]
@@ -104,7 +104,7 @@ def test_a_cache_that_cannot_be_written_warns_once_and_the_run_goes_on(selector:
 
 
 def test_an_entry_is_hashed_once_while_unchanged_and_again_once_it_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import frameselect.cache as cache_module
+    import frameselect._core.cache as cache_module
 
     cache = Cache(tmp_path)
     value = np.arange(12, dtype=np.float32).reshape(3, 4)

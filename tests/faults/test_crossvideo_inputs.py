@@ -17,12 +17,12 @@ import pytest
 
 import frameselect
 from annotation_files import touch, write_json, write_jsonl
+from frameselect._core.video.synth import write_frames
+from frameselect._engine.selections import SelectionImportError
 from frameselect.crossvideo.budget import largest_remainder
 from frameselect.datasets.base import InMemoryDataset
 from frameselect.errors import AnnotationError
-from frameselect.selections import SelectionImportError
 from frameselect.types import Query, Sample, VideoRef
-from frameselect.video.synth import write_frames
 
 DEEP = 100_000  # far past Python's recursion limit (1000 by default)
 
@@ -119,7 +119,7 @@ def test_deeply_nested_json_lines_name_the_line(tmp_path: Path) -> None:
 
 
 def test_deeply_nested_selections_file_is_an_import_error(tmp_path: Path) -> None:
-    from frameselect.selections import read_published
+    from frameselect._engine.selections import read_published
 
     path = tmp_path / "sel.json"
     path.write_text(_deep(), encoding="utf-8")
@@ -158,7 +158,7 @@ def test_deeply_nested_yaml_of_an_lmms_eval_task_is_a_config_error(tmp_path: Pat
 
 
 def test_a_deeply_nested_cli_parameter_is_text_not_a_traceback() -> None:
-    from frameselect.commands._common import parse_value
+    from frameselect.cli.commands._common import parse_value
 
     deep = "[" * DEEP + "]" * DEEP
     assert parse_value(deep) == deep and parse_value("[1, 2]") == [1, 2]

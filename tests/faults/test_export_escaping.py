@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from frameselect._core.render import Column, Table, render
+from frameselect._core.stats import Interval
 from frameselect.cli import main
-from frameselect.render import Column, Table, render
-from frameselect.stats import Interval
 from frameselect.store import Store
 from frameselect.types import SampleRecord, Selection
 

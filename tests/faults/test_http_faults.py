@@ -24,11 +24,11 @@ import pytest
 sys.path.append(str(Path(__file__).parents[1]))  # for chat_server.py (tests have no __init__.py)
 import frameselect  # noqa: E402
 from chat_server import ChatServer  # noqa: E402
+from frameselect._engine.pipeline import answer_cache_key  # noqa: E402
 from frameselect.answerers.base import AnswerRequest  # noqa: E402
 from frameselect.answerers.http import OpenAIHTTPAnswerer  # noqa: E402
 from frameselect.datasets.tiny import TinyDataset  # noqa: E402
 from frameselect.parts import part_config  # noqa: E402
-from frameselect.pipeline import answer_cache_key  # noqa: E402
 from frameselect.types import CandidatePool, InMemoryFrames, Query, Sample, Selection  # noqa: E402
 
 KEY = "sk-test-7f3a9c1d5e"

@@ -12,9 +12,9 @@ import warnings
 import numpy as np
 import pytest
 
+from frameselect._engine.plan import resolve
 from frameselect.answerers.base import AnswerRequest
 from frameselect.errors import NoOptionsWarning
-from frameselect.plan import resolve
 from frameselect.types import Answer, CandidatePool, Query, Sample, Selection
 
 

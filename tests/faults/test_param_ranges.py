@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from frameselect._engine.plan import plan_run, resolve
 from frameselect.errors import ConfigError
 from frameselect.parts import Range, check_params, declared_ranges, numeric_parameters
-from frameselect.plan import plan_run, resolve
 from frameselect.registry import REGISTRIES
 from frameselect.testing import check_param_ranges
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from frameselect._core.video import policy as policies
+from frameselect._core.video.policy import PoolPolicy, parse_policy, select_pool_indices
+from frameselect._engine.plan import check_pool, plan_run
 from frameselect.errors import ConfigError
-from frameselect.plan import check_pool, plan_run
-from frameselect.video import policy as policies
-from frameselect.video.policy import PoolPolicy, parse_policy, select_pool_indices
 
 
 @pytest.mark.parametrize(
@@ -39,7 +39,7 @@ def test_policies_out_of_range_are_refused_at_plan_time(bad: str) -> None:
 
 def test_a_tiny_rate_runs_one_frame_per_video(tmp_path: Path) -> None:
     """fps=1e-9 used to plan as 'fps=1e-09' and then fail every sample: one target per video, the first frame."""
-    from frameselect.pipeline import evaluate
+    from frameselect._engine.pipeline import evaluate
 
     result = evaluate("uniform", ["frames"], "tiny", 4, pool="fps=0.000000001", store=tmp_path / "s.sqlite", cache_dir=tmp_path / "c", progress=False)
     assert not result.failed

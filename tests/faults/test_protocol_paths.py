@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from frameselect._core.video.container import open_container, open_local
+from frameselect._core.video.synth import write_frames
 from frameselect.errors import NotAVideoError, VideoNotFoundError
-from frameselect.video.container import open_container, open_local
-from frameselect.video.synth import write_frames
 
 
 def _video(path: Path, shade: int = 200) -> Path:
@@ -103,8 +103,8 @@ def test_run_never_decodes_a_video_outside_the_root(layout: Path, name: str, cap
 
 
 def test_a_live_source_opens_a_local_name_as_that_file_only(layout: Path) -> None:
+    from frameselect._core.video.stream import LiveSource
     from frameselect.errors import VideoError
-    from frameselect.video.stream import LiveSource
 
     with pytest.raises(VideoError, match="cannot open"):
         list(LiveSource("concat:../outside/secret.mp4", timeout=2))
@@ -116,8 +116,8 @@ def test_a_live_playlist_cannot_send_the_reader_to_a_local_file(layout: Path) ->
     import http.server
     import threading
 
+    from frameselect._core.video.stream import LiveSource
     from frameselect.errors import VideoError
-    from frameselect.video.stream import LiveSource
 
     secret = layout.parent / "outside" / "secret.mp4"
     playlist = f"#EXTM3U\n#EXT-X-TARGETDURATION:10\n#EXTINF:1,\nfile://{secret}\n#EXT-X-ENDLIST\n".encode()
@@ -163,8 +163,8 @@ def test_a_live_address_gets_network_protocols_only(layout: Path) -> None:
     import http.server
     import threading
 
+    from frameselect._core.video.stream import LiveSource
     from frameselect.errors import VideoError
-    from frameselect.video.stream import LiveSource
 
     data = (layout / "inside.mp4").read_bytes()
 

@@ -7,7 +7,7 @@ It used to ignore ``nframes=2`` (8 frames came back), ``fps=0`` and ``video_star
 Expected values: qwen-vl-utils 0.0.14 (PyPI), ``qwen_vl_utils.vision_process.fetch_video(ele,
 return_video_metadata=True)`` with decord 0.6.0 as its reader (torch 2.14.1, torchvision 0.29.1),
 run on the same video as here (300 frames of 48x64 at 10 fps, written by
-``frameselect.video.synth.write_video``): the tensor's shape ``(T, 3, H, W)`` and the first and
+``frameselect._core.video.synth.write_video``): the tensor's shape ``(T, 3, H, W)`` and the first and
 last of its ``frames_indices``; and ``smart_nframes`` / ``calculate_video_frame_range`` on the
 inputs named. Here the frames are chosen by the ``uniform`` selector from the pool of every frame
 (``pool="all"``) within the element's time range, as many as qwen-vl-utils takes.
@@ -24,8 +24,8 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("PIL")
 
+from frameselect._core.video.synth import write_video  # noqa: E402
 from frameselect.integrations.qwen_vl_utils import frame_range, process_vision_info, smart_nframes  # noqa: E402
-from frameselect.video.synth import write_video  # noqa: E402
 
 # element keys -> (T, H, W, first source frame, last source frame) from qwen-vl-utils 0.0.14 fetch_video
 FETCH_VIDEO = [

@@ -7,12 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from frameselect.cache import Cache, RunCounters
+from frameselect._core.cache import Cache, RunCounters
+from frameselect._core.video import candidates, probe
+from frameselect._core.video.synth import write_frames
+from frameselect._engine.pipeline import _Context, build_pool, featurize
 from frameselect.encoders.base import Encoder
-from frameselect.pipeline import _Context, build_pool, featurize
 from frameselect.types import Query, Sample, Span
-from frameselect.video import candidates, probe
-from frameselect.video.synth import write_frames
 
 W, H = 64, 32  # coded frames are landscape
 

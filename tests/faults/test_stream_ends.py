@@ -28,10 +28,10 @@ import numpy as np
 import pytest
 
 import frameselect
+from frameselect._core.video.stream import LiveSource
+from frameselect._core.video.synth import write_frames
 from frameselect.errors import ConfigError
 from frameselect.streaming.drive import iter_stream, run_stream
-from frameselect.video.stream import LiveSource
-from frameselect.video.synth import write_frames
 
 pytestmark = pytest.mark.slow  # streams served and read in real time
 
@@ -178,7 +178,7 @@ def test_answers_come_while_the_stream_plays(clip: Path) -> None:
 CHILD = """
 import sys
 from frameselect.streaming.drive import run_stream
-from frameselect.video.stream import LiveSource
+from frameselect._core.video.stream import LiveSource
 print("reading", flush=True)
 answers = run_stream(LiveSource(sys.argv[1], fps=2, timeout=30), "sliding_window", "color_histogram",
                      [(0.5, "q", 2), (100.0, "q", 2)], answers_to=sys.argv[2],

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 import frameselect
+from frameselect._core.video import candidates, probe
+from frameselect._core.video.synth import write_frames
 from frameselect.datasets.base import InMemoryDataset
 from frameselect.errors import CorruptVideoError, TruncatedVideoError
 from frameselect.types import Query, Sample, Span
-from frameselect.video import candidates, probe
-from frameselect.video.synth import write_frames
 
 N_FRAMES, FPS = 100, 10  # a 10 s video
 
@@ -75,7 +75,7 @@ def test_full_file_is_not_truncated(faststart: Path) -> None:
 @pytest.mark.parametrize("decoders", [1, 2, 3])
 def test_damage_in_the_middle_is_corruption_not_truncation(faststart: Path, tmp_path: Path, decoders: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """The same error with one decoder or several side by side, and every frame before the damage first."""
-    from frameselect.video.source import VideoFrameSource
+    from frameselect._core.video.source import VideoFrameSource
 
     monkeypatch.setattr(VideoFrameSource, "parallel_decoders", decoders)
     data = bytearray(faststart.read_bytes())

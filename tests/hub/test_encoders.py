@@ -18,7 +18,8 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from frameselect.encoders.hub import BlipItmEncoder, ClipEncoder, OpenClipEncoder, SiglipEncoder  # noqa: E402
+from frameselect.encoders.hub import OpenClipEncoder  # noqa: E402
+from frameselect.encoders.hub_transformers import BlipItmEncoder, ClipEncoder, SiglipEncoder  # noqa: E402
 from frameselect.registry import encoders  # noqa: E402
 from frameselect.types import CandidatePool, InMemoryFrames, Query, Sample  # noqa: E402
 from tiny_hub import byte_bpe, tiny_clip, tiny_open_clip, tiny_siglip  # noqa: E402
@@ -260,8 +261,8 @@ def test_blip_itc_and_itm_match_the_model_heads(blip_tiny: tuple[Any, Any]) -> N
 
 
 def test_pipeline_featurize_uses_itm_scores_for_blip(blip_tiny: tuple[Any, Any], clip_tiny: tuple[Any, Any]) -> None:
-    from frameselect.cache import Cache, RunCounters
-    from frameselect.pipeline import _Context, featurize
+    from frameselect._core.cache import Cache, RunCounters
+    from frameselect._engine.pipeline import _Context, featurize
 
     frames = _frames(6)
     pool = CandidatePool(video_id="v", timestamps=np.arange(6.0), frame_indices=np.arange(6), policy="given", source=InMemoryFrames(list(frames)))
@@ -326,7 +327,7 @@ def test_encoders_are_registered_and_lazy() -> None:
 
 def test_aks_runs_end_to_end_on_blip_itm_scores(blip_tiny: tuple[Any, Any], tiny: Any, tmp_path: Path) -> None:
     """evaluate(selector="aks", encoder=blip_itm): relevance comes from the ITM head, computed once per pool and query."""
-    from frameselect.pipeline import evaluate
+    from frameselect._engine.pipeline import evaluate
 
     model, tok = blip_tiny
     enc = BlipItmEncoder(model=model, tokenizer=tok, batch_size=16)

@@ -24,10 +24,10 @@ if not hasattr(transformers, "Qwen2VLImageProcessorPil"):
 
 from tests.hub.test_vlm import QWEN_TEMPLATE, SIDE, SPECIAL, _qwen_tokenizer  # noqa: E402
 
+from frameselect._engine.plan import plan_run  # noqa: E402
 from frameselect.answerers._vlm_inputs import QwenVideoConfig, QwenVLInputs  # noqa: E402
 from frameselect.answerers.transformers_vlm import Qwen2_5VL, build_prompt  # noqa: E402
 from frameselect.errors import ConfigError  # noqa: E402
-from frameselect.plan import plan_run  # noqa: E402
 from frameselect.registry import selectors  # noqa: E402
 from frameselect.selectors.flexselect import FlexSelect, group_frames, group_shares  # noqa: E402
 from frameselect.types import CandidatePool, InMemoryFrames, Query, Sample  # noqa: E402

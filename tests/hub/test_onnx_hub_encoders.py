@@ -19,12 +19,13 @@ transformers = pytest.importorskip("transformers")
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
 
+from frameselect._engine.plan import resolve  # noqa: E402
 from frameselect.encoders import _onnx_hub  # noqa: E402
 from frameselect.encoders._onnx import int8_format  # noqa: E402
 from frameselect.encoders._onnx_hub import HUB_RECIPE  # noqa: E402
-from frameselect.encoders.hub import BlipItmEncoder, ClipEncoder, OpenClipEncoder, SiglipEncoder  # noqa: E402
+from frameselect.encoders.hub import OpenClipEncoder  # noqa: E402
+from frameselect.encoders.hub_transformers import BlipItmEncoder, ClipEncoder, SiglipEncoder  # noqa: E402
 from frameselect.errors import ConfigError, MissingDependencyError  # noqa: E402
-from frameselect.plan import resolve  # noqa: E402
 from tiny_hub import byte_bpe, tiny_clip, tiny_open_clip, tiny_siglip  # noqa: E402
 
 pytestmark = pytest.mark.slow  # ONNX export of hub encoders

@@ -20,12 +20,12 @@ if not hasattr(transformers, "Qwen2VLImageProcessorPil"):
     pytest.skip("needs transformers 5", allow_module_level=True)
 
 from colour_encoder import MeanColour  # noqa: E402
+from frameselect._engine.pipeline import evaluate  # noqa: E402
+from frameselect._engine.token_budget import plan_frames  # noqa: E402
 from frameselect.answerers._vlm_inputs import QwenVideoConfig, QwenVLInputs  # noqa: E402
 from frameselect.answerers.transformers_vlm import Qwen2VL  # noqa: E402
 from frameselect.errors import ConfigError  # noqa: E402
-from frameselect.pipeline import evaluate  # noqa: E402
 from frameselect.store import Store  # noqa: E402
-from frameselect.token_budget import plan_frames  # noqa: E402
 from frameselect.tokens import Qwen2VL as Qwen2VLCost  # noqa: E402
 
 from .test_vlm import QWEN_TEMPLATE, _qwen_model, _qwen_tokenizer  # noqa: E402

@@ -29,6 +29,8 @@ transformers = pytest.importorskip("transformers")
 if not hasattr(transformers, "Qwen2VLImageProcessorPil"):
     pytest.skip("needs transformers 5 (PIL image processors as references)", allow_module_level=True)
 
+from frameselect._core.cache import RunCounters  # noqa: E402
+from frameselect._engine.pipeline import answer_one  # noqa: E402
 from frameselect.answerers._vlm_inputs import (  # noqa: E402
     InternVLInputs,
     LlavaOnevisionInputs,
@@ -40,8 +42,6 @@ from frameselect.answerers._vlm_inputs import (  # noqa: E402
 )
 from frameselect.answerers.base import AnswerRequest  # noqa: E402
 from frameselect.answerers.transformers_vlm import Qwen2_5VL, Qwen2VL, build_prompt, selection_fps  # noqa: E402
-from frameselect.cache import RunCounters  # noqa: E402
-from frameselect.pipeline import answer_one  # noqa: E402
 from frameselect.registry import answerers  # noqa: E402
 from frameselect.store import Store  # noqa: E402
 from frameselect.types import CandidatePool, InMemoryFrames, Query, Sample, Selection  # noqa: E402
@@ -570,7 +570,7 @@ def test_docstring_examples() -> None:
 
 
 def test_qwen2_vl_asks_a_grounding_question_for_its_window_and_reads_it(qwen2_vl: Qwen2VL, monkeypatch: pytest.MonkeyPatch) -> None:
-    from frameselect.windows import WINDOW_MAX_TOKENS, parse_windows, window_instruction
+    from frameselect._core.windows import WINDOW_MAX_TOKENS, parse_windows, window_instruction
 
     plain = _request(3)
     grounded = AnswerRequest(dataclasses.replace(plain.sample, metadata={"answer_windows": "fraction"}), plain.pool, plain.selection)

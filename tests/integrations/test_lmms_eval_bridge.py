@@ -12,12 +12,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from frameselect._core.video.synth import write_video
 from frameselect.errors import ConfigError
 from frameselect.integrations import bridge
 from frameselect.integrations.bridge import HarnessAnswerer, parse_model_args, run_selection
 from frameselect.store import Store
 from frameselect.types import Query, Sample
-from frameselect.video.synth import write_video
 
 QWEN_ARGS = ["pretrained", "device", "batch_size", "max_num_frames", "max_pixels", "min_pixels"]
 

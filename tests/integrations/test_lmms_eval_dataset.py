@@ -8,12 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from frameselect._core.video.synth import write_video
 from frameselect.cli import main
 from frameselect.datasets._loading import MissingVideoWarning
 from frameselect.datasets.lmms_eval_task import LmmsEvalTask, load_task_config
 from frameselect.errors import AnnotationError, DatasetConfigError, DatasetNotFoundError
 from frameselect.store import Store
-from frameselect.video.synth import write_video
 from lmms_eval_task_files import DOCS, TASK_YAML, write_task
 
 

@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from frameselect._core.video.synth import write_video
 from frameselect.datasets.lmms_eval_task import LmmsEvalTask
 from frameselect.store import Store
 from frameselect.tokens import visual_tokens
-from frameselect.video.synth import write_video
 
 pytestmark = pytest.mark.slow
 

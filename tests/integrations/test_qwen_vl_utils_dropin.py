@@ -26,8 +26,8 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("PIL")
 
+from frameselect._core.video.synth import write_video  # noqa: E402
 from frameselect.integrations.qwen_vl_utils import mean_rate, process_vision_info  # noqa: E402
-from frameselect.video.synth import write_video  # noqa: E402
 
 
 @pytest.fixture()

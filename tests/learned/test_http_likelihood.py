@@ -89,9 +89,9 @@ def test_training_with_such_a_server_fails_before_the_first_epoch(server: tuple[
     pytest.importorskip("torch")
     from learned_helpers import ColourText
 
+    from frameselect._studies.learned.api import setup, train
+    from frameselect._studies.learned.train import TrainConfig
     from frameselect.errors import FrameselectError
-    from frameselect.learned.api import setup, train
-    from frameselect.learned.train import TrainConfig
 
     url, bodies, settings = server
     settings["logprobs"] = False

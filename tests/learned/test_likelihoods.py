@@ -8,14 +8,14 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
+from frameselect._core.cache import RunCounters
+from frameselect._engine.pipeline import answer_cache_key
 from frameselect.answerers._logprobs import log_softmax, openai_option_logprobs, right_option_nll, scores_to_logprobs
 from frameselect.answerers.base import AnswerRequest
 from frameselect.answerers.likelihood import check_option_logprobs, option_logprobs_batch, option_logprobs_key
 from frameselect.answerers.offline import LIKELIHOOD_SHARPNESS, LabelOcrReader, OcrReader, word_match
 from frameselect.answerers.oracle import Oracle
-from frameselect.cache import RunCounters
 from frameselect.errors import AnswererError
-from frameselect.pipeline import answer_cache_key
 from frameselect.store import Store
 from frameselect.types import CandidatePool, InMemoryFrames, Query, Sample, Selection
 

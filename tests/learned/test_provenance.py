@@ -9,9 +9,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from frameselect._studies.learned.api import training_params
 from frameselect.datasets._haystack_suite import domain_fingerprint
 from frameselect.datasets.haystack import HaystackDataset
-from frameselect.learned.api import training_params
 from frameselect.learned.checkpoint import builtin_checkpoints, describe_training, read_header, same_suite, suite_identity, trained_on
 
 BENCH = {"dataset": "haystack", "domain": "bench", "domain_fingerprint": domain_fingerprint("bench")}
@@ -56,7 +56,7 @@ def test_shipped_checkpoint_is_trained_out_of_the_benchmarks_distribution() -> N
 
 def test_bench_flags_a_checkpoint_on_its_own_distribution(tmp_path: Path) -> None:
     pytest.importorskip("safetensors")
-    from frameselect.bench.runner import training_footnotes
+    from frameselect._studies.bench.runner import training_footnotes
     from frameselect.learned.checkpoint import save_checkpoint
 
     def checkpoint(name: str, suite: dict[str, str]) -> str:

@@ -15,14 +15,14 @@ pytest.importorskip("safetensors")
 sys.path.insert(0, str(Path(__file__).parent))
 from learned_helpers import ColourText  # noqa: E402
 
+from frameselect._engine.pipeline import evaluate  # noqa: E402
+from frameselect._engine.replay import replay  # noqa: E402
+from frameselect._studies.learned.api import setup, train  # noqa: E402
+from frameselect._studies.learned.data import split_by_video  # noqa: E402
+from frameselect._studies.learned.train import TrainConfig  # noqa: E402
 from frameselect.answerers.offline import OcrReader  # noqa: E402
 from frameselect.errors import SelectionError  # noqa: E402
-from frameselect.learned.api import setup, train  # noqa: E402
 from frameselect.learned.checkpoint import CheckpointError, load_tensors, read_header  # noqa: E402
-from frameselect.learned.data import split_by_video  # noqa: E402
-from frameselect.learned.train import TrainConfig  # noqa: E402
-from frameselect.pipeline import evaluate  # noqa: E402
-from frameselect.replay import replay  # noqa: E402
 from frameselect.selectors.learned import BayesGRPO  # noqa: E402
 
 pytestmark = pytest.mark.slow  # training the learned selector (torch)
@@ -189,7 +189,7 @@ def test_without_torch_the_selector_is_listed_and_asks_for_the_extra(monkeypatch
 
 def test_training_collects_its_data_on_an_executor(tiny, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """Pools encoded by worker processes give the very checkpoint that serial encoding gives."""
-    from frameselect.executors import ProcessExecutor
+    from frameselect._engine.executors import ProcessExecutor
 
     cfg = dataclasses.replace(CONFIG, stages=("prior",))
     here = setup(tiny, encoder=ColourText(), answerer=None, test_fraction=0.5, cache_dir=tmp_path / "serial")

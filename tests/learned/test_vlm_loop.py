@@ -15,10 +15,10 @@ pytest.importorskip("transformers")
 sys.path.insert(0, str(Path(__file__).parent))
 from learned_helpers import ColourText, tiny_qwen2_vl  # noqa: E402
 
-from frameselect.learned.api import setup, train  # noqa: E402
+from frameselect._engine.pipeline import evaluate  # noqa: E402
+from frameselect._studies.learned.api import setup, train  # noqa: E402
+from frameselect._studies.learned.train import TrainConfig  # noqa: E402
 from frameselect.learned.checkpoint import load_tensors  # noqa: E402
-from frameselect.learned.train import TrainConfig  # noqa: E402
-from frameselect.pipeline import evaluate  # noqa: E402
 from frameselect.selectors.learned import BayesGRPO  # noqa: E402
 
 

@@ -15,11 +15,11 @@ pytest.importorskip("jinja2")
 pytest.importorskip("matplotlib")
 
 import frameselect
+from frameselect._engine.replay import replay
+from frameselect._studies.htmlreport import ReportError, ReportOptions, build_report, write_report
 from frameselect.datasets.base import InMemoryDataset
 from frameselect.datasets.tiny import TinyDataset
-from frameselect.htmlreport import ReportError, ReportOptions, build_report, write_report
 from frameselect.registry import datasets
-from frameselect.replay import replay
 from frameselect.store import Store
 from frameselect.types import Query
 
@@ -178,8 +178,8 @@ def test_rank_charts_and_timelines_show_the_best_runs_only(store_path: tuple[Pat
 
 def test_tau_between_rankings_keeps_ties() -> None:
     """τ_b from the values: a tie in one ranking is not an order (hand-computed: τ_b = 2/√6)."""
-    from frameselect.htmlreport import tau_matrix
-    from frameselect.stats import Ranking
+    from frameselect._core.stats import Ranking
+    from frameselect._studies.htmlreport import tau_matrix
 
     a = Ranking(("d", "m", "all"), ("x", "y", "z"), {"x": 0.5, "y": 0.4, "z": 0.3})
     b = Ranking(("d", "m", "kind=needle"), ("x", "y", "z"), {"x": 0.6, "y": 0.6, "z": 0.2})
@@ -210,7 +210,7 @@ class HostileStream(InMemoryDataset):
 
 @pytest.fixture(scope="module")
 def stream_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
-    from frameselect.streaming.evaluate import evaluate_stream
+    from frameselect._engine.evaluate_stream import evaluate_stream
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setitem(datasets._entries, "report_hostile_stream", HostileStream)
@@ -240,7 +240,7 @@ def _stored_stream_records(store: Path) -> dict[tuple[str, int], dict[str, objec
 
 
 def test_stream_report_draws_accuracy_against_memory_per_selector(stream_store: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
-    from frameselect.htmlreport import figures
+    from frameselect._studies.htmlreport import figures
 
     store, cache = stream_store
     drawn: list[dict[str, list[tuple[int, float]]]] = []
@@ -295,7 +295,7 @@ def test_a_report_without_streaming_runs_has_no_streaming_section(store_path: tu
 
 
 def test_pareto_front_keeps_the_runs_no_cheaper_run_beats() -> None:
-    from frameselect.htmlreport.figures import pareto_front
+    from frameselect._studies.htmlreport.figures import pareto_front
 
     points = [(100.0, 0.5), (200.0, 0.5), (150.0, 0.7), (300.0, 0.9), (250.0, 0.6), (150.0, 0.4), (400.0, float("nan"))]
     assert pareto_front(points) == [(100.0, 0.5), (150.0, 0.7), (300.0, 0.9)]

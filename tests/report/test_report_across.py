@@ -17,11 +17,11 @@ pytest.importorskip("matplotlib")
 
 import frameselect
 from colour_encoder import MeanColour
-from frameselect.cache import Cache
-from frameselect.htmlreport import THUMB_WIDTH, ReportOptions, build_report, figures, write_report
+from frameselect._core.cache import Cache
+from frameselect._core.video.pool import candidates
+from frameselect._studies.htmlreport import THUMB_WIDTH, ReportOptions, build_report, figures, write_report
 from frameselect.registry import datasets, encoders
 from frameselect.store import Store
-from frameselect.video.pool import candidates
 
 pytestmark = pytest.mark.slow  # a generated suite, matplotlib figures, a headless browser
 
@@ -193,7 +193,7 @@ def test_thumbnails_of_a_question_are_bounded_over_all_its_videos(cross_store: d
 
 
 def test_thumb_shares_round_the_videos() -> None:
-    from frameselect.htmlreport import _thumb_shares
+    from frameselect._studies.htmlreport import _thumb_shares
 
     assert _thumb_shares([10, 10], 5) == [3, 2]
     assert _thumb_shares([1, 10, 10], 6) == [1, 3, 2]  # video 1's unused share goes to the others

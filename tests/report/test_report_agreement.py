@@ -16,7 +16,7 @@ from test_claims_table import _store  # noqa: E402
 def test_report_ranks_across_datasets(tmp_path: Path, flip: bool) -> None:
     pytest.importorskip("jinja2")
     pytest.importorskip("matplotlib")
-    from frameselect.htmlreport import ReportOptions, build_report
+    from frameselect._studies.htmlreport import ReportOptions, build_report
 
     path = tmp_path / "s.sqlite"
     _store(path, flip)

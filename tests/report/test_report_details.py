@@ -16,10 +16,10 @@ pytest.importorskip("jinja2")
 pytest.importorskip("matplotlib")
 
 import frameselect
+from frameselect._core.stats import Ranking
+from frameselect._studies.htmlreport import ReportOptions, tau_note, tied_ranks, write_report
 from frameselect.answerers.base import AnswerRequest
 from frameselect.answerers.oracle import Oracle
-from frameselect.htmlreport import ReportOptions, tau_note, tied_ranks, write_report
-from frameselect.stats import Ranking
 from frameselect.store import Store
 from frameselect.types import Answer
 
@@ -53,7 +53,7 @@ def test_tied_ranks_share_the_best_rank() -> None:
 def test_tau_note_names_the_level_rankings() -> None:
     flat = Ranking(("d", "m", "ordering"), ("a", "b"), {"a": 1.0, "b": 1.0})
     full = Ranking(("d", "m", "all"), ("a", "b"), {"a": 1.0, "b": 0.5})
-    tau = __import__("frameselect.htmlreport", fromlist=["tau_matrix"]).tau_matrix([full, flat])
+    tau = __import__("frameselect._studies.htmlreport", fromlist=["tau_matrix"]).tau_matrix([full, flat])
     assert math.isnan(tau[0, 1]) and tau[0, 0] == pytest.approx(1.0)
     note = tau_note(["all", "ordering"], [full, flat], tau, {"all": 6, "ordering": 1})
     assert note == "Blank cells: Kendall τ_b is undefined where every run scores the same on ordering (1 question), so that ranking has no order to compare."

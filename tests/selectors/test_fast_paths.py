@@ -11,10 +11,11 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
+from frameselect.selectors._classical_common import _squared_norms
 from frameselect.selectors._draws import BoundedDraws, numpy_draws_as_expected, weighted_index, weighted_sample
 from frameselect.selectors.aks import aks_leaves, aks_select
 from frameselect.selectors.base import normalize_minmax
-from frameselect.selectors.classical import _lloyd, _nearest_distinct, _squared_norms, kmeans_centroids, kmeans_plus_plus
+from frameselect.selectors.diversity import _lloyd, _nearest_distinct, kmeans_centroids, kmeans_plus_plus
 from frameselect.selectors.focus import _floyd_rows, _mean_var_rows
 
 

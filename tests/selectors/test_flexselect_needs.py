@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from frameselect.bench.runner import _selectors
+from frameselect._engine.plan import plan_run
+from frameselect._studies.bench.runner import _selectors
 from frameselect.errors import ConfigError
-from frameselect.plan import plan_run
 from frameselect.registry import answerers, selectors
 from frameselect.types import Query, Sample
 

@@ -108,7 +108,7 @@ def test_random_agent_is_flagged_and_conforms() -> None:
 
 
 def test_bench_skips_it_without_weights_and_takes_the_training_free_ones() -> None:
-    from frameselect.bench.runner import _selectors
+    from frameselect._studies.bench.runner import _selectors
 
     class TextEncoder:
         id = "synthetic()"

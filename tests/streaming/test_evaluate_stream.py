@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
+from frameselect._core.fingerprint import canonical
+from frameselect._engine.evaluate_stream import delay_group, evaluate_stream, memory_evidence_recall, plan_stream, stream_table
 from frameselect.datasets.base import InMemoryDataset
 from frameselect.errors import ConfigError, ContractError
-from frameselect.fingerprint import canonical
 from frameselect.store import Store
 from frameselect.streaming.base import StreamSelection
-from frameselect.streaming.evaluate import delay_group, evaluate_stream, memory_evidence_recall, plan_stream, stream_table
 from frameselect.streaming.window import SlidingWindow
 from frameselect.types import Query, Sample, SampleRecord, Span
 

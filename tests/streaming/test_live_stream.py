@@ -1,7 +1,7 @@
 """Selecting from a real stream while it plays: MPEG-TS served over HTTP on the loopback address, in real time.
 
 A server thread sends a generated clip's MPEG-TS bytes at the pace the clip
-plays; :class:`~frameselect.video.stream.LiveSource` reads it with PyAV as it
+plays; :class:`~frameselect._core.video.stream.LiveSource` reads it with PyAV as it
 arrives; ``run_stream`` selects from it with a streaming selector over the
 ``color_histogram`` encoder. The frames, their times and the selections must
 equal those of the same clip read as a file.
@@ -19,12 +19,12 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
+from frameselect._core.video.pool import candidates
+from frameselect._core.video.stream import LiveSource, StreamFrame, replay_file
+from frameselect._core.video.synth import write_frames
 from frameselect.errors import ConfigError, VideoError
 from frameselect.registry import encoders, streaming
 from frameselect.streaming.drive import run_stream
-from frameselect.video.pool import candidates
-from frameselect.video.stream import LiveSource, StreamFrame, replay_file
-from frameselect.video.synth import write_frames
 
 pytestmark = pytest.mark.slow  # a stream served and read in real time
 

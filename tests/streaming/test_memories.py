@@ -10,8 +10,8 @@ import pytest
 from numpy.typing import NDArray
 from scipy import stats
 
+from frameselect._engine.plan import resolve
 from frameselect.errors import ConfigError
-from frameselect.plan import resolve
 from frameselect.registry import selectors, streaming
 from frameselect.streaming.base import StreamingSelector, spread
 from frameselect.streaming.sieve import ivm_value, sieve_count

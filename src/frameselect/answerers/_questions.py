@@ -28,7 +28,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from frameselect._memo import memoized
+from frameselect._core.memo import memoized
 
 __all__ = ["QuestionReading", "read_question", "quoted", "CROSS_KINDS"]
 

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from frameselect.fingerprint import fingerprint
+from frameselect._core.fingerprint import fingerprint
+from frameselect._core.windows import requested_units, window_duration
 from frameselect.parts import Part, part_id
 from frameselect.types import SINGLE_VIDEO_ID, Answer, CandidatePool, Sample, Selection, option_letters
-from frameselect.windows import requested_units, window_duration
 
 if TYPE_CHECKING:
     from frameselect.tokens import TokenModel
@@ -222,7 +222,7 @@ def answer_cache_key(answerer: Answerer, request: AnswerRequest) -> str:
     Frames enter by identity (video content hash, pool policy and the selected
     pool indices), which determines their content exactly; a request over
     several videos adds each video's (:meth:`AnswerRequest.frame_identity`). A question that asks
-    for time windows (:mod:`frameselect.windows`) adds their units and the
+    for time windows (:mod:`frameselect._core.windows`) adds their units and the
     duration fractions refer to (the prompt and the reading of the reply depend on them).
     """
     units = requested_units(request.sample)

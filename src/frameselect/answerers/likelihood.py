@@ -1,7 +1,7 @@
 """Option log-probabilities through the store's answer cache.
 
 :func:`option_logprobs_batch` is to :meth:`Answerer.option_logprobs` what
-:func:`frameselect.run.answer_batch` is to ``answer``: a request whose
+:func:`frameselect._engine.run.answer_batch` is to ``answer``: a request whose
 log-probabilities are in the store (keyed like its answer, under a distinct
 ``option_logprobs`` key) is never sent to the backend again. A backend without
 the capability fails before the first request.
@@ -14,10 +14,10 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
+from frameselect._core.counters import RunCounters
+from frameselect._core.fingerprint import fingerprint
 from frameselect.answerers.base import Answerer, AnswerRequest, answer_cache_key
-from frameselect.counters import RunCounters
 from frameselect.errors import AnswererError
-from frameselect.fingerprint import fingerprint
 from frameselect.store import Store
 
 __all__ = ["check_option_logprobs", "option_logprobs_key", "option_logprobs_batch"]

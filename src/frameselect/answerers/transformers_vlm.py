@@ -36,10 +36,10 @@ frames' timestamps (``time_instruction=True``; "uniformly sampled" becomes
 options and "Answer with the option's letter from the given choices
 directly." Decoding is greedy (no sampling, one beam), ``max_new_tokens``
 tokens at most, one request at a time. A grounding question (its sample's
-``metadata["answer_windows"]``, :mod:`frameselect.windows`) also asks for
+``metadata["answer_windows"]``, :mod:`frameselect._core.windows`) also asks for
 the answer's time window(s) and may take up to
-:data:`~frameselect.windows.WINDOW_MAX_TOKENS` tokens; the reply's windows
-(:func:`~frameselect.windows.parse_windows`) are the answer's ``windows``,
+:data:`~frameselect._core.windows.WINDOW_MAX_TOKENS` tokens; the reply's windows
+(:func:`~frameselect._core.windows.parse_windows`) are the answer's ``windows``,
 in seconds.
 
 Without torchvision, which transformers 5's video processors (and so the
@@ -71,8 +71,6 @@ the hub (tests).
 
 from __future__ import annotations
 
-import math
-import re
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -80,17 +78,27 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from frameselect._hub import cached_commit, dtype_kwarg, dtype_name, module_device, module_dtype, pick_device, pick_dtype, weights_fingerprint
+from frameselect._core.hub import cached_commit, dtype_kwarg, dtype_name, module_device, module_dtype, pick_device, pick_dtype, weights_fingerprint
+from frameselect._core.windows import WINDOW_MAX_TOKENS, window_request
 from frameselect.answerers._vlm_inputs import InternVLInputs, LlavaOnevisionInputs, QwenVideoConfig, QwenVLInputs, torchvision_available
-from frameselect.answerers.base import Answerer, AnswerRequest, option_letters, size_groups, video_label
+from frameselect.answerers.base import Answerer, AnswerRequest, size_groups, video_label
 from frameselect.errors import AnswererError
 from frameselect.parts import Range
 from frameselect.registry import answerers
-from frameselect.types import Answer, Query
-from frameselect.windows import WINDOW_MAX_TOKENS, WindowRequest, window_request
+from frameselect.types import Answer
 
 if TYPE_CHECKING:
     from frameselect.tokens import TokenModel
+from frameselect.answerers._vlm_attention import _rotate_half, _StopForward, _text_to_visual_attention, text_to_visual_attention  # noqa: F401
+from frameselect.answerers._vlm_prompts import (  # noqa: F401
+    _LETTER_PREFIX,
+    MULTIPLE_CHOICE_SUFFIX,
+    OPEN_ENDED_SUFFIX,
+    build_prompt,
+    build_prompt_across,
+    selection_fps,
+    time_instruction_text,
+)
 
 __all__ = [
     "TransformersVLM",
@@ -104,95 +112,6 @@ __all__ = [
     "selection_fps",
     "videos_by_size",
 ]
-
-MULTIPLE_CHOICE_SUFFIX = "Answer with the option's letter from the given choices directly."
-OPEN_ENDED_SUFFIX = "Answer the question using a single word or phrase."
-_LETTER_PREFIX = re.compile(r"^\s*\(?([A-Z])[.):]\s+")
-
-
-def time_instruction_text(timestamps: Sequence[float], duration: float | None = None) -> str:
-    """The LLaVA-Video time instruction for frames at ``timestamps`` (seconds).
-
-    >>> time_instruction_text([0.5, 2.0], duration=4.0)
-    'The video lasts for 4.00 seconds, and 2 frames are sampled from it. These frames are located at 0.50s,2.00s. Please answer the following questions related to this video.'
-    """
-    length = duration if duration is not None and duration > 0 else (max(timestamps) if len(timestamps) else 0.0)
-    located = ",".join(f"{t:.2f}s" for t in timestamps)
-    return (
-        f"The video lasts for {length:.2f} seconds, and {len(timestamps)} frames are sampled from it. "
-        f"These frames are located at {located}. Please answer the following questions related to this video."
-    )
-
-
-def build_prompt(
-    query: Query, timestamps: Sequence[float] = (), duration: float | None = None, time_instruction: bool = True, windows: WindowRequest | None = None
-) -> str:
-    """The question text given to every VLM backend.
-
-    Options get letters A, B, ...; an option that already starts with its
-    own letter (``"A. red"``) keeps it once. ``windows`` (a grounding
-    question) adds the request for time windows after the answering
-    instruction, or instead of the open-ended one.
-
-    >>> print(build_prompt(Query("What colour is the car?", ("red", "B. blue")), [1.0, 3.0], duration=4.0))
-    The video lasts for 4.00 seconds, and 2 frames are sampled from it. These frames are located at 1.00s,3.00s. Please answer the following questions related to this video.
-    What colour is the car?
-    A. red
-    B. blue
-    Answer with the option's letter from the given choices directly.
-    """
-    lines = [time_instruction_text(timestamps, duration)] if time_instruction and len(timestamps) else []
-    lines.append(query.text.strip())
-    if query.options:
-        for letter, option in zip(option_letters(len(query.options)), query.options, strict=True):
-            match = _LETTER_PREFIX.match(option)
-            text = option[match.end() :] if match and match.group(1) == letter else option
-            lines.append(f"{letter}. {text.strip()}")
-        lines.append(MULTIPLE_CHOICE_SUFFIX)
-    elif windows is None:
-        lines.append(OPEN_ENDED_SUFFIX)
-    if windows is not None:
-        lines.append(windows.instruction(bool(query.options)))
-    return "\n".join(lines)
-
-
-def build_prompt_across(
-    query: Query,
-    videos: Sequence[tuple[str, Sequence[float], float | None]],
-    time_instruction: bool = True,
-    windows: WindowRequest | None = None,
-) -> str:
-    """The question text for several videos: ``videos`` is ``(label, timestamps, duration)`` per video, in order.
-
-    >>> print(build_prompt_across(Query("Which video shows the cat first?", ("Video 1", "Video 2")), [("Video 1", [1.0], 4.0), ("Video 2", [0.5, 2.0], 3.0)]))
-    Video 1 lasts for 4.00 seconds, and 1 frames are sampled from it. These frames are located at 1.00s.
-    Video 2 lasts for 3.00 seconds, and 2 frames are sampled from it. These frames are located at 0.50s,2.00s.
-    Please answer the following questions related to these videos.
-    Which video shows the cat first?
-    A. Video 1
-    B. Video 2
-    Answer with the option's letter from the given choices directly.
-    """
-    lines = []
-    if time_instruction:
-        for label, timestamps, duration in videos:
-            length = duration if duration is not None and duration > 0 else (max(timestamps) if len(timestamps) else 0.0)
-            located = ",".join(f"{t:.2f}s" for t in timestamps)
-            lines.append(f"{label} lasts for {length:.2f} seconds, and {len(timestamps)} frames are sampled from it. These frames are located at {located}.")
-        lines.append("Please answer the following questions related to these videos.")
-    return "\n".join([*lines, build_prompt(query, (), None, False, windows)])
-
-
-def selection_fps(timestamps: Sequence[float]) -> float:
-    """Mean frame rate of a selection, ``(n - 1) / (t_last - t_first)``; 1.0 when undefined.
-
-    >>> selection_fps([0.0, 2.0, 4.0])
-    0.5
-    """
-    if len(timestamps) < 2:
-        return 1.0
-    span = float(timestamps[-1]) - float(timestamps[0])
-    return (len(timestamps) - 1) / span if span > 0 else 1.0
 
 
 def _transformers_major() -> int:
@@ -456,63 +375,6 @@ def videos_by_size(label: str, frames: list[NDArray[np.uint8]], timestamps: list
         times = ", ".join(f"{timestamps[i]:.1f}s" for i in members)
         out.append((f"{label}, frames at {times} ({w}x{h})", [frames[i] for i in members], [timestamps[i] for i in members]))
     return out
-
-
-class _StopForward(Exception):
-    """Raised by the hook on the reference layer: the layers above it are not run."""
-
-
-def _rotate_half(x: Any) -> Any:
-    import torch
-
-    half = x.shape[-1] // 2
-    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-
-
-def text_to_visual_attention(layer: Any, hidden: Any, cos: Any, sin: Any, visual: Any, reduce: str = "max") -> Any:
-    """FlexSelect's relevance of each visual token at one decoder layer: the question's attention to it.
-
-    ``hidden`` is the layer's input ``(1, L, C)``, ``cos``/``sin`` the rotary
-    tables the model hands its layers (``(1, L, head_dim)``, M-RoPE sections
-    already laid out), ``visual`` a boolean mask over the ``L`` positions.
-    As yunzhuzhang0918/flexselect ``eval/qwen2_5_vl/token_selector.py``
-    ``token_selection`` (commit a1d1f5aa) computes it: queries of the text after
-    the last visual token and keys of every position, from the layer's
-    ``input_layernorm``, ``q_proj`` and ``k_proj`` (keys repeated over the
-    query-head groups), rotated, scaled by ``1/sqrt(head_dim)``, causally masked,
-    softmax over all keys (here in float32); the visual columns reduced over
-    heads and text queries by ``max`` (``token_selection``) or ``mean``
-    (``token_selection_mean``). Returns one score per visual token, in order.
-    """
-    import torch
-
-    with torch.inference_mode():
-        return _text_to_visual_attention(layer, hidden, cos, sin, visual, reduce)
-
-
-def _text_to_visual_attention(layer: Any, hidden: Any, cos: Any, sin: Any, visual: Any, reduce: str) -> Any:
-    import torch
-
-    attn = layer.self_attn
-    h = layer.input_layernorm(hidden)
-    b, length, _ = h.shape
-    d = int(attn.head_dim)
-    q = attn.q_proj(h).view(b, length, -1, d).transpose(1, 2)
-    k = attn.k_proj(h).view(b, length, -1, d).transpose(1, 2)
-    c, s_ = cos.unsqueeze(1), sin.unsqueeze(1)
-    q = q * c + _rotate_half(q) * s_
-    k = k * c + _rotate_half(k) * s_
-    k = k.repeat_interleave(q.shape[1] // k.shape[1], dim=1)
-    positions = torch.nonzero(visual, as_tuple=False)[:, 0]
-    end = int(positions[-1]) + 1
-    if end >= length:
-        raise AnswererError("no text follows the video: the question's attention to the frames cannot be read")
-    scores = torch.matmul(q[:, :, end:, :].float(), k.float().transpose(-1, -2)) / math.sqrt(d)
-    queries = torch.arange(end, length, device=scores.device)
-    future = torch.arange(length, device=scores.device)[None, :] > queries[:, None]
-    probs = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)[..., visual]
-    flat = probs.reshape(b, -1, probs.shape[-1])
-    return (flat.max(dim=1).values if reduce == "max" else flat.mean(dim=1))[0]
 
 
 class _QwenVL(TransformersVLM):

@@ -129,7 +129,7 @@ class BudgetPolicy(Part):
         """What the policy shares a question's budget in proportion to, one weight per video in the sample's order.
 
         A budget counted in other units than frames (visual tokens:
-        :mod:`frameselect.token_budget`) is shared by these weights; ``total``
+        :mod:`frameselect._engine.token_budget`) is shared by these weights; ``total``
         is the frame count that budget stands for (``relevance`` reads the
         ``total`` most relevant frames). None for a policy whose shares are no
         proportion (a fixed count per video, or an official script's rounding).

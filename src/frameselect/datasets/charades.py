@@ -24,6 +24,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from frameselect._core.windows import ANSWER_WINDOWS
 from frameselect.datasets._loading import (
     SPAN_TOLERANCE,
     AnnotationDataset,
@@ -40,7 +41,6 @@ from frameselect.datasets._loading import (
 )
 from frameselect.registry import datasets
 from frameselect.types import Query, Sample, Span
-from frameselect.windows import ANSWER_WINDOWS
 
 __all__ = ["CharadesSTA", "parse_sta_line"]
 

@@ -60,7 +60,7 @@ class HaystackDataset(Dataset):
     @property
     def id(self) -> str:
         """Stable across cache folders: the videos' configuration and the questions (without paths)."""
-        from frameselect.fingerprint import fingerprint
+        from frameselect._core.fingerprint import fingerprint
 
         questions = [(s.id, s.query, s.answer, s.evidence, s.metadata) for s in self.samples()]
         return f"haystack:{self.config.key}:{fingerprint(questions, with_version=False)[:12]}"

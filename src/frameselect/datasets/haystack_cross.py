@@ -56,7 +56,7 @@ class HaystackCrossDataset(Dataset):
     @property
     def id(self) -> str:
         """Stable across cache folders: the videos' configuration and the questions (without paths)."""
-        from frameselect.fingerprint import fingerprint
+        from frameselect._core.fingerprint import fingerprint
 
         questions = [(s.id, s.query, s.answer, [(v.id, v.evidence) for v in s.video_refs], s.metadata) for s in self.samples()]
         return f"haystack_cross:{self.config.key}:{fingerprint(questions, with_version=False)[:12]}"

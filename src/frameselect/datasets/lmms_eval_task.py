@@ -31,10 +31,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from frameselect._core.fingerprint import fingerprint
 from frameselect.datasets._loading import MissingVideos, Where, annotation_error, inside, load_json, read_jsonl, read_records
 from frameselect.datasets.base import Dataset
 from frameselect.errors import AnnotationError, DatasetConfigError, DatasetNotFoundError, MissingDependencyError
-from frameselect.fingerprint import fingerprint
 from frameselect.registry import datasets
 from frameselect.types import Query, Sample, Span, option_letters
 

@@ -42,6 +42,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from frameselect._core.windows import ANSWER_WINDOWS
 from frameselect.datasets._loading import (
     AnnotationDataset,
     MissingVideos,
@@ -63,7 +64,6 @@ from frameselect.datasets._loading import (
 from frameselect.errors import DatasetNotFoundError
 from frameselect.registry import datasets
 from frameselect.types import Query, Sample, Span
-from frameselect.windows import ANSWER_WINDOWS
 
 __all__ = ["NExTQA", "NExTGQA", "load_grounding", "scored_type", "TYPE_MERGES"]
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from frameselect._core.windows import ANSWER_WINDOWS
 from frameselect.datasets._loading import (
     AnnotationDataset,
     MissingVideos,
@@ -36,7 +37,6 @@ from frameselect.datasets._loading import (
 )
 from frameselect.registry import datasets
 from frameselect.types import Query, Sample
-from frameselect.windows import ANSWER_WINDOWS
 
 __all__ = ["QVHighlights", "CLIP_LENGTH"]
 

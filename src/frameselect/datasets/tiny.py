@@ -18,11 +18,11 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from frameselect.cache import default_cache_dir
+from frameselect._core.cache import default_cache_dir
+from frameselect._core.video.synth import write_video
 from frameselect.datasets.base import Dataset
 from frameselect.registry import datasets
 from frameselect.types import Query, Sample, Span
-from frameselect.video.synth import write_video
 
 __all__ = ["TinyDataset", "TINY_VIDEOS"]
 

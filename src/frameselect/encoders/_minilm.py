@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from frameselect._memo import memoized
+from frameselect._core.memo import memoized
 from frameselect.errors import FrameselectError
 
 __all__ = ["MODEL_ID", "embed_texts", "label_embeddings", "mean_pool", "model_dir", "calibration_texts", "rewrite_for_int8", "quantize_int8", "gptq_round"]

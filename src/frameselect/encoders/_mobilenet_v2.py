@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from frameselect._memo import memoized
+from frameselect._core.memo import memoized
 from frameselect.errors import FrameselectError
 
 __all__ = ["weights_path", "load_mobilenet_v2", "classify", "imagenet_class_names", "IMAGENET_MEAN", "IMAGENET_STD", "WEIGHTS_FILE"]
@@ -242,7 +242,7 @@ def calibration_images(size: int = 224) -> Iterator[NDArray[np.float32]]:
     """Normalised (1, 3, size, size) inputs from the photographs inside scikit-image, and their mirrors."""
     from PIL import Image
 
-    from frameselect._bundled import skimage_data_dir
+    from frameselect._core.bundled import skimage_data_dir
 
     folder = skimage_data_dir()
     for name in ("astronaut.png", "chelsea.png", "coffee.png", "rocket.jpg", "motorcycle_left.png", "hubble_deep_field.jpg", "retina.jpg", "color.png"):

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from frameselect._memo import memoized
+from frameselect._core.memo import memoized
 from frameselect.errors import FrameselectError
 
 __all__ = ["read_text", "ocr_id"]

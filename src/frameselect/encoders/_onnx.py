@@ -55,8 +55,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from frameselect._cpus import usable_cpus
-from frameselect._memo import memoized
+from frameselect._core.cpus import usable_cpus
+from frameselect._core.memo import memoized
 from frameselect.errors import ConfigError, FrameselectError, MissingDependencyError
 
 __all__ = [
@@ -181,7 +181,7 @@ def intra_op_threads() -> int:
 
 
 def onnx_dir() -> Path:
-    from frameselect.cache import default_cache_dir
+    from frameselect._core.cache import default_cache_dir
 
     return default_cache_dir() / "onnx"
 

@@ -23,7 +23,7 @@ extraction modes (``extraction=``), each following one published scorer:
   prefix list.
 
 Breakdowns by sample metadata (duration group, task type, ...) are done by
-:func:`frameselect.pipeline.breakdown`, or over stored records by
+:func:`frameselect._engine.pipeline.breakdown`, or over stored records by
 :func:`accuracy_by`.
 """
 

@@ -26,7 +26,7 @@ window an answer carries.
 
 Grounded answers: an answer that names time windows (``Answer.windows``, in
 seconds; the backends ask for them on grounding questions, see
-:mod:`frameselect.windows`) is judged by its first window (the model's best)
+:mod:`frameselect._core.windows`) is judged by its first window (the model's best)
 instead of the selection's, by ``nextgqa_grounding``, ``nextgqa_acc_gqa`` and
 ``recall_at_iou``; these evaluators declare ``uses_answer``, so a run with an
 answerer asks for answers. Each writes ``grounding_from_answer`` per sample
@@ -41,12 +41,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
+from frameselect._core.windows import fraction_to_seconds
 from frameselect.evaluators.answer import answer_letters, check_extraction, extract_letter
 from frameselect.evaluators.base import Evaluator
 from frameselect.parts import Range
 from frameselect.registry import evaluators
 from frameselect.types import Answer, CandidatePool, Features, Sample, Selection, Span
-from frameselect.windows import fraction_to_seconds
 
 __all__ = [
     "selection_window",

@@ -21,12 +21,12 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from frameselect._core.fingerprint import fingerprint
+from frameselect._engine.plan import check_needs, check_pool, resolve
 from frameselect._version import __version__
 from frameselect.answerers.base import Answerer, AnswerRequest
 from frameselect.errors import ConfigError
-from frameselect.fingerprint import fingerprint
 from frameselect.parts import check_budget, parameter_names, part_config
-from frameselect.plan import check_needs, check_pool, resolve
 from frameselect.registry import did_you_mean, get_registry
 from frameselect.types import Answer, Sample, SampleRecord
 
@@ -87,7 +87,7 @@ class BridgeConfig:
 
 def _coerce(value: Any) -> Any:
     if isinstance(value, str):
-        from frameselect.commands._common import parse_value
+        from frameselect.cli.commands._common import parse_value
 
         return parse_value(value)
     return value
@@ -370,9 +370,9 @@ def run_selection(
     Samples stored ok by an earlier, interrupted invocation of the same run are not redone:
     their stored answers come back.
     """
+    from frameselect._engine.pipeline import run_plan
+    from frameselect._engine.plan import RunOptions, plan_run
     from frameselect.datasets.base import InMemoryDataset
-    from frameselect.pipeline import run_plan
-    from frameselect.plan import plan_run
 
     plan = plan_run(
         cfg.selector,
@@ -381,11 +381,9 @@ def run_selection(
         cfg.k,
         encoder=cfg.encoder,
         answerer=answerer,
-        pool=cfg.pool,
-        seed=cfg.seed,
-        label=cfg.label,
+        options=RunOptions(pool=cfg.pool, seed=cfg.seed, label=cfg.label),
     )
-    result = run_plan(plan, store=store if store is not None else cfg.store, cache_dir=cfg.cache_dir, progress=False)
+    result = run_plan(plan, store=store if store is not None else cfg.store, options=RunOptions(cache_dir=cfg.cache_dir, progress=False))
     return list(result.records)
 
 
@@ -403,14 +401,14 @@ def select_frames(
     """One sample's pool, features (through the feature cache) and selection, outside a run.
 
     ``restrict(pool, info)``, given the candidate pool and the video's probe
-    (:class:`~frameselect.video.probing.VideoInfo`), returns the pool to select from (a part of
+    (:class:`~frameselect._core.video.probing.VideoInfo`), returns the pool to select from (a part of
     it) and the budget, in place of ``pool`` and ``k``.
     """
     from pathlib import Path
 
-    from frameselect.cache import Cache, default_cache_dir
-    from frameselect.pipeline import featurize, sample_seed
-    from frameselect.run import RunContext, check_selection
+    from frameselect._core.cache import Cache, default_cache_dir
+    from frameselect._engine.pipeline import featurize, sample_seed
+    from frameselect._engine.run import RunContext, check_selection
 
     ctx = RunContext(cache=Cache(Path(cache_dir) if cache_dir is not None else default_cache_dir() / "features"))
     cand = build_pool_for(sample, check_pool(pool), ctx)
@@ -423,6 +421,6 @@ def select_frames(
 
 
 def build_pool_for(sample: Sample, policy: str, ctx: Any) -> Any:
-    from frameselect.run import build_pool
+    from frameselect._engine.run import build_pool
 
     return build_pool(sample, policy, ctx)

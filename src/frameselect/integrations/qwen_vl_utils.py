@@ -295,10 +295,10 @@ def process_vision_info(
     path to an :class:`~frameselect.answerers.base.AnswerRequest` already selected (the lmms-eval
     wrapper's way in); such videos are not selected again.
     """
+    from frameselect._engine.plan import resolve
     from frameselect.errors import ConfigError
     from frameselect.integrations.bridge import select_frames
     from frameselect.parts import check_budget
-    from frameselect.plan import resolve
     from frameselect.types import Query, Sample
 
     infos = extract_vision_info(conversations)

@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from frameselect._core.fingerprint import hash_bytes
 from frameselect.errors import FrameselectError
-from frameselect.fingerprint import hash_bytes
 
 __all__ = [
     "FORMAT",
@@ -106,7 +106,7 @@ def tensors_fingerprint(tensors: Mapping[str, NDArray[Any]], config: Mapping[str
 def _frozen_form(value: Any) -> Any:
     """The checkpoint format's own canonical JSON (floats by ``repr``), fixed with :data:`FORMAT`.
 
-    Independent of :func:`frameselect.fingerprint.canonical`, so a change to how
+    Independent of :func:`frameselect._core.fingerprint.canonical`, so a change to how
     the library fingerprints runs never invalidates a checkpoint's fingerprint.
     """
     if isinstance(value, Mapping):

@@ -10,8 +10,8 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import NDArray
 
+from frameselect._core.video.pixels import read_frames
 from frameselect.selectors.base import fill_to_k
-from frameselect.video.pixels import read_frames
 
 __all__ = ["CHUNK", "keep_top_k", "consecutive_abs_diff_sums", "planes"]
 

@@ -219,7 +219,7 @@ class Selector(Part):
         None (the default): every frame as decoded. A mixed-resolution
         selector returns its rule here, and its selections carry each frame's
         scale (``Selection.scales``); a run at a token budget plans its frame
-        count from this rule (:func:`frameselect.token_budget.plan_mixed`).
+        count from this rule (:func:`frameselect._engine.token_budget.plan_mixed`).
         """
         return None
 

@@ -9,12 +9,12 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 from numpy.typing import NDArray
 
+from frameselect._core.video.pixels import read_frames
 from frameselect.parts import Range
 from frameselect.registry import selectors
 from frameselect.selectors.base import Selector
 from frameselect.selectors.mgsampler import CHUNK, rgb_to_gray
 from frameselect.types import CandidatePool, Features, Query
-from frameselect.video.pixels import read_frames
 
 __all__ = ["DKTS", "resize_cubic", "dhash_nibbles", "dedup_bases", "kts_segments", "segment_scatters"]
 

@@ -7,7 +7,7 @@ the selection is the ``k`` frames with the largest logits (deterministic,
 ties to the earlier frame). The policy is trained by ``frameselect train``:
 stage 1 a supervised prior on evidence labels, stage 2 Bayesian GRPO on the
 frozen answerer's negative log-likelihood of the right option (see
-docs/learned.md and :mod:`frameselect.learned.train`).
+docs/learned.md and :mod:`frameselect._studies.learned.train`).
 
 Parameters: ``checkpoint``, a built-in name (``haystack``: trained on the
 haystack generator's ``train`` domain, other footage, objects and words than
@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from frameselect._memo import memoized
+from frameselect._core.memo import memoized
 from frameselect.errors import SelectionError
 from frameselect.registry import selectors
 from frameselect.selectors.base import Scored, Selector

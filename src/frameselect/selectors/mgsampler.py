@@ -12,10 +12,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from frameselect._core.video.pixels import read_frames
 from frameselect.registry import selectors
 from frameselect.selectors.base import Selector, fill_to_k
 from frameselect.types import CandidatePool, Features, Query
-from frameselect.video.pixels import read_frames
 
 __all__ = ["MGSampler", "rgb_to_gray", "ssim", "consecutive_ssim", "motion_guided_indices"]
 

@@ -6,10 +6,10 @@ any selector: the inner selector chooses the frames, the ``high`` most
 relevant of them (by the encoder's query relevance) are sent at
 ``high_scale`` of the decoded size and every other one at ``low_scale``. At a
 budget of ``k`` frames it keeps the inner selection's ``k`` frames; at a
-token budget (``evaluate(tokens=N)``, policy ``fixed_res``) the run plans the
+token budget (``evaluate(k=Tokens(N))``, policy ``fixed_res``) the run plans the
 count from :meth:`MultiRes.frame_scales`: ``high`` frames at the high size
 first, then as many low-size context frames as the rest of ``N`` pays for
-(:func:`frameselect.token_budget.plan_mixed`).
+(:func:`frameselect._engine.token_budget.plan_mixed`).
 
 Each frame's scale is carried by the selection (``Selection.scales``); the
 run turns scales into sizes (sides floored, then snapped to the cost model's

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from frameselect._memo import memoized
+from frameselect._core.memo import memoized
 from frameselect.errors import ConfigError, SelectionError
 from frameselect.parts import Range
 from frameselect.registry import selectors

@@ -72,7 +72,7 @@ class QFrame(Selector):
     s)``), in their time order, and drops the other candidates of its
     32-frame pool. Here each selected frame's scale (1/2, 1/4, 1/8 by its
     rank in the perturbed order) is carried by the selection, and the run
-    sends it at the floored size (``frameselect.token_budget.scaled_size``,
+    sends it at the floored size (``frameselect._engine.token_budget.scaled_size``,
     equal to ``side // s``). Departures: the budget ``k`` decides how many
     frames are kept (the reference keeps ``high + mid + low`` = 20; at
     ``k = 20`` the two agree), and ranks past the three tiers are sent at

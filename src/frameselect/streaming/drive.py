@@ -312,7 +312,7 @@ def run_stream(
     """Observe every frame of ``source`` and answer each question ``(t, query, k)`` from the memory at time ``t``.
 
     ``source`` yields ``(frame, time)`` pairs (or objects with ``image`` and
-    ``time``, as :mod:`frameselect.video.stream` sources do): RGB frames
+    ``time``, as :mod:`frameselect._core.video.stream` sources do): RGB frames
     ``(H, W, 3)`` uint8 and increasing stream times. ``selector`` and
     ``encoder`` are parts or registered names (``"sliding_window"``,
     ``"imagenet_label"``). Each frame is embedded by ``encoder.encode_frames``
