@@ -81,7 +81,8 @@ class FlexSelect(Selector):
     """Frames ranked by the answering model's text-to-visual attention at decoder ``layer`` (FlexSelect; module docs)."""
 
     needs_answerer: ClassVar[frozenset[str]] = frozenset({"answerer_attention"})
-    param_ranges = {"group": Range(ge=1, integer=True)}
+    # layer: a decoder layer index as Python indexes it (-1: the last); no model has more than 512 layers
+    param_ranges = {"group": Range(ge=1, integer=True), "layer": Range(ge=-512, le=511, integer=True)}
 
     layer: int = -1
     reduce: str = "max"
