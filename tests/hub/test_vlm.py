@@ -563,10 +563,10 @@ def test_docstring_examples() -> None:
     """tests/test_doctests.py skips this module (heavy); its examples need no model."""
     import doctest
 
-    from frameselect.answerers import transformers_vlm
+    from frameselect.answerers import _vlm_prompts, transformers_vlm  # the prompt builders' examples live beside them
 
-    result = doctest.testmod(transformers_vlm, optionflags=doctest.NORMALIZE_WHITESPACE)
-    assert result.attempted >= 3 and result.failed == 0
+    results = [doctest.testmod(m, optionflags=doctest.NORMALIZE_WHITESPACE) for m in (transformers_vlm, _vlm_prompts)]
+    assert sum(r.attempted for r in results) >= 3 and sum(r.failed for r in results) == 0
 
 
 def test_qwen2_vl_asks_a_grounding_question_for_its_window_and_reads_it(qwen2_vl: Qwen2VL, monkeypatch: pytest.MonkeyPatch) -> None:
