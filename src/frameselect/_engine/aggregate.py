@@ -5,27 +5,12 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from frameselect._core.fill import fill_share
 from frameselect.evaluators.base import Evaluator
 from frameselect.types import SampleRecord
-
-if TYPE_CHECKING:
-    pass
-from frameselect._engine.answering import (  # noqa: F401
-    AnswerWork,
-    answer_batch,
-    answer_batch_size,
-    answer_one,
-    answers_on_driver,
-    bind_frames,
-    cached_answers,
-    call_backend,
-    remember_answers,
-)
 
 __all__ = ["PIPELINE_KEYS", "aggregate", "breakdown", "failure_reasons"]
 

@@ -29,18 +29,6 @@ from frameselect.types import Answer, CandidatePool, Features, MultiSelection, S
 
 if TYPE_CHECKING:
     from frameselect._engine.plan import Plan
-from frameselect._engine.aggregate import PIPELINE_KEYS, aggregate, breakdown, failure_reasons  # noqa: F401
-from frameselect._engine.answering import (  # noqa: F401
-    AnswerWork,
-    answer_batch,
-    answer_batch_size,
-    answer_one,
-    answers_on_driver,
-    bind_frames,
-    cached_answers,
-    call_backend,
-    remember_answers,
-)
 
 __all__ = [
     "revivable",
