@@ -71,6 +71,8 @@ class _ReadState:
     end: str = ""
     restarts: int = 0
     damaged: int = 0
+    #: when the last packet came (``time.monotonic()``): an error ``timeout`` seconds after it is a stall, whatever FFmpeg calls it
+    last_data: float = field(default_factory=_time.monotonic)
 
 
 class LiveSource:
@@ -120,13 +122,17 @@ class LiveSource:
 
         from frameselect._core.video.container import open_local
 
+        # The timeout is FFmpeg's own ``rw_timeout`` (microseconds, for the open and for every
+        # read), not PyAV's ``timeout=``: PyAV's interrupt callback takes the GIL every few
+        # milliseconds from inside FFmpeg, and a reader thread still blocked in an open or a
+        # stalled read when the interpreter exits (after a Ctrl-C) then crashes the process.
+        timed = {"rw_timeout": str(round(self.timeout * 1e6)), **self.options}
         try:
             if is_address(self.url):
-                options = {"protocol_whitelist": NETWORK_PROTOCOLS, **self.options}
-                container = av.open(self.url, options=options, timeout=self.timeout)
+                container = av.open(self.url, options={"protocol_whitelist": NETWORK_PROTOCOLS, **timed})
             else:
                 local = self.url.removeprefix("file://") if self.url.startswith("file://") else self.url.removeprefix("file:")
-                container = open_local(local, options=self.options, timeout=self.timeout)
+                container = open_local(local, options=timed)
         except (av.error.FFmpegError, OSError) as exc:
             raise VideoError(self.url, f"cannot open the stream ({exc}); check the address and that it is playing") from exc
         if not container.streams.video:
@@ -191,6 +197,7 @@ class LiveSource:
 
             try:
                 for packet in container.demux(stream):
+                    state.last_data = _time.monotonic()
                     if stop.is_set():
                         state.end = "stopped by its reader"
                         return
@@ -199,7 +206,7 @@ class LiveSource:
             except av.error.FFmpegError as exc:
                 if count == 0:
                     raise VideoError(self.url, f"the stream gave no frame before it failed ({exc}); check the address and that it is playing") from exc
-                if isinstance(exc, av.error.ExitError):
+                if isinstance(exc, (av.error.ExitError, TimeoutError)) or _time.monotonic() - state.last_data >= self.timeout:
                     state.end = f"no data for {self.timeout:g} s: the stream is taken to have ended"
                 else:
                     state.end = f"the stream ended when its connection closed ({exc.strerror or exc})"
