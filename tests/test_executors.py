@@ -27,6 +27,7 @@ from frameselect._engine.plan import plan_run  # noqa: E402
 from frameselect._engine.replay import replay  # noqa: E402
 from frameselect._engine.run import UnitWork, group_by_video, units_of  # noqa: E402
 from frameselect.answerers.http import OpenAIHTTPAnswerer  # noqa: E402
+from frameselect.answerers.oracle import Oracle  # noqa: E402
 from frameselect.datasets.base import InMemoryDataset  # noqa: E402
 from frameselect.errors import ConfigError  # noqa: E402
 from frameselect.selectors import Selector  # noqa: E402
@@ -485,3 +486,68 @@ def test_a_worker_killed_on_every_try_fails_only_its_units_samples_with_the_caus
     assert reasons[0][0].startswith("worker lost: WorkerLost: worker process ") and reasons[0][0].endswith("ended while running this task (killed by SIGKILL)")
     assert _records_per_sample(store, par.run_id) == {s.id: 1 for s in tiny}
     assert again.table["n"] == 6
+
+
+# -- the answerer's model load: counted apart from the answers, whatever runs them ------------
+
+LOAD_S = 0.4
+
+
+class LoadsOnFirstAnswer(Oracle):
+    """``oracle`` whose every copy loads a "model" (a sleep) on its first answer, noted apart as a real backend does.
+
+    Each load appends ``pid seconds`` to the file ``log``: the loads that happened, wherever they ran."""
+
+    def __init__(self, log: str = "") -> None:
+        super().__init__()
+        self.log = log
+        self.ready = False
+
+    def answer(self, requests: Any) -> Any:
+        if not self.ready:
+            start = time.perf_counter()
+            time.sleep(LOAD_S)
+            self.ready = True
+            seconds = time.perf_counter() - start
+            self.loaded(seconds)
+            with open(self.log, "a", encoding="utf-8") as f:
+                f.write(f"{os.getpid()} {seconds!r}\n")
+        return super().answer(requests)
+
+
+def _loads(log: Path) -> list[tuple[int, float]]:
+    return [(int(pid), float(s)) for pid, s in (line.split() for line in log.read_text().splitlines())]
+
+
+def _check_loads_counted(result: Any, log: Path, *, on_workers: bool) -> None:
+    loads = _loads(log)
+    assert loads and all(s >= LOAD_S for _, s in loads)
+    if on_workers:
+        assert all(pid != os.getpid() for pid, _ in loads)  # each worker's copy loaded, none here
+    # the counter is the sum of every copy's load (rounded to a millisecond once)
+    assert abs(result.counters.answerer_load_ms - 1000 * sum(s for _, s in loads)) <= 1
+    assert result.counters.answerer_calls == 6
+    latencies = [r.metrics["answer_latency_s"] for r in result.records]
+    assert len(latencies) == 6 and max(latencies) < LOAD_S / 4  # no answer's latency holds the load
+    with Store(result.store_path) as st:
+        assert st.run(result.run_id).counters["answerer_load_ms"] == result.counters.answerer_load_ms
+
+
+def test_process_workers_return_their_answerers_load_time_summed_into_the_counter(tiny: Any, tmp_path: Path) -> None:
+    log = tmp_path / "loads.txt"
+    kw: dict[str, Any] = dict(selector="uniform", evaluators=["mc_accuracy"], dataset=tiny, k=3, cache_dir=tmp_path / "c")
+    serial = frameselect.evaluate(**kw, answerer=LoadsOnFirstAnswer(str(tmp_path / "serial.txt")), store=tmp_path / "s.sqlite")
+    _check_loads_counted(serial, tmp_path / "serial.txt", on_workers=False)
+    assert len(_loads(tmp_path / "serial.txt")) == 1
+    with ProcessExecutor(2) as ex:
+        par = frameselect.evaluate(**kw, answerer=LoadsOnFirstAnswer(str(log)), store=tmp_path / "p.sqlite", executor=ex)
+    _check_loads_counted(par, log, on_workers=True)
+    assert 1 <= len(_loads(log)) <= 2  # once per worker that answered
+    assert comparable(par.records) == comparable(serial.records)
+
+
+def test_ray_workers_return_their_answerers_load_time_summed_into_the_counter(ray_cluster: Any, tiny: Any, tmp_path: Path) -> None:
+    log = tmp_path / "loads.txt"
+    kw: dict[str, Any] = dict(selector="uniform", evaluators=["mc_accuracy"], dataset=tiny, k=3, cache_dir=tmp_path / "c")
+    on_ray = frameselect.evaluate(**kw, answerer=LoadsOnFirstAnswer(str(log)), store=tmp_path / "r.sqlite", executor="ray", workers=2)
+    _check_loads_counted(on_ray, log, on_workers=True)

@@ -99,7 +99,13 @@ class AnswerWork:
     #: the requests' frame sources count into a counter of this call's (a worker's), returned; False: as they are (this process)
     rebind: bool = True
 
-    def __call__(self, requests: Sequence[AnswerRequest]) -> tuple[list[Answer], int]:
+    def __call__(self, requests: Sequence[AnswerRequest]) -> tuple[list[Answer], int, float]:
+        """The answers, the frames their requests decoded, and the seconds the backend spent loading its model meanwhile.
+
+        The load seconds are those the backend noted (:meth:`~frameselect.answerers.base.Answerer.loaded`)
+        since they were last taken: on a worker, its copy's first load, so the run can sum the loads
+        of every worker into its ``answerer_load_ms`` counter.
+        """
         counter, memo = DecodeCounter(), FrameMemo()
         for r in requests:
             if self.rebind:
@@ -108,7 +114,7 @@ class AnswerWork:
         answers: list[Answer] = []
         for start in range(0, len(requests), chunk):
             answers.extend(call_backend(self.answerer, requests[start : start + chunk]))
-        return answers, counter.frames_decoded
+        return answers, counter.frames_decoded, self.answerer.take_load_seconds()
 
 
 def bind_frames(request: AnswerRequest, counter: DecodeCounter, memo: FrameMemo) -> None:

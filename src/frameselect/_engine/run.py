@@ -163,6 +163,8 @@ class Run:
         self.store = self._resources.enter_context(open_store(store))
         self.ctx = RunContext(cache=Cache(Path(cache_dir) if cache_dir is not None else default_cache_dir() / "features"))
         self.progress, self.on_record, self.by = progress, on_record, by
+        #: seconds the answering backend's copies (this process's and the workers') spent loading their model, not yet counted
+        self.load_seconds = 0.0
 
     def __enter__(self) -> Run:
         return self
@@ -230,7 +232,10 @@ class Run:
         plan = self.plan
         self.counters.frames_decoded = self.ctx.decoded.frames_decoded
         if plan.answerer is not None:  # a backend answering in this process noted its model's load apart from its answers
-            self.counters.answerer_load_ms += int(round(1000 * plan.answerer.take_load_seconds()))
+            self.load_seconds += plan.answerer.take_load_seconds()
+        # the loads of every copy of the backend (this process's, and each worker's, returned with its answers), summed
+        self.counters.answerer_load_ms += int(round(1000 * self.load_seconds))
+        self.load_seconds = 0.0
         self.store.set_counters(plan.run_id, self.counters.as_dict())
         order = {s.id: i for i, s in enumerate(plan.samples)}
         records = sorted((r for r in self.store.records(plan.run_id) if r.sample_id in order), key=lambda r: order[r.sample_id])
@@ -391,16 +396,21 @@ class _SampleLoop:
             future = self.executor.submit(*self.answer_call, requests)
         self.pending[future] = functools.partial(self._answered_on_executor, item)
 
-    def _answered_on_executor(self, item: _InFlight, future: cf.Future[tuple[list[Answer], int]]) -> None:
+    def _answered_on_executor(self, item: _InFlight, future: cf.Future[tuple[list[Answer], int, float]]) -> None:
         assert self.answerer is not None
         result, error = guarded(future.result)
         if result is None:
             if item.answer_attempts < UNIT_ATTEMPTS:
                 self._answer_on_executor(item)
                 return
-            result = [Answer(text="", model=self.answerer.id, error=f"worker lost: {reason_of(error or FrameselectError('no result'))}")] * len(item.missing), 0
-        fresh, decoded = result
+            result = (
+                [Answer(text="", model=self.answerer.id, error=f"worker lost: {reason_of(error or FrameselectError('no result'))}")] * len(item.missing),
+                0,
+                0.0,
+            )
+        fresh, decoded, load_s = result
         self.run.ctx.decoded.add(decoded)
+        self.run.load_seconds += load_s  # a worker's copy of the backend loaded its model in this task: summed over the workers
         self._answered([(item, p, key) for p, key in item.missing], fresh)
 
     def _start_driver_answers(self) -> None:

@@ -14,8 +14,21 @@ the runs' configurations, plus the selection and answering latencies the
 pipeline records. A metric whose evaluator overrides ``aggregate`` (MLVU
 M-Avg, Video-MME-v2 groups, UKSS) is recomputed by that evaluator on each
 resample; the others are means of the per-sample values.
+
+Runs with questions over several videos get a further section
+(:func:`across_sections`, :func:`across_tables`): videos per question, how
+the frames were shared among them, and the answer metrics by number of
+videos; :func:`per_video_tables` lists each question's frames per video.
 """
 
+from frameselect._studies.analysis._across import (  # noqa: F401
+    AcrossRow,
+    AcrossSection,
+    across_sections,
+    across_tables,
+    evidence_videos,
+    per_video_tables,
+)
 from frameselect._studies.analysis._ranks import (  # noqa: F401
     Agreement,
     agreement,
@@ -57,6 +70,12 @@ from frameselect._studies.analysis._tables import (  # noqa: F401
 )
 
 __all__ = [
+    "AcrossRow",
+    "AcrossSection",
+    "across_sections",
+    "across_tables",
+    "evidence_videos",
+    "per_video_tables",
     "MetricSpec",
     "StoredRun",
     "TableRow",

@@ -61,7 +61,18 @@ def add_stats_args(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from frameselect._core.render import render
-    from frameselect._studies.analysis import agreement, agreement_tables, at_tokens, build_tables, describe_resampling, load_runs, render_tables
+    from frameselect._studies.analysis import (
+        across_sections,
+        across_tables,
+        agreement,
+        agreement_tables,
+        at_tokens,
+        build_tables,
+        describe_resampling,
+        load_runs,
+        per_video_tables,
+        render_tables,
+    )
     from frameselect.store import Store
 
     if not os.path.exists(args.store):
@@ -84,10 +95,18 @@ def run(args: argparse.Namespace) -> int:
             note += f" (left out: {', '.join(left_out)})" if left_out else ""
         sections = build_tables(runs, args.metric, args.by, n_boot=args.boot, level=args.level, seed=args.seed)
         across = agreement(runs, args.metric, args.by, n_boot=args.boot, seed=args.seed)
+        several = across_tables(across_sections(runs, args.metric))
+        frames = per_video_tables(store, runs) if args.per_video else []
     print(render_tables(sections, args.format, note=note))
     if across is not None:  # several datasets (or --by subsets): how their rankings agree, and which pairs flip significantly
         print()
         print(render(agreement_tables(across), args.format))
+    if several:  # runs with questions over several videos: videos per question, the frames' sharing, accuracy by number of videos
+        print()
+        print(render(several, args.format))
+    if args.per_video:
+        print()
+        print(render(frames, args.format) if frames else "no questions over several videos in these runs (--per-video lists their frames per video)")
     return 0
 
 
@@ -102,6 +121,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         default=None,
         metavar="N",
         help="compare at equal cost: per configuration, the run spending the most visual tokens per sample within N",
+    )
+    p.add_argument(
+        "--per-video",
+        action="store_true",
+        help="questions over several videos: also list each question's videos with the frames chosen in each (indices and times)",
     )
     add_stats_args(p)
     add_store_arg(p)
