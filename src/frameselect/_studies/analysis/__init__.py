@@ -14,6 +14,10 @@ the runs' configurations, plus the selection and answering latencies the
 pipeline records. A metric whose evaluator overrides ``aggregate`` (MLVU
 M-Avg, Video-MME-v2 groups, UKSS) is recomputed by that evaluator on each
 resample; the others are means of the per-sample values.
+
+A run whose selector was trained (a learned checkpoint) is labelled ``†``, with
+a footnote naming its training suite and whether the run's dataset is that
+distribution (:mod:`frameselect._studies.analysis._trained`).
 """
 
 from frameselect._studies.analysis._ranks import (  # noqa: F401
@@ -54,7 +58,10 @@ from frameselect._studies.analysis._tables import (  # noqa: F401
     same_note,
     section_table,
     select_metrics,
+    trained_label,
+    trained_notes,
 )
+from frameselect._studies.analysis._trained import TRAINED_MARK, learned_checkpoint, stored_suite, trained_line, training_footnote  # noqa: F401
 
 __all__ = [
     "MetricSpec",
@@ -93,4 +100,11 @@ __all__ = [
     "fill_note",
     "format_fill_share",
     "group_label",
+    "TRAINED_MARK",
+    "learned_checkpoint",
+    "stored_suite",
+    "trained_label",
+    "trained_line",
+    "trained_notes",
+    "training_footnote",
 ]
