@@ -66,11 +66,12 @@ def test_a_stored_haystack_run_is_its_domain() -> None:
 @pytest.fixture(scope="module")
 def tiny_store(tiny_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """`tiny` under the shipped checkpoint (out of distribution), under a checkpoint whose recorded training suite is
-    `tiny` (in distribution), under one whose file is gone since, and under `uniform`."""
+    `tiny` (in distribution), under one whose file is gone since, and under `uniform`; the first run replayed by `oracle`."""
     pytest.importorskip("torch")
     pytest.importorskip("safetensors")
     from frameselect._engine.pipeline import evaluate
     from frameselect._engine.plan import RunOptions
+    from frameselect._engine.replay import replay
     from frameselect.datasets.tiny import TinyDataset
     from frameselect.learned.checkpoint import load_tensors, save_checkpoint
     from frameselect.selectors.learned import BayesGRPO
@@ -90,7 +91,9 @@ def tiny_store(tiny_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
     own = relabelled("own", suite_identity(dataset))
     gone = relabelled("gone", {"dataset": "somewhere", "dataset_id": "else"})
     for label, selector in (("shipped <i>", BayesGRPO()), ("own", BayesGRPO(str(own))), ("gone", BayesGRPO(str(gone))), ("uniform", "uniform")):
-        evaluate(selector, ["evidence_recall"], dataset, 4, encoder=ColourText(), store=store, options=RunOptions(label=label, cache_dir=cache))
+        run = evaluate(selector, ["evidence_recall"], dataset, 4, encoder=ColourText(), store=store, options=RunOptions(label=label, cache_dir=cache))
+        if label == "shipped <i>":
+            replay(run.run_id, "oracle", store=store, dataset=dataset, cache_dir=cache, label="shipped replayed", progress=False)
     gone.unlink()
     return store
 
@@ -102,11 +105,12 @@ def test_table_marks_the_learned_runs(tiny_store: Path, capsys: pytest.CaptureFi
     assert main(["table", "--store", str(tiny_store), "--boot", "20", "-f", "text"]) == 0
     out = capsys.readouterr().out
     rows = {line.split("  ")[0]: line for line in out.splitlines() if line.startswith(("shipped", "own", "gone", "uniform"))}
-    assert set(rows) == {"shipped <i> †", "own †", "gone †", "uniform"}  # no mark on the selector that was not trained
+    assert set(rows) == {"shipped <i> †", "shipped replayed †", "own †", "gone †", "uniform"}  # no mark on the selector that was not trained
     assert f"(† shipped <i>: {SHIPPED}; out of distribution for tiny)" in out
     assert "(† own: trained on tiny; in distribution for tiny)" in out  # the checkpoint's recorded suite is this dataset
     assert "(† gone: trained on: unknown (checkpoint not found))" in out
-    assert "† uniform" not in out and out.count("†") == 6
+    assert f"(† shipped replayed: {SHIPPED}; out of distribution for tiny)" in out  # the replay selected with the same checkpoint
+    assert "uniform †" not in out and out.count("†") == 8
     assert main(["table", "--store", str(tiny_store), "--boot", "20", "-f", "markdown"]) == 0
     markdown = capsys.readouterr().out
     assert "| own † | 6 |" in markdown and "| uniform | 6 |" in markdown and "in distribution for tiny)" in markdown
@@ -123,15 +127,20 @@ def test_report_marks_the_learned_runs(tiny_store: Path, tmp_path: Path) -> None
     page = write_report(tiny_store, tmp_path / "report.html", options=ReportOptions(n_boot=20, samples=1, thumbnails=False)).read_text()
     # the relabelled copies are the shipped policy: the report says whose frames they share after the label
     cells = {cell.split(" (same frames as")[0] for cell in re.findall(r"<tr><td>([^<]*)</td><td data-value", page)}
-    assert {"shipped &lt;i&gt; †", "own †", "gone †", "uniform"} <= cells
+    assert {"shipped &lt;i&gt; †", "shipped replayed †", "own †", "gone †", "uniform"} <= cells
     notes = re.search(r'<p class="muted trained">(.*?)</p>', page)
     assert notes is not None
-    lines = notes.group(1).split("<br>")
-    assert lines == [
-        html.escape(f"(† shipped <i>: {SHIPPED}; out of distribution for tiny)", quote=True),
+    shipped = html.escape(f"(† shipped <i>: {SHIPPED}; out of distribution for tiny)", quote=True)
+    assert notes.group(1).split("<br>") == [
+        shipped,
+        f"(† shipped replayed: {SHIPPED}; out of distribution for tiny)",
         "(† own: trained on tiny; in distribution for tiny)",
         "(† gone: trained on: unknown (checkpoint not found))",
     ]
+    # the replays table: the selection run marked, its footnote under that table
+    replays = page[page.index('<table class="results replays">') :]
+    assert "<tr><td>shipped &lt;i&gt; †</td>" in replays
+    assert re.search(r'</table>\s*<p class="muted trained">(.*?)</p>', replays).group(1) == shipped  # type: ignore[union-attr]
     assert "shipped <i>" not in page  # the label's markup is escaped everywhere
 
 
