@@ -11,7 +11,8 @@ tensor's bytes, which enters the fingerprint of any run that selects with it.
 The configuration's ``train_suite`` is the training data's distribution
 (:func:`suite_identity`: for haystack suites the domain and its fingerprint),
 so an evaluation can tell whether it is in or out of that distribution
-(:func:`same_suite`).
+(:func:`same_suite`; :func:`training_of` reads a checkpoint and decides, for
+the benchmark's tables and for the tables and report of any stored run).
 
 The header is plain JSON after an 8-byte length, so the fingerprint is read
 without torch (:func:`read_header`); loading the tensors needs the
@@ -25,6 +26,7 @@ import json
 import os
 import struct
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +49,8 @@ __all__ = [
     "trained_on",
     "same_suite",
     "describe_training",
+    "Training",
+    "training_of",
 ]
 
 FORMAT = "frameselect-learned-v1"
@@ -213,3 +217,47 @@ def describe_training(meta: Mapping[str, str]) -> str:
     if suite.get("recorded") == "no":
         text += "; training suite inferred, not recorded"
     return text
+
+
+@dataclass(frozen=True)
+class Training:
+    """What a checkpoint was trained on, and whether an evaluation is on that distribution (:func:`training_of`)."""
+
+    #: :func:`describe_training` of the checkpoint, or ``"unknown (checkpoint not found)"`` and the like
+    described: str
+    #: the evaluated suite is the training distribution (:func:`same_suite`); None where the checkpoint cannot be read
+    in_distribution: bool | None
+
+    def footnote(self, dataset: str) -> str:
+        """``"trained on haystack, domain train (12 videos, seed 1); out of distribution for haystack, domain bench"``.
+
+        >>> Training("tiny", True).footnote("tiny")
+        'trained on tiny; in distribution for tiny'
+        >>> Training("unknown (checkpoint not found)", None).footnote("tiny")
+        'trained on: unknown (checkpoint not found)'
+        """
+        if self.in_distribution is None:
+            return f"trained on: {self.described}"
+        return f"trained on {self.described}; {'in' if self.in_distribution else 'out of'} distribution for {dataset}"
+
+
+def training_of(checkpoint: str | os.PathLike[str], evaluated: Mapping[str, str], *, weights: str = "") -> Training:
+    """What ``checkpoint`` (a built-in name or a path) was trained on, and whether ``evaluated``
+    (:func:`suite_identity` of the suite it is evaluated on) is its training distribution.
+
+    Never raises for a checkpoint that cannot be had: a name that resolves to no file gives
+    ``"unknown (checkpoint not found)"``; a file that is not a checkpoint, ``"unknown (checkpoint
+    unreadable)"``; and, where ``weights`` (the fingerprint a run recorded) is given, a file whose
+    fingerprint differs, ``"unknown (checkpoint changed since the run)"`` (it is not the policy that ran).
+    """
+    try:
+        path = resolve_checkpoint(checkpoint)
+    except CheckpointError:
+        return Training("unknown (checkpoint not found)", None)
+    try:
+        meta = read_header(path)
+    except CheckpointError:
+        return Training("unknown (checkpoint unreadable)", None)
+    if weights and meta.get("fingerprint") != weights:
+        return Training("unknown (checkpoint changed since the run)", None)
+    return Training(describe_training(meta), same_suite(trained_on(meta), evaluated))

@@ -19,6 +19,10 @@ Runs with questions over several videos get a further section
 (:func:`across_sections`, :func:`across_tables`): videos per question, how
 the frames were shared among them, and the answer metrics by number of
 videos; :func:`per_video_tables` lists each question's frames per video.
+
+A run whose selector was trained (a learned checkpoint) is labelled ``†``, with
+a footnote naming its training suite and whether the run's dataset is that
+distribution (:mod:`frameselect._studies.analysis._trained`).
 """
 
 from frameselect._studies.analysis._across import (  # noqa: F401
@@ -67,7 +71,10 @@ from frameselect._studies.analysis._tables import (  # noqa: F401
     same_note,
     section_table,
     select_metrics,
+    trained_label,
+    trained_notes,
 )
+from frameselect._studies.analysis._trained import TRAINED_MARK, learned_checkpoint, stored_suite, trained_line, training_footnote  # noqa: F401
 
 __all__ = [
     "AcrossRow",
@@ -112,4 +119,11 @@ __all__ = [
     "fill_note",
     "format_fill_share",
     "group_label",
+    "TRAINED_MARK",
+    "learned_checkpoint",
+    "stored_suite",
+    "trained_label",
+    "trained_line",
+    "trained_notes",
+    "training_footnote",
 ]

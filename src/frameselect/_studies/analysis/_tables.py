@@ -16,6 +16,7 @@ from frameselect._core.stats import (
     bootstrap,
     bootstrap_mean,
 )
+from frameselect._studies.analysis._trained import TRAINED_MARK, trained_line, training_footnote
 from frameselect.errors import FrameselectError, PartConfigError, UnknownNameError
 from frameselect.evaluators.base import Evaluator, mean_of
 from frameselect.registry import revive
@@ -33,6 +34,8 @@ __all__ = [
     "select_metrics",
     "build_tables",
     "section_table",
+    "trained_label",
+    "trained_notes",
     "render_tables",
     "mean_tokens",
     "run_tokens",
@@ -86,6 +89,8 @@ class StoredRun:
     records: list[SampleRecord]
     clusters: list[Hashable]
     evaluators: list[Evaluator] = field(default_factory=list)
+    #: a learned selector's footnote: what its checkpoint was trained on, in or out of this run's distribution ("" for others)
+    trained: str = ""
 
     @property
     def dataset(self) -> str:
@@ -146,7 +151,7 @@ def load_runs(store: Store, run_ids: Sequence[str] | None = None, *, cluster: st
         records = store.records(info.run_id, status="ok")
         clusters = [_cluster_key(store, info.run_id, r, cluster) for r in records]
         evs = [ev for ev in (revive_evaluator(c) for c in info.config.get("evaluators", [])) if ev is not None]
-        runs.append(StoredRun(info, info.label or info.run_id[:12], records, clusters, evs))
+        runs.append(StoredRun(info, info.label or info.run_id[:12], records, clusters, evs, training_footnote(info.config)))
     _unique_labels(runs)
     return runs
 
@@ -204,6 +209,8 @@ class TableRow:
     tokens: float | None = None
     #: ``"uniform@k=8 (81/81)"``: the run whose frames this run's equal on (nearly) every question (:func:`identical_selections`)
     same_as: str | None = None
+    #: the run's selector was trained: what on, in or out of this distribution (:attr:`StoredRun.trained`; "" for others)
+    trained: str = ""
 
     @property
     def fill_dominates(self) -> bool:
@@ -230,7 +237,7 @@ def _row(run: StoredRun, metrics: Sequence[MetricSpec], subset: str | None, by: 
     records = [r for r, _ in pairs]
     clusters = [c for _, c in pairs]
     cells = {m.name: m.interval(records, clusters, n_boot=n_boot, level=level, seed=seed) for m in metrics}
-    return TableRow(run.label, subset, len(records), cells, fill_share(records), mean_tokens(records))
+    return TableRow(run.label, subset, len(records), cells, fill_share(records), mean_tokens(records), trained=run.trained)
 
 
 def mean_tokens(records: Sequence[SampleRecord]) -> float | None:
@@ -372,10 +379,22 @@ def fill_note() -> str:
     )
 
 
-def section_table(section: TableSection, *, note: str = "") -> Table:
+def trained_label(row: TableRow) -> str:
+    """A row's label, marked :data:`TRAINED_MARK` where its selector was trained."""
+    return f"{row.label} {TRAINED_MARK}" if row.trained else row.label
+
+
+def trained_notes(rows: Sequence[TableRow]) -> list[str]:
+    """The footnotes of the rows whose selector was trained, once per run: ``"(† bayes_grpo@k=8: trained on …)"``."""
+    return list(dict.fromkeys(trained_line(row.label, row.trained) for row in rows if row.trained))
+
+
+def section_table(section: TableSection, *, note: str = "", marks: bool = True) -> Table:
     """One section as a :class:`~frameselect._core.render.Table`: label, breakdown value, n, fill share, one interval per metric.
 
     The fill share column (:func:`format_fill_share`) appears when some row's runs recorded it.
+    With ``marks``, a run whose selector was trained is labelled :data:`TRAINED_MARK`, its footnote
+    (:func:`trained_notes`) joining the note.
     """
     with_fill = any(row.fill_share is not None for row in section.rows)
     with_tokens = any(row.tokens is not None for row in section.rows)
@@ -389,18 +408,26 @@ def section_table(section: TableSection, *, note: str = "") -> Table:
         note = f"{note}; {fill_note()}" if note else fill_note()
     if with_same:
         note = f"{note}; {SAME_NOTE}" if note else SAME_NOTE
+    footnotes = trained_notes(section.rows) if marks else []
+    if footnotes:
+        note = "; ".join([note, *footnotes] if note else footnotes)
     table = Table(columns, title=section.dataset, title_key="dataset", note=note)
     for row in section.rows:
         fill = [row.fill_share] if with_fill else []
         spent = [row.tokens] if with_tokens else []
         same = [row.same_as or ""] if with_same else []
-        table.add(row.label, *([row.subset or ""] if section.by else []), row.n, *spent, *fill, *(row.cells[m.name] for m in section.metrics), *same)
+        label = trained_label(row) if marks else row.label
+        table.add(label, *([row.subset or ""] if section.by else []), row.n, *spent, *fill, *(row.cells[m.name] for m in section.metrics), *same)
     return table
 
 
 def render_tables(sections: Sequence[TableSection], fmt: str = "markdown", *, note: str = "") -> str:
-    """The sections as Markdown (``"0.667 [0.50, 0.83]"`` cells), CSV (estimate, low, high columns), LaTeX or terminal text."""
-    return render([section_table(s, note="" if fmt == "csv" else note) for s in sections], fmt)
+    """The sections as Markdown (``"0.667 [0.50, 0.83]"`` cells), CSV (estimate, low, high columns), LaTeX or terminal text.
+
+    CSV has no notes, so its labels stay the runs' own (no :data:`TRAINED_MARK` without its footnote).
+    """
+    csv = fmt == "csv"
+    return render([section_table(s, note="" if csv else note, marks=not csv) for s in sections], fmt)
 
 
 # -- rank analysis --------------------------------------------------------------

@@ -308,27 +308,26 @@ def chooses_by_query(selector: Any) -> bool:
 def training_footnotes(chosen: Sequence[tuple[str, Any]], dataset: Any, notes: list[str]) -> dict[str, str]:
     """For each selector with a learned checkpoint: what it was trained on, and whether that is this suite's
     distribution (then a warning joins ``notes``: its accuracy here is in-distribution, not a generalisation)."""
-    from frameselect.learned.checkpoint import CheckpointError, describe_training, read_header, resolve_checkpoint, same_suite, suite_identity, trained_on
+    from frameselect.learned.checkpoint import suite_identity, training_of
 
     out: dict[str, str] = {}
     evaluated = suite_identity(dataset)
     for name, sel in chosen:
         checkpoint = getattr(sel, "checkpoint", None)
-        if not isinstance(checkpoint, str) or not getattr(sel, "weights", ""):
+        weights = getattr(sel, "weights", "")
+        if not isinstance(checkpoint, str) or not weights:
             continue
-        try:
-            meta = read_header(resolve_checkpoint(checkpoint))
-        except CheckpointError:
+        training = training_of(checkpoint, evaluated, weights=str(weights))
+        if training.in_distribution is None:
             continue
-        inside = same_suite(trained_on(meta), evaluated)
         where = (
             "IN DISTRIBUTION: trained on this suite's domain"
-            if inside
+            if training.in_distribution
             else "out of distribution: this suite's footage, objects and words are not its training suite's"
         )
-        out[name] = f"trained on {describe_training(meta)}; {where}"
-        if inside:
-            notes.append(f"{name} is evaluated on its own training distribution ({describe_training(meta)}): its rows are in-distribution results")
+        out[name] = f"trained on {training.described}; {where}"
+        if training.in_distribution:
+            notes.append(f"{name} is evaluated on its own training distribution ({training.described}): its rows are in-distribution results")
     return out
 
 

@@ -1,7 +1,9 @@
 """``frameselect report``: one self-contained HTML page from a results store.
 
 The page holds, per dataset: the runs × metrics table with 95 % bootstrap
-intervals (sortable, the best value per column marked); the rank analysis (a
+intervals (sortable, the best value per column marked; a run whose selector
+was trained marked ``†``, with a footnote naming its training suite and
+whether this dataset is that distribution); the rank analysis (a
 bump chart of ranks across datasets and question kinds, Kendall τ_b between
 those rankings as a heat map, the significant inversions); per-sample
 timelines (duration, evidence spans, the query relevance curve where the
@@ -35,7 +37,19 @@ from typing import Any
 import numpy as np
 
 from frameselect._core.stats import Interval, Ranking, format_interval, format_p, kendall_tau
-from frameselect._studies.analysis import StoredRun, TableSection, build_tables, fill_note, format_fill_share, load_runs, rank_report
+from frameselect._studies.analysis import (
+    TRAINED_MARK,
+    StoredRun,
+    TableSection,
+    build_tables,
+    fill_note,
+    format_fill_share,
+    load_runs,
+    rank_report,
+    trained_label,
+    trained_line,
+    trained_notes,
+)
 from frameselect._studies.htmlreport import figures
 from frameselect._studies.htmlreport._timelines import (  # noqa: F401
     NO_DATASET_NOTE,
@@ -108,7 +122,7 @@ def _table_view(section: TableSection, note: str, headline: str = "") -> TableVi
             iv = row.cells[m.name]
             cells.append(Cell(_cell_text(iv), iv.estimate, m.name in best and iv.estimate == best[m.name]))
         fill = None if row.fill_share is None else Cell(format_fill_share(row.fill_share), row.fill_share, flag=row.fill_dominates)
-        label = row.label + (f" (same frames as {row.same_as})" if row.same_as else "")
+        label = trained_label(row) + (f" (same frames as {row.same_as})" if row.same_as else "")
         rows.append((label, row.n, fill, cells))
     if headline in columns:
         col, better = columns.index(headline), section.metrics[columns.index(headline)].higher_is_better
@@ -119,7 +133,7 @@ def _table_view(section: TableSection, note: str, headline: str = "") -> TableVi
 
         rows.sort(key=order)
     has_fill = any(fill is not None for _, _, fill, _ in rows)
-    return TableView(section.dataset, columns, hib, rows, note, has_fill, fill_note() if has_fill else "")
+    return TableView(section.dataset, columns, hib, rows, note, has_fill, fill_note() if has_fill else "", trained_notes(section.rows))
 
 
 def _headline(section: TableSection, wanted: str | None) -> str:
@@ -300,7 +314,8 @@ def _replays(runs: Sequence[StoredRun], section: TableSection, metric: str) -> t
     rows = []
     for parent, kids in children.items():
         values = {answerer(r): (_cell_text(cells[r.label]) if r.label in cells else "–") for r in [by_id[parent], *kids]}
-        rows.append((by_id[parent].label, [values.get(c, "") for c in columns]))
+        mark = f" {TRAINED_MARK}" if by_id[parent].trained else ""
+        rows.append((by_id[parent].label + mark, [values.get(c, "") for c in columns]))
     return columns, rows
 
 
@@ -348,6 +363,8 @@ def _dataset_views(store: Store, opts: ReportOptions, progress: Callable[[str], 
             ]
             view.token_svg = _token_curve_svg(section, members, metric)
             view.replays = _replays(members, section, metric)
+            parents = {run.info.parent_run for run in members if run.info.parent_run}
+            view.replay_trained = list(dict.fromkeys(trained_line(run.label, run.trained) for run in members if run.trained and run.info.run_id in parents))
             streams = [run for run in members if run.info.kind == "stream"]
             if streams:
                 progress(f"streaming runs of {section.dataset}")

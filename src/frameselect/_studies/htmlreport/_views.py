@@ -31,6 +31,8 @@ class TableView:
     #: some run recorded its fill share: the table has the column
     has_fill: bool = False
     fill_note: str = ""
+    #: ``"(† run: trained on …; out of distribution for …)"``: the footnotes of the runs whose selector was trained (their labels carry ``†``)
+    trained: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -98,6 +100,8 @@ class DatasetView:
     #: accuracy against visual tokens (one curve per selector, the Pareto front marked), where runs recorded tokens
     token_svg: str = ""
     replays: tuple[list[str], list[tuple[str, list[str]]]] | None = None
+    #: the footnotes of the replayed runs whose selector was trained (:attr:`TableView.trained`)
+    replay_trained: list[str] = field(default_factory=list)
     title: str = ""
     #: how many runs the rank charts and timelines show, of how many (the best on the headline metric)
     shown: tuple[int, int] = (0, 0)
