@@ -170,6 +170,7 @@ def test_frameselect_evaluate_runs_questions_over_several_videos(suite: tuple[Pa
     }
     result = frameselect.evaluate(selector="uniform", k=6, budget_policy="equal", **kw)
     assert [r.status for r in result.records] == ["ok"] * len(samples)
+    assert result.table["mean_k"] == 6.0  # the frames of both videos (3 + 3), not the first video's 3
     across = evaluate_across(
         "haystack_cross",
         "uniform",

@@ -12,7 +12,7 @@ from frameselect._core.fill import fill_share
 from frameselect.evaluators.base import Evaluator
 from frameselect.types import SampleRecord
 
-__all__ = ["PIPELINE_KEYS", "aggregate", "breakdown", "failure_reasons"]
+__all__ = ["PIPELINE_KEYS", "aggregate", "breakdown", "failure_reasons", "frames_chosen"]
 
 
 def failure_reasons(records: Sequence[SampleRecord]) -> list[tuple[str, int]]:
@@ -37,7 +37,8 @@ PIPELINE_KEYS = ("selection_latency_s", "answer_latency_s", "pool_time_error_mea
 def aggregate(records: Sequence[SampleRecord], evaluators: Sequence[Evaluator], *, chosen: bool = False) -> dict[str, float]:
     """Benchmark-level values of each evaluator over the ``ok`` records.
 
-    ``mean_k`` is the mean number of frames actually selected; ``budget`` the
+    ``mean_k`` is the mean number of frames actually selected (over all its videos, for a question
+    over several: :func:`frames_chosen`); ``budget`` the
     mean budget asked for (they differ where a pool holds fewer frames than k);
     with budgets the questions chose (``chosen``: a run, or the replay of one, with a budget chooser;
     or records with ``chosen_budget``), ``budget_std``,
@@ -54,7 +55,7 @@ def aggregate(records: Sequence[SampleRecord], evaluators: Sequence[Evaluator], 
         if vals:
             table[key] = float(np.mean(vals))
     if ok:
-        table["mean_k"] = float(np.mean([len(r.selection) for r in ok]))
+        table["mean_k"] = float(np.mean([frames_chosen(r) for r in ok]))
         table["budget"] = float(np.mean([r.k for r in ok]))
         if chosen or any("chosen_budget" in r.metadata for r in ok):  # budgets the questions chose: their spread beside the mean
             ks = np.asarray([r.k for r in ok], dtype=np.float64)
@@ -65,6 +66,18 @@ def aggregate(records: Sequence[SampleRecord], evaluators: Sequence[Evaluator], 
     table["n"] = float(len(ok))
     table["failed"] = float(len(records) - len(ok))
     return table
+
+
+def frames_chosen(record: SampleRecord) -> int:
+    """The frames a record chose: over all its videos for a question over several, else its selection's.
+
+    >>> from frameselect.types import VideoFrames
+    >>> frames_chosen(SampleRecord("q", {}, selection=(1, 2), timestamps=(1.0, 2.0), videos=(VideoFrames("a", (1, 2), (1.0, 2.0)), VideoFrames("b", (0, 5, 9), (0.0, 5.0, 9.0)))))
+    5
+    >>> frames_chosen(SampleRecord("q", {}, selection=(3,), timestamps=(3.0,)))
+    1
+    """
+    return sum(len(v.indices) for v in record.videos) if record.videos else len(record.selection)
 
 
 def breakdown(records: Sequence[SampleRecord], evaluators: Sequence[Evaluator], by: str) -> dict[str, dict[str, float]]:
