@@ -45,6 +45,7 @@ class HaystackDataset(Dataset):
         self.n_videos, self.minutes, self.seed, self.domain = self.config.n_videos, self.config.minutes, self.config.seed, domain
         self.root = root
         self._samples: list[Sample] | None = None
+        self._id: str | None = None
 
     def samples(self) -> Sequence[Sample]:
         if self._samples is None:
@@ -62,5 +63,7 @@ class HaystackDataset(Dataset):
         """Stable across cache folders: the videos' configuration and the questions (without paths)."""
         from frameselect._core.fingerprint import fingerprint
 
-        questions = [(s.id, s.query, s.answer, s.evidence, s.metadata) for s in self.samples()]
-        return f"haystack:{self.config.key}:{fingerprint(questions, with_version=False)[:12]}"
+        if self._id is None:  # the questions are fixed once made: fingerprinted once (a bench asks for it once a run)
+            questions = [(s.id, s.query, s.answer, s.evidence, s.metadata) for s in self.samples()]
+            self._id = f"haystack:{self.config.key}:{fingerprint(questions, with_version=False)[:12]}"
+        return self._id
