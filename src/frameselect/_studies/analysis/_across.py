@@ -18,14 +18,7 @@ from frameselect._studies.analysis._tables import MetricSpec, StoredRun, metric_
 from frameselect.store import Store
 from frameselect.types import SampleRecord
 
-__all__ = [
-    "AcrossRow",
-    "AcrossSection",
-    "across_sections",
-    "across_tables",
-    "evidence_videos",
-    "per_video_tables",
-]
+__all__ = ["AcrossRow", "AcrossSection", "across_sections", "across_tables", "evidence_videos", "per_video_tables"]
 
 
 @dataclass
