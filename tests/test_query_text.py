@@ -172,3 +172,32 @@ def test_each_mode_embeds_its_text_and_the_text_cache_serves_each(tiny: Any, tmp
             "topk", ["evidence_recall"], tiny, 3, encoder=_Recording(), store=store, options=RunOptions(query_text=mode, cache_dir=cache, progress=False)
         )
         assert recording.asked == []
+
+
+# -- the report ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", QUERY_TEXTS)
+def test_the_reports_relevance_curve_reads_the_text_the_run_embedded(mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+    from types import SimpleNamespace
+
+    from frameselect._core.cache import Cache
+    from frameselect.types import Sample
+
+    _timelines = importlib.import_module("frameselect._studies.htmlreport._timelines")  # the package's name of it is a function
+
+    enc = _Recording()
+    monkeypatch.setattr(_timelines, "_text_encoder", lambda run: enc)
+    sample = Sample("v/q", "v.mp4", Query("Which object?", ("dog", "cat")), "A")
+    cache = Cache(tmp_path)
+    frames = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]], dtype=np.float32)
+    cache.save_array("frames", Cache.embedding_key("vid", "fps=1", enc.id), frames)
+    texts = {"question": np.array([1.0, 0.0, 0.0], dtype=np.float32), "question+options": np.array([0.0, 0.0, 1.0], dtype=np.float32)}
+    for m, vec in texts.items():
+        cache.save_array("text", Cache.text_key(enc.id, relevance_text(sample.query, m)), vec)
+    config = {} if mode == "question" else {"query_text": mode}
+    run = SimpleNamespace(info=SimpleNamespace(config=config))
+    got = _timelines._relevance(run, sample, "vid", "fps=1", cache, np.array([0.0, 1.0, 2.0]))  # type: ignore[arg-type]
+    assert got is not None
+    np.testing.assert_allclose(got[1], frames @ texts[mode])  # the curve of this run's text, not the other's
