@@ -1,6 +1,6 @@
 """Whether query relevance gains from the question's options: the bench's query-aware selectors with ``query_text`` ``question`` against ``question+options``.
 
-    PYTHONPATH=src .venv/bin/python benchmarks/query_text.py [-s topk -s aks ...] [-k 8 -k 16] [-a label_ocr_reader] [--n-videos 32] [--store FILE]
+    PYTHONPATH=src .venv/bin/python benchmarks/query_text.py [-s topk -s aks ...] [-k 8 -k 16] [-a label_ocr_reader] [-e imagenet_label] [--n-videos 32] [--store FILE]
 
 Runs (or resumes from ``--store``) the main section of ``frameselect bench``
 twice on the default suite, with the same selectors, budgets, answering
@@ -16,9 +16,10 @@ minus question alone) over the same questions, with its 95 % cluster-bootstrap
 interval and sign-flip p-value clustered by video
 (:func:`frameselect._core.stats.paired_difference`, as the bench's own
 comparisons); and, on balance, the same for each question's accuracy averaged
-over every selector and budget. The p-values are Holm-corrected over all of
-these comparisons together. A row per question kind follows (descriptive,
-uncorrected).
+over every selector and budget. The p-values are Holm-corrected over these
+comparisons together. A row per question kind follows (descriptive,
+uncorrected). The same again for the selections' evidence recall (how much
+of each question's evidence the frames cover; a family of its own).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ def _run(mode: str, args: argparse.Namespace) -> Any:
         budgets=tuple(args.k or (8, 16)),
         selectors=tuple(args.selector or SELECTORS),
         answerers=(args.answerer,),
+        encoder=args.encoder,
         store=args.store,
         cache_dir=args.cache_dir,
         n_videos=args.n_videos,
@@ -62,19 +64,16 @@ def _mean(values: Sequence[float]) -> float:
     return sum(finite) / len(finite) if finite else math.nan
 
 
-def compare(results: Mapping[str, Any], answerer: str) -> str:
-    """The comparison table of the two modes' bench results."""
+def _table(
+    name: str,
+    values_a: Mapping[tuple[str, int], Mapping[str, float]],
+    values_b: Mapping[tuple[str, int], Mapping[str, float]],
+    videos: Mapping[str, str],
+    kinds: Mapping[str, str],
+) -> list[str]:
+    """One metric's rows: per selector and budget, on balance (Holm over these), then on balance per question kind."""
     from frameselect._core.stats import holm, paired_difference
     from frameselect._core.stats._resampling import DEFAULT_PERMUTATIONS
-
-    base, other = results["question"], results["question+options"]
-    videos: Mapping[str, str] = base.videos
-    kinds: Mapping[str, str] = base.sample_kinds
-    rows_a = {(r.selector, r.k): r for r in other.rows if r.answerer == answerer}
-    rows_b = {(r.selector, r.k): r for r in base.rows if r.answerer == answerer}
-    conditions = [c for c in rows_b if c in rows_a]
-    lines: list[tuple[str, Any, float, float]] = []
-    per_sample: dict[str, list[tuple[float, float]]] = {}
 
     def paired(a: Mapping[str, float], b: Mapping[str, float]) -> Any:
         shared = sorted(s for s in a if s in b and not math.isnan(a[s]) and not math.isnan(b[s]))
@@ -82,10 +81,12 @@ def compare(results: Mapping[str, Any], answerer: str) -> str:
             [a[s] for s in shared], [b[s] for s in shared], [videos.get(s, s) for s in shared], seed=0, n_permutations=DEFAULT_PERMUTATIONS
         )
 
+    conditions = [c for c in values_b if c in values_a]
+    lines: list[tuple[str, Any, float, float]] = []
+    per_sample: dict[str, list[tuple[float, float]]] = {}
     for sel, k in conditions:
-        a, b = rows_a[(sel, k)].per_sample, rows_b[(sel, k)].per_sample
-        d = paired(a, b)
-        lines.append((f"{sel} @ k={k}", d, _mean(list(b.values())), _mean(list(a.values()))))
+        a, b = values_a[(sel, k)], values_b[(sel, k)]
+        lines.append((f"{sel} @ k={k}", paired(a, b), _mean(list(b.values())), _mean(list(a.values()))))
         for s in a:
             if s in b:
                 per_sample.setdefault(s, []).append((a[s], b[s]))
@@ -94,23 +95,17 @@ def compare(results: Mapping[str, Any], answerer: str) -> str:
     pooled_b = {s: _mean([y for _, y in v]) for s, v in full.items()}
     lines.append(("on balance (mean over the rows above)", paired(pooled_a, pooled_b), _mean(list(pooled_b.values())), _mean(list(pooled_a.values()))))
     adjusted = holm([d.p_value for _, d, _, _ in lines])
-    n_videos = len(set(videos.values()))
     out = [
-        f"{answerer} accuracy, {len(full)} questions over {n_videos} videos; Δ = question+options − question, "
+        f"{name}, {len(full)} questions over {len(set(videos.values()))} videos; Δ = question+options − question, "
         "[95 % cluster-bootstrap interval], sign-flip p clustered by video, Holm over the rows",
         "",
         "| selector @ budget | question | question+options | Δ [95 % CI] | p | p (Holm) |",
         "|---|---|---|---|---|---|",
     ]
-    for (name, d, b_mean, a_mean), p_holm in zip(lines, adjusted, strict=True):
-        out.append(f"| {name} | {b_mean:.3f} | {a_mean:.3f} | {d.mean_diff:+.3f} [{d.low:+.3f}, {d.high:+.3f}] | {d.p_value:.3g} | {p_holm:.3g} |")
-    out += [
-        "",
-        "by question kind, on balance (descriptive, uncorrected):",
-        "",
-        "| kind | question | question+options | Δ [95 % CI] | p |",
-        "|---|---|---|---|---|",
-    ]
+    for (label, d, b_mean, a_mean), p_holm in zip(lines, adjusted, strict=True):
+        out.append(f"| {label} | {b_mean:.3f} | {a_mean:.3f} | {d.mean_diff:+.3f} [{d.low:+.3f}, {d.high:+.3f}] | {d.p_value:.3g} | {p_holm:.3g} |")
+    out += ["", f"{name} by question kind, on balance (descriptive, uncorrected):", "", "| kind | question | question+options | Δ [95 % CI] | p |"]
+    out.append("|---|---|---|---|---|")
     for kind in sorted({kinds.get(s, "?") for s in full}):
         ids = [s for s in full if kinds.get(s) == kind]
         d = paired({s: pooled_a[s] for s in ids}, {s: pooled_b[s] for s in ids})
@@ -118,6 +113,26 @@ def compare(results: Mapping[str, Any], answerer: str) -> str:
             f"| {kind} | {_mean([pooled_b[s] for s in ids]):.3f} | {_mean([pooled_a[s] for s in ids]):.3f} | "
             f"{d.mean_diff:+.3f} [{d.low:+.3f}, {d.high:+.3f}] | {d.p_value:.3g} |"
         )
+    return out
+
+
+def compare(results: Mapping[str, Any], answerer: str, store: str) -> str:
+    """The comparison tables of the two modes' bench results: the answerer's accuracy, then the selections' evidence recall (read from ``store``)."""
+    from frameselect.store import Store
+
+    base, other = results["question"], results["question+options"]
+    rows = {mode: {(r.selector, r.k): r for r in results[mode].rows if r.answerer == answerer} for mode in MODES}
+    accuracy = {mode: {c: r.per_sample for c, r in rows[mode].items()} for mode in MODES}
+    with Store(store) as st:
+        recall = {
+            mode: {
+                c: {rec.sample_id: float(rec.metrics.get("evidence_recall", math.nan)) for rec in st.records(r.run_id, status="ok")}
+                for c, r in rows[mode].items()
+            }
+            for mode in MODES
+        }
+    out = _table(f"{answerer} accuracy", accuracy["question+options"], accuracy["question"], base.videos, base.sample_kinds)
+    out += [""] + _table("evidence recall", recall["question+options"], recall["question"], other.videos, other.sample_kinds)
     return "\n".join(out)
 
 
@@ -126,6 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--selector", "-s", action="append", help=f"query-aware selectors (repeatable; default: {', '.join(SELECTORS)})")
     p.add_argument("--k", "-k", type=int, action="append", help="frame budgets (repeatable; default: 8 and 16)")
     p.add_argument("--answerer", "-a", default="label_ocr_reader", help="answering backend (default: %(default)s)")
+    p.add_argument("--encoder", "-e", default="imagenet_label", help="encoder of the relevance (default: %(default)s; alternative: ocr_text)")
     p.add_argument("--n-videos", type=int, default=32, help="videos in the suite (default: %(default)s, the bench's)")
     p.add_argument("--store", default="frameselect-bench.sqlite", help="SQLite results file, shared by both modes (default: %(default)s)")
     p.add_argument("--cache-dir", default=None, help="cache folder, as frameselect bench's --cache-dir")
@@ -137,7 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         start = time.perf_counter()
         results[mode] = _run(mode, args)
         print(f"query_text={mode}: {time.perf_counter() - start:.1f} s", file=sys.stderr)
-    print(compare(results, args.answerer))
+    print(compare(results, args.answerer, args.store))
     return 0
 
 
