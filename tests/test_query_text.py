@@ -201,3 +201,19 @@ def test_the_reports_relevance_curve_reads_the_text_the_run_embedded(mode: str, 
     got = _timelines._relevance(run, sample, "vid", "fps=1", cache, np.array([0.0, 1.0, 2.0]))  # type: ignore[arg-type]
     assert got is not None
     np.testing.assert_allclose(got[1], frames @ texts[mode])  # the curve of this run's text, not the other's
+
+
+@pytest.mark.slow  # starts a worker process
+def test_a_process_executors_workers_embed_the_runs_text(tiny: Any, tmp_path: Path) -> None:
+    from colour_encoder import MeanColour
+    from frameselect._core.cache import Cache
+
+    cache = tmp_path / "c"
+    opts = RunOptions(query_text="question+options", cache_dir=cache, progress=False, executor="process", workers=1)
+    result = frameselect.evaluate("topk", ["evidence_recall"], tiny, 2, encoder=MeanColour(), store=tmp_path / "s.sqlite", options=opts)
+    assert all(r.status == "ok" for r in result.records)
+    texts = Cache(cache)
+    enc_id = MeanColour().id
+    for s in tiny.samples():
+        assert texts.load_array("text", Cache.text_key(enc_id, relevance_text(s.query, "question+options"))) is not None
+        assert texts.load_array("text", Cache.text_key(enc_id, s.query.text)) is None  # the question alone was never embedded
