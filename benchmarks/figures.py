@@ -155,6 +155,12 @@ ENTRIES: tuple[Entry, ...] = (
         ("docs/routing.md",),
         "routed against constant budgets",
     ),
+    Entry(
+        "query-text",
+        ("benchmarks/query_text.py", "--store", "{out}.sqlite"),
+        ("docs/bench.md",),
+        "query relevance from the question alone against the question and its options",
+    ),
     Entry("tokens-overhead", ("benchmarks/tokens.py",), ("docs/tokens.md",), "planning and pricing by tokens against selection time"),
     Entry("streaming-latency", ("benchmarks/streaming.py",), ("docs/streaming.md",), "streaming selectors on a 1-hour stream"),
     Entry("selectors-time", ("benchmarks/selectors.py",), ("docs/performance-selectors.md",), "selector latency and the reference re-statements"),

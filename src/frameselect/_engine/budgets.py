@@ -415,7 +415,7 @@ def route(plan: Plan, router: Router, ctx: RunContext) -> RouteSet:
                 contexts[s.id] = RouteContext(features=feats, duration=duration, n_candidates=sum(len(pool) for pool in pools.values()))
                 continue
             pool = build_pool(s, plan.pool, ctx)
-            feats = featurize(pool, s, needs, plan.encoder, ctx) if needs else None
+            feats = featurize(pool, s, needs, plan.encoder, ctx, query_text=plan.query_text) if needs else None
             contexts[s.id] = RouteContext(features=feats, duration=pool.duration, n_candidates=len(pool))
         except Exception:
             continue  # the sample will fail again, and be recorded, when it is run

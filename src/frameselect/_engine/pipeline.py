@@ -166,7 +166,7 @@ class FeatureStep:
     def __call__(self, p: Prepared, plan: Plan, ctx: RunContext) -> None:
         for video in sample_videos(p.sample):
             pool = build_pool(p.sample, plan.pool, ctx, video)
-            p.put(video, pool, features=featurize(pool, p.sample, self.needs, plan.encoder, ctx))
+            p.put(video, pool, features=featurize(pool, p.sample, self.needs, plan.encoder, ctx, query_text=plan.query_text))
 
 
 def feature_plan(samples: Sequence[Sample], encoder: Encoder | None, policy: str, label: str = "features") -> Plan:

@@ -39,6 +39,7 @@ from frameselect._engine.checks import (
     resolve_token_model,
     token_model_config,
 )
+from frameselect._engine.query_text import DEFAULT_QUERY_TEXT, check_query_text
 from frameselect._engine.scopes import OneVideo, Scope, default_scope
 from frameselect._engine.scopes.across import AcrossVideos
 from frameselect.answerers.base import Answerer
@@ -98,8 +99,10 @@ class RunOptions:
     """Everything of a run besides its parts, budget, scope and store.
 
     What shapes the results (and so the run id): ``pool`` (the candidate pool
-    policy), ``seed``, ``limit`` (the first samples only) and the parameters of
-    a selector or dataset given by name. What does not: ``label``, ``dataset_name`` (names a list
+    policy), ``seed``, ``limit`` (the first samples only), ``query_text`` (what
+    text of a question query relevance embeds: ``"question"``, the default, or
+    ``"question+options"``: :mod:`frameselect._engine.query_text`) and the
+    parameters of a selector or dataset given by name. What does not: ``label``, ``dataset_name`` (names a list
     of samples given as the dataset; the store keeps such samples), ``by`` (the
     result's breakdown; None: the scope's), ``progress``, ``on_record``, the
     feature ``cache_dir`` and where videos are computed (``executor``,
@@ -109,6 +112,8 @@ class RunOptions:
     pool: str = "fps=1.0"
     seed: int = 0
     limit: int | None = None
+    #: what text of a question query relevance embeds (:data:`~frameselect._engine.query_text.QUERY_TEXTS`)
+    query_text: str = "question"
     label: str = ""
     selector_params: Mapping[str, Any] | None = None
     dataset_params: Mapping[str, Any] | None = None
@@ -187,6 +192,8 @@ class Plan:
     parent_run: str | None = None
     #: ask the answerer for each sample (replay always does; a run when an evaluator scores or uses answers)
     needs_answers: bool = False
+    #: what text of a question query relevance embeds (:mod:`frameselect._engine.query_text`)
+    query_text: str = "question"
 
     @property
     def kind(self) -> str:
@@ -277,6 +284,7 @@ def _plan(
     budget = budget.resolved()
     k = check_budget(budget.k, error=ConfigError, hint="k=, CLI -k")
     limit, policy = check_limit(opts.limit), check_pool(opts.pool)
+    query_text = check_query_text(opts.query_text)
     sel = (scope or Scope()).resolve_selector(selector, dict(opts.selector_params or {}))
     if scope is not None:
         scope = scope.with_parts()
@@ -323,6 +331,8 @@ def _plan(
         "seed": opts.seed,
         "limit": limit,
     }
+    if query_text != DEFAULT_QUERY_TEXT:  # the default stays out: runs that embed the question alone keep their run ids
+        config["query_text"] = query_text
     scope.configure(config)
     budget.configure(config)  # the budget, its policy and the model that prices it decide the frames
     run_id = fingerprint(config)
@@ -345,4 +355,5 @@ def _plan(
         budget=budget,
         scope=scope,
         needs_answers=ans is not None and any(e.reads_answer for e in evs),
+        query_text=query_text,
     )

@@ -17,6 +17,7 @@ import numpy as np
 
 from frameselect._core.cache import Cache
 from frameselect._engine.executors import prefetched
+from frameselect._engine.query_text import DEFAULT_QUERY_TEXT, relevance_text
 from frameselect._engine.work import RunContext, build_pool
 from frameselect.encoders.base import Encoder
 from frameselect.errors import FrameselectError, SelectionError
@@ -44,7 +45,8 @@ def video_pools(sample: Sample, plan: Plan, ctx: RunContext, needs: set[str]) ->
     features: dict[str, Features] = {}
     for ref in sample.video_refs:
         pools[ref.id] = build_pool(sample, plan.pool, ctx, ref.path)
-        features[ref.id] = featurize(pools[ref.id], one_video_sample(sample, ref.id), needs, plan.encoder, ctx) if needs else Features()
+        view = one_video_sample(sample, ref.id)
+        features[ref.id] = featurize(pools[ref.id], view, needs, plan.encoder, ctx, query_text=plan.query_text) if needs else Features()
     return pools, features
 
 
@@ -147,8 +149,15 @@ def _pairwise_scores(pool: CandidatePool, text: str, encoder: Encoder, ctx: RunC
     return _cached_per_pool(ctx, "scores", key, len(pool), lambda: _over_frames(pool, encoder.batch_size, score, ctx, count_frames=False))
 
 
-def featurize(pool: CandidatePool, sample: Sample, needs: Iterable[str], encoder: Encoder | None, ctx: RunContext) -> Features:
-    """Compute (or load from the cache) exactly the features a selector needs."""
+def featurize(
+    pool: CandidatePool, sample: Sample, needs: Iterable[str], encoder: Encoder | None, ctx: RunContext, *, query_text: str = DEFAULT_QUERY_TEXT
+) -> Features:
+    """Compute (or load from the cache) exactly the features a selector needs.
+
+    Query relevance embeds the text of ``sample.query`` that ``query_text``
+    names (:func:`frameselect._engine.query_text.relevance_text`); the text
+    cache is keyed by that text.
+    """
     needs = set(needs)
     embeddings = text = scores = pixels = None
     if needs & {"embeddings", "text", "relevance"}:
@@ -158,9 +167,10 @@ def featurize(pool: CandidatePool, sample: Sample, needs: Iterable[str], encoder
         if needs & {"text", "relevance"}:
             if not encoder.has_text:
                 raise SelectionError(f"this selector needs query relevance, but encoder {encoder.id} cannot embed text; use a text-capable encoder")
-            text = _encode_text(sample.query.text, encoder, ctx)
+            asked = relevance_text(sample.query, query_text)
+            text = _encode_text(asked, encoder, ctx)
             if encoder.pairwise_relevance:
-                scores = _pairwise_scores(pool, sample.query.text, encoder, ctx)
+                scores = _pairwise_scores(pool, asked, encoder, ctx)
             else:
                 scores = encoder.relevance(embeddings, text)
     if "pixels" in needs:

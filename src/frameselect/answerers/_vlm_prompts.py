@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     pass
 
 
-__all__ = ["MULTIPLE_CHOICE_SUFFIX", "OPEN_ENDED_SUFFIX", "build_prompt", "build_prompt_across", "selection_fps", "time_instruction_text"]
+__all__ = ["MULTIPLE_CHOICE_SUFFIX", "OPEN_ENDED_SUFFIX", "build_prompt", "option_lines", "build_prompt_across", "selection_fps", "time_instruction_text"]
 
 
 MULTIPLE_CHOICE_SUFFIX = "Answer with the option's letter from the given choices directly."
@@ -38,6 +38,20 @@ def time_instruction_text(timestamps: Sequence[float], duration: float | None = 
     )
 
 
+def option_lines(query: Query) -> list[str]:
+    """The question's options as a prompt lists them, one ``"A. red"`` line each; an option that already starts with its own letter keeps it once.
+
+    >>> option_lines(Query("What colour is the car?", ("red", "B. blue")))
+    ['A. red', 'B. blue']
+    """
+    lines = []
+    for letter, option in zip(option_letters(len(query.options)), query.options, strict=True):
+        match = _LETTER_PREFIX.match(option)
+        text = option[match.end() :] if match and match.group(1) == letter else option
+        lines.append(f"{letter}. {text.strip()}")
+    return lines
+
+
 def build_prompt(
     query: Query, timestamps: Sequence[float] = (), duration: float | None = None, time_instruction: bool = True, windows: WindowRequest | None = None
 ) -> str:
@@ -58,10 +72,7 @@ def build_prompt(
     lines = [time_instruction_text(timestamps, duration)] if time_instruction and len(timestamps) else []
     lines.append(query.text.strip())
     if query.options:
-        for letter, option in zip(option_letters(len(query.options)), query.options, strict=True):
-            match = _LETTER_PREFIX.match(option)
-            text = option[match.end() :] if match and match.group(1) == letter else option
-            lines.append(f"{letter}. {text.strip()}")
+        lines.extend(option_lines(query))
         lines.append(MULTIPLE_CHOICE_SUFFIX)
     elif windows is None:
         lines.append(OPEN_ENDED_SUFFIX)

@@ -99,7 +99,7 @@ def select_across(p: Prepared, plan: Plan, ctx: RunContext, selector: Any, token
     for ref in sample.video_refs:
         pools[ref.id] = build_pool(sample, plan.pool, ctx, ref.path)
         view = one_video_sample(sample, ref.id)
-        features[ref.id] = featurize(pools[ref.id], view, needs, plan.encoder, ctx) if needs else Features()
+        features[ref.id] = featurize(pools[ref.id], view, needs, plan.encoder, ctx, query_text=plan.query_text) if needs else Features()
     if joint:
         selector.use_encoder(plan.encoder)
     if plan.tokens is not None and tokens is None:

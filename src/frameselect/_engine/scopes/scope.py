@@ -82,7 +82,7 @@ class Scope:
         for video in sample_videos(sample):
             pool = build_pool(sample, plan.pool, ctx, video)
             needs = set(selector.needs).union(*(e.needs for e in plan.evaluators)) | plan.budget.needs
-            features = featurize(pool, sample, needs, plan.encoder, ctx)
+            features = featurize(pool, sample, needs, plan.encoder, ctx, query_text=plan.query_text)
             p.k = plan.budget.choose(p, plan, ctx, selector, pool, features)
             selection = run_selector(selector, plan, pool, sample, p.k, features)
             ctx.counters.selector_calls += 1

@@ -161,7 +161,7 @@ def stream_step(p: Prepared, plan: Plan, ctx: RunContext, selector: StreamingSel
     needs = {"embeddings"}.union(*(e.needs for e in plan.evaluators))
     if plan.encoder.has_text:
         needs.add("text")
-    features = featurize(pool, sample, needs, plan.encoder, ctx)
+    features = featurize(pool, sample, needs, plan.encoder, ctx, query_text=plan.query_text)
     if features.embeddings is None:
         raise ConfigError(f"encoder {plan.encoder.id!r} gave no frame embeddings")
     times = np.asarray(pool.timestamps, dtype=np.float64)

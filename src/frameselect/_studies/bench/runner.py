@@ -164,6 +164,7 @@ def run_bench(
 def _run_bench(config: BenchConfig, executor: Any, *, log: Callable[[str], None] | None, progress: bool | None) -> BenchResult:
     from frameselect._engine.pipeline import RunOptions, encode_pools, evaluate
     from frameselect._engine.plan import resolve
+    from frameselect._engine.query_text import check_query_text
     from frameselect._engine.replay import replay
     from frameselect.datasets.haystack import HaystackDataset
     from frameselect.errors import ConfigError
@@ -176,6 +177,7 @@ def _run_bench(config: BenchConfig, executor: Any, *, log: Callable[[str], None]
     if config.encoder_params and not with_encoder:
         raise ConfigError("encoder parameters (-E/--encoder-param) were given but no encoder: drop them, or give --encoder NAME")
     encoder = resolve("encoders", config.encoder, **dict(config.encoder_params)) if with_encoder else None  # refused before the suite is built
+    check_query_text(config.query_text)
 
     start = time.perf_counter()
     dataset = HaystackDataset(n_videos=config.n_videos, minutes=config.minutes, seed=config.seed, root=bench_dir)
@@ -229,7 +231,15 @@ def _run_bench(config: BenchConfig, executor: Any, *, log: Callable[[str], None]
             )
             if selected_in is None:
                 encodes = set(sel.needs) & {"embeddings", "text", "relevance"}
-                options = RunOptions(pool=config.pool, seed=config.seed, cache_dir=features_dir, progress=progress, label=shared["label"], executor=executor)
+                options = RunOptions(
+                    pool=config.pool,
+                    seed=config.seed,
+                    query_text=config.query_text,
+                    cache_dir=features_dir,
+                    progress=progress,
+                    label=shared["label"],
+                    executor=executor,
+                )
                 result = evaluate(sel, evaluators, dataset, k, encoder=encoder if encodes else None, answerer=ans, store=config.store, options=options)
                 selected_in = result.run_id
             else:

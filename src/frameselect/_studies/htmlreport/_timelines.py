@@ -77,12 +77,15 @@ def _text_encoder(run: StoredRun) -> Any | None:
 def _relevance(run: StoredRun, sample: Sample, video_id: str, policy: str, cache: Any, times: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """The query relevance curve from the feature cache, when the run's encoder has a text side."""
     from frameselect._core.cache import Cache
+    from frameselect._engine.query_text import DEFAULT_QUERY_TEXT, QUERY_TEXTS, relevance_text
 
     encoder = _text_encoder(run)
     if encoder is None:
         return None
     frames = cache.load_array("frames", Cache.embedding_key(video_id, policy, encoder.id))
-    text = cache.load_array("text", Cache.text_key(encoder.id, sample.query.text))
+    mode = str(run.info.config.get("query_text") or DEFAULT_QUERY_TEXT)
+    asked = relevance_text(sample.query, mode) if mode in QUERY_TEXTS else sample.query.text
+    text = cache.load_array("text", Cache.text_key(encoder.id, asked))  # the text the run embedded
     if frames is None or text is None or frames.shape[0] != times.shape[0]:
         return None
     return times, np.asarray(encoder.relevance(frames, text), dtype=np.float64)

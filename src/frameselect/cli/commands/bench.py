@@ -127,6 +127,13 @@ def run(args: argparse.Namespace) -> int:
     if args.no_cross_video and args.cross_video:
         print("frameselect: error: --cross-video runs the cross-video section alone and --no-cross-video leaves it out: give one", file=sys.stderr)
         return 2
+    if args.query_text != "question" and (sections or with_cross_video(args)):
+        print(
+            "frameselect: error: --query-text sets the main section's runs only: leave out "
+            + (" and ".join(sections) if sections else "the cross-video section (give -s or --no-cross-video)"),
+            file=sys.stderr,
+        )
+        return 2
     if args.stream:
         return run_stream(args)
     if args.cross_video:
@@ -146,6 +153,7 @@ def run(args: argparse.Namespace) -> int:
         workers=args.workers,
         ray_address=args.ray_address,
         tokens=args.tokens,
+        query_text=args.query_text,
     )
     start = time.perf_counter()
     try:
@@ -221,6 +229,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--minutes", type=float, default=None, help=f"minutes per video (default: {MINUTES:g}; --stream: 3)")
     p.add_argument("--seed", type=int, default=0, help="suite and selection seed (default: %(default)s)")
     p.add_argument("--pool", default="fps=1.0", help="candidate pool policy (default: %(default)s)")
+    p.add_argument(
+        "--query-text",
+        default="question",
+        help="what text of a question query relevance embeds: question (its text alone) or question+options (the question, then its options "
+        "as the prompt lists them) (default: %(default)s)",
+    )
     p.add_argument("--query-aware", default="topk", help="query-aware selector followed in the rank summary (default: %(default)s)")
     p.add_argument(
         "--stream", action="store_true", help="the streaming section: streaming selectors answer questions at stream times from memories of --memory frames"

@@ -62,7 +62,7 @@ def _plans(args: argparse.Namespace) -> list[Any]:
         answerer=resolve("answerers", args.answerer, **answerer_params) if args.answerer else None,
         scope=AcrossVideos(args.budget_policy) if args.budget_policy else None,
     )
-    options = RunOptions(pool=args.pool, seed=args.seed, limit=args.limit)
+    options = RunOptions(pool=args.pool, seed=args.seed, limit=args.limit, query_text=args.query_text)
     tokens: dict[str, Any] = dict(tokens=args.tokens, token_policy=args.token_policy, token_model=args.token_model)
     choose_params = parse_params(args.choose_param, "-C/--choose-param")
     if choose_params and not args.choose_budget:
@@ -162,6 +162,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="candidate pool policy: fps=R (exact), fps=R,approx[=E] (the cheapest decodable frame near each time), keyframes, uniform=N or all (default: %(default)s)",
     )
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--query-text",
+        default="question",
+        help="what text of a question query relevance embeds: question (its text alone) or question+options (the question, then its options "
+        "as the prompt lists them) (default: %(default)s)",
+    )
     p.add_argument("--param", "-p", action="append", help="selector hyper-parameter name=value (applies to every --selector; each must take it)")
     p.add_argument("--cache-dir", default=None, help="feature cache folder (default: ~/.cache/frameselect/features or $FRAMESELECT_CACHE)")
     p.add_argument("--limit", type=int, default=None, help="only the first N samples (N >= 0)")
