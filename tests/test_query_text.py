@@ -109,6 +109,25 @@ def test_the_mode_enters_the_configuration_and_the_run_id() -> None:
     assert both.run_id != default.run_id
 
 
+class _WithOptions(_Recording):
+    """An encoder whose own choice is the question and its options (as ``ocr_text``'s)."""
+
+    name = "recording_text_options"
+    query_text: ClassVar[str] = "question+options"
+
+
+def test_without_a_mode_the_encoder_chooses() -> None:
+    from frameselect.encoders.offline import ImagenetLabel, OcrText
+
+    assert OcrText.query_text == "question+options" and ImagenetLabel.query_text == "question"  # measured: docs/bench.md
+    own = plan_run("topk", ["evidence_recall"], "tiny", 4, encoder=_WithOptions())
+    named = plan_run("topk", ["evidence_recall"], "tiny", 4, encoder=_WithOptions(), options=RunOptions(query_text="question+options"))
+    told = plan_run("topk", ["evidence_recall"], "tiny", 4, encoder=_WithOptions(), options=RunOptions(query_text="question"))
+    assert own.query_text == "question+options" and own.config["query_text"] == "question+options" and own.run_id == named.run_id
+    assert told.query_text == "question" and "query_text" not in told.config and told.run_id != own.run_id
+    assert plan_run("uniform", ["evidence_recall"], "tiny", 4).query_text == "question"  # no encoder: the question
+
+
 def test_a_bad_mode_fails_before_any_sample(tiny: Any, tmp_path: Path, decoded: list[int], recording: type[_Recording]) -> None:
     store = tmp_path / "s.sqlite"
     with pytest.raises(ConfigError, match="query_text must be one of 'question', 'question\\+options', got 'options'"):

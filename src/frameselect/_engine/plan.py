@@ -39,7 +39,7 @@ from frameselect._engine.checks import (
     resolve_token_model,
     token_model_config,
 )
-from frameselect._engine.query_text import DEFAULT_QUERY_TEXT, check_query_text
+from frameselect._engine.query_text import DEFAULT_QUERY_TEXT, check_query_text, default_query_text
 from frameselect._engine.scopes import OneVideo, Scope, default_scope
 from frameselect._engine.scopes.across import AcrossVideos
 from frameselect.answerers.base import Answerer
@@ -100,8 +100,9 @@ class RunOptions:
 
     What shapes the results (and so the run id): ``pool`` (the candidate pool
     policy), ``seed``, ``limit`` (the first samples only), ``query_text`` (what
-    text of a question query relevance embeds: ``"question"``, the default, or
-    ``"question+options"``: :mod:`frameselect._engine.query_text`) and the
+    text of a question query relevance embeds: ``"question"`` or
+    ``"question+options"``; None, the default: the encoder's own choice,
+    :mod:`frameselect._engine.query_text`) and the
     parameters of a selector or dataset given by name. What does not: ``label``, ``dataset_name`` (names a list
     of samples given as the dataset; the store keeps such samples), ``by`` (the
     result's breakdown; None: the scope's), ``progress``, ``on_record``, the
@@ -113,7 +114,7 @@ class RunOptions:
     seed: int = 0
     limit: int | None = None
     #: what text of a question query relevance embeds (:data:`~frameselect._engine.query_text.QUERY_TEXTS`)
-    query_text: str = "question"
+    query_text: str | None = None
     label: str = ""
     selector_params: Mapping[str, Any] | None = None
     dataset_params: Mapping[str, Any] | None = None
@@ -284,13 +285,13 @@ def _plan(
     budget = budget.resolved()
     k = check_budget(budget.k, error=ConfigError, hint="k=, CLI -k")
     limit, policy = check_limit(opts.limit), check_pool(opts.pool)
-    query_text = check_query_text(opts.query_text)
     sel = (scope or Scope()).resolve_selector(selector, dict(opts.selector_params or {}))
     if scope is not None:
         scope = scope.with_parts()
     evs: list[Evaluator] = [resolve("evaluators", e) for e in evaluators]
     enc: Encoder | None = resolve("encoders", encoder) if encoder is not None else None
     ans: Answerer | None = resolve("answerers", answerer) if answerer is not None else None
+    query_text = check_query_text(opts.query_text if opts.query_text is not None else default_query_text(enc))
     if scope is not None:
         scope.check_parts(sel, budget, enc, ans)
     rt = resolve("routers", budget.router) if budget.router is not None else None

@@ -17,7 +17,7 @@ import numpy as np
 
 from frameselect._core.cache import Cache
 from frameselect._engine.executors import prefetched
-from frameselect._engine.query_text import DEFAULT_QUERY_TEXT, relevance_text
+from frameselect._engine.query_text import default_query_text, relevance_text
 from frameselect._engine.work import RunContext, build_pool
 from frameselect.encoders.base import Encoder
 from frameselect.errors import FrameselectError, SelectionError
@@ -150,12 +150,13 @@ def _pairwise_scores(pool: CandidatePool, text: str, encoder: Encoder, ctx: RunC
 
 
 def featurize(
-    pool: CandidatePool, sample: Sample, needs: Iterable[str], encoder: Encoder | None, ctx: RunContext, *, query_text: str = DEFAULT_QUERY_TEXT
+    pool: CandidatePool, sample: Sample, needs: Iterable[str], encoder: Encoder | None, ctx: RunContext, *, query_text: str | None = None
 ) -> Features:
     """Compute (or load from the cache) exactly the features a selector needs.
 
     Query relevance embeds the text of ``sample.query`` that ``query_text``
-    names (:func:`frameselect._engine.query_text.relevance_text`); the text
+    names (None: the encoder's own :attr:`~frameselect.encoders.base.Encoder.query_text`;
+    :func:`frameselect._engine.query_text.relevance_text`); the text
     cache is keyed by that text.
     """
     needs = set(needs)
@@ -167,7 +168,7 @@ def featurize(
         if needs & {"text", "relevance"}:
             if not encoder.has_text:
                 raise SelectionError(f"this selector needs query relevance, but encoder {encoder.id} cannot embed text; use a text-capable encoder")
-            asked = relevance_text(sample.query, query_text)
+            asked = relevance_text(sample.query, query_text if query_text is not None else default_query_text(encoder))
             text = _encode_text(asked, encoder, ctx)
             if encoder.pairwise_relevance:
                 scores = _pairwise_scores(pool, asked, encoder, ctx)

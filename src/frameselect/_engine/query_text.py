@@ -1,12 +1,16 @@
 """What text of a question query relevance embeds: the run option ``query_text`` (``RunOptions(query_text=...)``, CLI ``--query-text``).
 
-``"question"`` (the default): the question's text alone, ``Query.text``.
+``"question"``: the question's text alone, ``Query.text``.
 ``"question+options"``: the question followed by its options, one
 ``"A. red"`` line each, as the answering model's prompt lists them
 (:func:`frameselect.answerers._vlm_prompts.option_lines`); a question without
-options embeds its text alone. The text decides the relevance of every frame,
-so a run's configuration (and its run id) keeps a mode other than the
-default; runs with the default keep the run ids they always had.
+options embeds its text alone. Unless a run names one, the encoder's own
+choice is used (:attr:`Encoder.query_text <frameselect.encoders.base.Encoder.query_text>`:
+``"question"`` for most; ``"question+options"`` for ``ocr_text``, where the
+options were measured to help: docs/bench.md). The text decides the
+relevance of every frame, so a run's configuration (and its run id) keeps a
+mode other than ``"question"``; runs that embed the question alone keep the
+run ids they always had.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from typing import Any
 from frameselect.errors import ConfigError
 from frameselect.types import Query
 
-__all__ = ["QUERY_TEXTS", "DEFAULT_QUERY_TEXT", "check_query_text", "relevance_text"]
+__all__ = ["QUERY_TEXTS", "DEFAULT_QUERY_TEXT", "check_query_text", "default_query_text", "relevance_text"]
 
 #: the texts a run's query relevance may embed
 QUERY_TEXTS = ("question", "question+options")
@@ -29,6 +33,12 @@ def check_query_text(mode: Any) -> str:
         allowed = ", ".join(repr(m) for m in QUERY_TEXTS)
         raise ConfigError(f"query_text must be one of {allowed}, got {mode!r} (query_text=, CLI --query-text)")
     return mode
+
+
+def default_query_text(encoder: Any) -> str:
+    """The text an encoder's relevance embeds unless a run says: its ``query_text`` (``"question"`` without an encoder)."""
+    mode = getattr(encoder, "query_text", DEFAULT_QUERY_TEXT) if encoder is not None else DEFAULT_QUERY_TEXT
+    return mode if isinstance(mode, str) else DEFAULT_QUERY_TEXT
 
 
 def relevance_text(query: Query, mode: str = DEFAULT_QUERY_TEXT) -> str:

@@ -43,6 +43,9 @@ class Encoder(Part):
     has_text: ClassVar[bool] = False
     #: relevance is scored from each frame and the query together (:meth:`score_frames`), not from embeddings
     pairwise_relevance: ClassVar[bool] = False
+    #: what text of a question this encoder's relevance embeds unless a run says (``query_text``:
+    #: :mod:`frameselect._engine.query_text`): the question alone, or with its options where that was measured to help
+    query_text: ClassVar[str] = "question"
     identity_exclude: ClassVar[frozenset[str]] = frozenset({"batch_size", "device"})
 
     @property

@@ -154,7 +154,7 @@ def format_report(result: BenchResult) -> str:
         f"haystack suite: {result.n_videos} videos x {result.config.minutes:g} min, {result.n_samples} questions "
         f"({', '.join(f'{k} {result.kinds[k]}' for k in kinds_present)}); pool {result.config.pool}; "
         f"relevance encoder {result.config.encoder}"
-        + ("" if result.config.query_text == "question" else f" (query text: {result.config.query_text})")
+        + ("" if result.config.query_text is None else f" (query text: {result.config.query_text})")
         + f"; store {result.config.store}"
     )
     out.append(

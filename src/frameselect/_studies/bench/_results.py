@@ -55,7 +55,8 @@ class BenchConfig:
     workers: int | None = None
     ray_address: str | None = None
     tokens: bool = False  # the token-budget section (frameselect._studies.bench.token_section; CLI --tokens)
-    query_text: str = "question"  # what text of a question query relevance embeds (frameselect._engine.query_text; CLI --query-text)
+    #: what text of a question query relevance embeds (frameselect._engine.query_text; CLI --query-text); None: the encoder's choice
+    query_text: str | None = None
 
 
 @dataclass

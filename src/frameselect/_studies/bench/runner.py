@@ -177,7 +177,8 @@ def _run_bench(config: BenchConfig, executor: Any, *, log: Callable[[str], None]
     if config.encoder_params and not with_encoder:
         raise ConfigError("encoder parameters (-E/--encoder-param) were given but no encoder: drop them, or give --encoder NAME")
     encoder = resolve("encoders", config.encoder, **dict(config.encoder_params)) if with_encoder else None  # refused before the suite is built
-    check_query_text(config.query_text)
+    if config.query_text is not None:
+        check_query_text(config.query_text)
 
     start = time.perf_counter()
     dataset = HaystackDataset(n_videos=config.n_videos, minutes=config.minutes, seed=config.seed, root=bench_dir)

@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     if args.no_cross_video and args.cross_video:
         print("frameselect: error: --cross-video runs the cross-video section alone and --no-cross-video leaves it out: give one", file=sys.stderr)
         return 2
-    if args.query_text != "question" and (sections or with_cross_video(args)):
+    if args.query_text is not None and (sections or with_cross_video(args)):
         print(
             "frameselect: error: --query-text sets the main section's runs only: leave out "
             + (" and ".join(sections) if sections else "the cross-video section (give -s or --no-cross-video)"),
@@ -231,9 +231,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--pool", default="fps=1.0", help="candidate pool policy (default: %(default)s)")
     p.add_argument(
         "--query-text",
-        default="question",
+        default=None,
         help="what text of a question query relevance embeds: question (its text alone) or question+options (the question, then its options "
-        "as the prompt lists them) (default: %(default)s)",
+        "as the prompt lists them) (default: the encoder's choice: question+options for ocr_text, question for the others)",
     )
     p.add_argument("--query-aware", default="topk", help="query-aware selector followed in the rank summary (default: %(default)s)")
     p.add_argument(

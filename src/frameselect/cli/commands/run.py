@@ -164,9 +164,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
         "--query-text",
-        default="question",
+        default=None,
         help="what text of a question query relevance embeds: question (its text alone) or question+options (the question, then its options "
-        "as the prompt lists them) (default: %(default)s)",
+        "as the prompt lists them) (default: the encoder's choice: question+options for ocr_text, question for the others)",
     )
     p.add_argument("--param", "-p", action="append", help="selector hyper-parameter name=value (applies to every --selector; each must take it)")
     p.add_argument("--cache-dir", default=None, help="feature cache folder (default: ~/.cache/frameselect/features or $FRAMESELECT_CACHE)")
