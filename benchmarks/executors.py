@@ -38,6 +38,7 @@ import argparse  # noqa: E402
 import math  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
+from dataclasses import replace  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -299,13 +300,14 @@ def driver_under_workers(args: argparse.Namespace, work: Path) -> None:
     copies = max(1, args.driver_samples // len(tiny))
     samples = [Sample(f"{s.id}#{i}", s.video, s.query, s.answer, s.evidence, s.metadata) for i in range(copies) for s in tiny]
     ds = InMemoryDataset(samples, name="tiny_many")
-    kw: dict[str, Any] = dict(selector="uniform", evaluators=["evidence_recall", "frame_precision"], dataset=ds, k=4, cache_dir=work / "tiny_cache")
-    frameselect.evaluate(**kw, limit=len(tiny))  # probes cached
+    kw: dict[str, Any] = dict(selector="uniform", evaluators=["evidence_recall", "frame_precision"], dataset=ds, k=4)
+    cached = frameselect.RunOptions(cache_dir=work / "tiny_cache")
+    frameselect.evaluate(**kw, options=replace(cached, limit=len(tiny)))  # probes cached
     for workers in (1, args.many_workers):
         with ProcessExecutor(workers) as ex:
-            frameselect.evaluate(**kw, limit=len(tiny), executor=ex)  # workers started
+            frameselect.evaluate(**kw, options=replace(cached, limit=len(tiny), executor=ex))  # workers started
             start = time.perf_counter()
-            result = frameselect.evaluate(**kw, store=work / f"driver{workers}.sqlite", executor=ex)
+            result = frameselect.evaluate(**kw, store=work / f"driver{workers}.sqlite", options=replace(cached, executor=ex))
             rate = len(result.records) / (time.perf_counter() - start)
         print(f"driver, {workers} process worker(s), cached pools, {len(result.records)} samples on 2 videos: {rate:,.0f} records/s")
 
@@ -345,9 +347,10 @@ def overlap(args: argparse.Namespace, work: Path) -> None:
         kw: dict[str, Any] = dict(selector="kcenter", evaluators=["mc_accuracy"], dataset=questions, k=8, encoder="imagenet_label")
         ans = OpenAIHTTPAnswerer(base_url=server.base_url, model="m", concurrency=4, max_retries=0)
         t0 = time.perf_counter()
-        frameselect.evaluate(**kw, answerer=ans, store=work / "http_serial.sqlite", cache_dir=work / "http_serial")
+        frameselect.evaluate(**kw, answerer=ans, store=work / "http_serial.sqlite", options=frameselect.RunOptions(cache_dir=work / "http_serial"))
         t1 = time.perf_counter()
-        frameselect.evaluate(**kw, answerer=ans, store=work / "http_overlap.sqlite", cache_dir=work / "http_overlap", executor=InlineExecutor())
+        overlapping = frameselect.RunOptions(cache_dir=work / "http_overlap", executor=InlineExecutor())
+        frameselect.evaluate(**kw, answerer=ans, store=work / "http_overlap.sqlite", options=overlapping)
         t2 = time.perf_counter()
     print(
         f"{len(questions)} questions on {len(videos)} videos, pools encoded cold, server {args.server_delay:g} s per answer, 4 in flight: "

@@ -37,6 +37,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from frameselect._engine.pipeline import evaluate
+    from frameselect._engine.plan import RunOptions
     from frameselect._studies.learned.api import setup, train
     from frameselect._studies.learned.train import TrainConfig
     from frameselect.selectors.learned import BayesGRPO
@@ -55,7 +56,14 @@ def main() -> None:
         for label, sel in entries:
             t = time.perf_counter()
             res = evaluate(
-                sel, ["mc_accuracy"], run.test_samples, args.k, encoder=run.encoder, answerer=run.answerer, store=Path(tmp) / "runs.sqlite", seed=args.seed
+                sel,
+                ["mc_accuracy"],
+                run.test_samples,
+                args.k,
+                encoder=run.encoder,
+                answerer=run.answerer,
+                store=Path(tmp) / "runs.sqlite",
+                options=RunOptions(seed=args.seed),
             )
             accuracy[label] = (res.table.get("mc_accuracy", float("nan")), time.perf_counter() - t)
     base = accuracy["topk"][0]

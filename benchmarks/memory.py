@@ -102,10 +102,8 @@ def child(video: str, selector: str, pool: str, workdir: str) -> None:
             evaluators=("evidence_recall",),
             dataset=InMemoryDataset([sample]),
             k=8,
-            pool=pool,
             store=os.path.join(workdir, "store.sqlite"),
-            cache_dir=os.path.join(workdir, "cache"),
-            progress=False,
+            options=frameselect.RunOptions(pool=pool, cache_dir=os.path.join(workdir, "cache"), progress=False),
         )
         seconds = time.perf_counter() - t0
     if result.failed:

@@ -151,8 +151,9 @@ class _Probe:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from frameselect._engine.budgets import Tokens
     from frameselect._engine.pipeline import encode_pools, evaluate
-    from frameselect._engine.plan import resolve
+    from frameselect._engine.plan import RunOptions, resolve
     from frameselect._studies.bench.runner import _selectors
     from frameselect._studies.bench.token_section import TOKEN_MODEL, token_budgets
     from frameselect.datasets.haystack import HaystackDataset
@@ -205,15 +206,15 @@ def main(argv: list[str] | None = None) -> int:
     total = Timed()
     per_selector: dict[str, Timed] = {}
     failed = 0
+    options = RunOptions(pool=args.pool, cache_dir=features, progress=False)
     for name, sel in chosen:
         encodes = set(sel.needs) & {"embeddings", "text", "relevance"}
-        run_args: dict[str, Any] = dict(selector=sel, evaluators=list(EVALUATORS), dataset=samples, encoder=encoder if encodes else None)
-        run_args.update(pool=args.pool, cache_dir=features, progress=False)
+        run_args: dict[str, Any] = dict(selector=sel, evaluators=list(EVALUATORS), dataset=samples, encoder=encoder if encodes else None, options=options)
         evaluate(k=max(ks), **run_args)  # the bench's run at k frames: its features into the cache
         probe.reset()
         mine = per_selector.setdefault(name, Timed())
         for k, tokens in budgets.items():
-            result = evaluate(k=k, tokens=tokens, token_policy=TOKEN_POLICY, token_model=TOKEN_MODEL, **run_args)
+            result = evaluate(k=Tokens(tokens, TOKEN_POLICY, k, TOKEN_MODEL), **run_args)
             t = probe.reset()
             t.latency = sum(r.metrics.get("selection_latency_s", 0.0) for r in result.records)
             failed += len(result.failed)
@@ -249,16 +250,19 @@ def main(argv: list[str] | None = None) -> int:
 
 def _wall_check(probe: _Probe, name: str, k: int, tokens: int, samples: Any, pool: str, features: str, repeats: int, evaluate: Any) -> None:
     """One selector at ``k`` frames (no cost model) and at ``tokens`` tokens, every memo emptied before each run, alternately."""
+    from frameselect._engine.budgets import Budget, Tokens
+    from frameselect._engine.plan import RunOptions
+
     walls: dict[str, list[float]] = {"frames": [], "tokens": []}
     stages: dict[str, list[float]] = {"frames": [], "tokens": []}
     cold: list[float] = []
     for _ in range(repeats):
         for kind in ("frames", "tokens"):
             _clear_token_memos()
-            extra: dict[str, Any] = dict(tokens=tokens, token_policy=TOKEN_POLICY, token_model="qwen2_5_vl") if kind == "tokens" else {}
+            budget: Budget | int = Tokens(tokens, TOKEN_POLICY, k, "qwen2_5_vl") if kind == "tokens" else k
             probe.reset()
             start = time.perf_counter()
-            evaluate(name, list(EVALUATORS), samples, k, pool=pool, cache_dir=features, progress=False, **extra)
+            evaluate(name, list(EVALUATORS), samples, budget, options=RunOptions(pool=pool, cache_dir=features, progress=False))
             elapsed = time.perf_counter() - start
             t = probe.reset()
             walls[kind].append(elapsed - t.warm)  # the benchmark's own second planning call is not the run's
