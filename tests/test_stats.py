@@ -227,3 +227,23 @@ def test_cluster_swap_p_value_against_brute_force() -> None:
     res = paired_difference_stat(a, b, lambda xs: float(np.median(xs)), clusters)
     assert res.mean_diff == pytest.approx(observed)
     assert res.p_value == pytest.approx(extreme / 2 ** len(members)) and res.method == "cluster swap, exact over 32 patterns"
+
+
+def test_sign_flip_tests_give_each_pairs_own_test() -> None:
+    # many pairs at once: the same (difference, p) as one sign_flip_test each, on the random path
+    # (more clusters than the exact limit) and the exact one, zero totals and clusters of several items included
+    from frameselect._core.stats import sign_flip_test, sign_flip_tests
+
+    rng = np.random.default_rng(7)
+    cases = []
+    for i in range(40):
+        n = 20 if i % 4 else 9  # 20 clusters: random patterns; 9: exact
+        a = rng.integers(0, 2, 2 * n).astype(float)
+        b = rng.integers(0, 2, 2 * n).astype(float) if i % 7 else a.copy()  # every seventh: a zero total
+        cases.append((a, b, [j // 2 for j in range(2 * n)]))
+    together = sign_flip_tests(cases, seed=3, n_random=2000)
+    alone = [sign_flip_test(a, b, c, seed=3, n_random=2000) for a, b, c in cases]
+    assert together == alone
+    assert len({p for _, p in alone}) > 10  # the p-values differ from pair to pair: the comparison is not of constants
+    with pytest.raises(ValueError, match="differ in length"):
+        sign_flip_tests([([1.0, 0.0], [1.0], None)])

@@ -91,6 +91,7 @@ from frameselect._core.stats._rankings import (  # noqa: F401
     multiway_weights,
     rank_analysis,
     sign_flip_test,
+    sign_flip_tests,
     tau_interval,
 )
 from frameselect._core.stats._resampling import (  # noqa: F401
@@ -132,6 +133,7 @@ __all__ = [
     "rank_analysis",
     "holm",
     "sign_flip_test",
+    "sign_flip_tests",
     "flip_p",
     "TauInterval",
     "tau_interval",

@@ -26,6 +26,7 @@ from frameselect._core.stats._resampling import (
     _fmt,
     _percentiles,
     _sign_flip_p,
+    _sign_flip_ps,
     kendall_tau,
     paired_difference,
     paired_difference_stat,
@@ -50,6 +51,7 @@ __all__ = [
     "multiway_weights",
     "rank_analysis",
     "sign_flip_test",
+    "sign_flip_tests",
     "tau_interval",
 ]
 
@@ -238,6 +240,35 @@ def sign_flip_test(
         return math.nan, math.nan
     p, _ = _sign_flip_p(sums, sums.shape[0] <= exact_max, n_random, np.random.default_rng(seed))
     return float(sums.sum() / counts.sum()), p
+
+
+def sign_flip_tests(
+    cases: Sequence[tuple[Sequence[float] | NDArray[Any], Sequence[float] | NDArray[Any], Sequence[Hashable] | None]],
+    *,
+    seed: int = 0,
+    n_random: int = DEFAULT_BOOT,
+    exact_max: int = EXACT_MAX_CLUSTERS,
+) -> list[tuple[float, float]]:
+    """:func:`sign_flip_test` of each ``(a, b, clusters)``: the same results, with the random tests of one cluster count run together.
+
+    >>> sign_flip_tests([([1, 1, 1, 0], [0, 0, 1, 0], None), ([2, 0], [0, 0], None)])
+    [(0.5, 0.5), (1.0, 1.0)]
+    """
+    diffs: list[float] = []
+    sums_of: list[NDArray[np.float64]] = []
+    for a, b, clusters in cases:
+        x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+        if x.shape != y.shape:
+            raise ValueError(f"paired values differ in length: {x.shape[0]} and {y.shape[0]}")
+        sums, counts, _ = _cluster_sums(x - y, clusters)
+        sums_of.append(sums)
+        diffs.append(float(sums.sum() / counts.sum()) if sums.shape[0] else math.nan)
+    out: list[tuple[float, float]] = [(math.nan, math.nan)] * len(cases)
+    for exact in (True, False):
+        mine = [i for i, sums in enumerate(sums_of) if sums.shape[0] and (sums.shape[0] <= exact_max) == exact]
+        for i, p in zip(mine, _sign_flip_ps([sums_of[i] for i in mine], exact, n_random, seed), strict=True):
+            out[i] = (diffs[i], p)
+    return out
 
 
 def flip_p(diff_a: float, p_a: float, diff_b: float, p_b: float) -> float:
@@ -492,33 +523,39 @@ def compare_conditions(
     flip's ``p_holm`` over the pairs of its comparison.
     """
     taus = [TauLine(axis, a, b, tau_interval(conditions[a], conditions[b], clusters, n_boot=n_boot, seed=seed)) for axis, a, b in comparisons]
-    tests: dict[tuple[str, str, str], tuple[float, float]] = {}
-
-    def test(label: str, x: str, y: str) -> tuple[float, float]:
-        if (label, x, y) not in tests:
-            da, db = conditions[label][x], conditions[label][y]
-            shared = [s for s in da if s in db]
-            clusters_xy = [clusters.get(s, s) for s in shared]
-            tests[(label, x, y)] = sign_flip_test([da[s] for s in shared], [db[s] for s in shared], clusters_xy, seed=seed, n_random=n_permutations)
-        return tests[(label, x, y)]
-
-    flips: list[Flip] = []
+    means = {label: {e: _mean_of(v) for e, v in entries.items()} for label, entries in conditions.items()}
+    candidates: list[tuple[str, str, str, str, str]] = []  # (axis, a, b, better, worse): the pairs whose estimates point opposite ways
     pairs: dict[tuple[str, str, str], int] = {}
     for axis, a, b in comparisons:
         ca, cb = conditions[a], conditions[b]
         shared = [e for e in _ranked(ca) if e in set(_ranked(cb))]
         pairs[(axis, a, b)] = len(shared) * (len(shared) - 1) // 2
         for x, y in itertools.combinations(sorted(shared), 2):
-            ma, mb = _mean_of(ca[x]) - _mean_of(ca[y]), _mean_of(cb[x]) - _mean_of(cb[y])
-            if ma * mb >= 0:
-                continue
-            better, worse = (x, y) if ma > 0 else (y, x)
-            da, pa = test(a, better, worse)
-            db, pb = test(b, better, worse)
-            p = flip_p(da, pa, db, pb)
-            if not math.isnan(p):
-                flips.append(Flip(axis, a, b, better, worse, da, pa, db, pb, p))
+            ma, mb = means[a][x] - means[a][y], means[b][x] - means[b][y]
+            if ma * mb < 0:
+                candidates.append((axis, a, b, *((x, y) if ma > 0 else (y, x))))
+    # every test the flips need, computed together (the same p-values as one sign_flip_test each)
+    keys = list(dict.fromkeys(key for _, a, b, better, worse in candidates for key in ((a, better, worse), (b, better, worse))))
+    tests = dict(
+        zip(keys, sign_flip_tests([_paired_values(conditions[label], x, y, clusters) for label, x, y in keys], seed=seed, n_random=n_permutations), strict=True)
+    )
+    flips: list[Flip] = []
+    for axis, a, b, better, worse in candidates:
+        da, pa = tests[(a, better, worse)]
+        db, pb = tests[(b, better, worse)]
+        p = flip_p(da, pa, db, pb)
+        if not math.isnan(p):
+            flips.append(Flip(axis, a, b, better, worse, da, pa, db, pb, p))
     return taus, flips, pairs
+
+
+def _paired_values(
+    entries: Mapping[str, Mapping[str, float]], x: str, y: str, clusters: Mapping[str, Hashable]
+) -> tuple[list[float], list[float], list[Hashable]]:
+    """The values of ``x`` and ``y`` on the samples both have, and those samples' clusters."""
+    da, db = entries[x], entries[y]
+    shared = [s for s in da if s in db]
+    return [da[s] for s in shared], [db[s] for s in shared], [clusters.get(s, s) for s in shared]
 
 
 def holm_flips(flips: Sequence[Flip], pairs: Mapping[tuple[str, str, str], int]) -> None:

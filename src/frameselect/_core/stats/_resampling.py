@@ -253,6 +253,43 @@ def _sign_flip_p(cluster_sums: NDArray[np.float64], exact: bool, n_random: int, 
     return float(res.pvalue), int(np.asarray(res.null_distribution).shape[0])
 
 
+def _sign_flip_ps(rows: Sequence[NDArray[np.float64]], exact: bool, n_random: int, seed: int) -> list[float]:
+    """:func:`_sign_flip_p` of each row of cluster sums, every row with ``np.random.default_rng(seed)``: the same p-values, computed faster.
+
+    Random patterns depend only on the generator and the number of clusters,
+    not on the sums, so rows with the same number of clusters share one
+    ``scipy.stats.permutation_test`` over a 2-D array (each row its own
+    test, the same sign patterns as one call each). The patterns are drawn
+    in batches, which bound memory and draw the same patterns.
+    """
+    out = [math.nan] * len(rows)
+    groups: dict[int, list[int]] = {}
+    for i, sums in enumerate(rows):
+        if exact or sums.shape[0] == 1 or abs(float(sums.sum())) <= 1e-12 * max(1.0, float(np.abs(sums).max())):
+            out[i] = _sign_flip_p(sums, exact, n_random, np.random.default_rng(seed))[0]
+        else:
+            groups.setdefault(int(sums.shape[0]), []).append(i)
+    if groups:
+        from scipy.stats import permutation_test
+
+        for n, members in groups.items():
+            batch = max(1, min(n_random, 4_000_000 // max(1, n * len(members))))  # about 64 MB of permuted sums a batch
+            res = permutation_test(
+                (np.stack([rows[i] for i in members]),),
+                _abs_sum,
+                permutation_type="samples",
+                vectorized=True,
+                n_resamples=n_random,
+                alternative="greater",
+                rng=np.random.default_rng(seed),
+                axis=-1,
+                batch=batch,
+            )
+            for i, pvalue in zip(members, np.atleast_1d(res.pvalue), strict=True):
+                out[i] = float(pvalue)
+    return out
+
+
 @functools.lru_cache(maxsize=65536)
 def _exact_sign_flip_p(cluster_sums: tuple[float, ...]) -> tuple[float, int]:
     from scipy.stats import permutation_test
