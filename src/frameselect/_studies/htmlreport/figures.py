@@ -158,11 +158,12 @@ def _place_labels(fig: Any, ax: Any, points: Sequence[tuple[str, float, float]],
         x, y = points[members[0]][1], points[members[0]][2]
         chosen: tuple[float, tuple[float, float, float, float]] | None = None
         fallback: tuple[float, tuple[float, float, float, float]] | None = None
+        probe = ax.annotate(text, (x, y), xytext=(4, 3), textcoords="offset points", fontsize=fontsize)
+        box = probe.get_window_extent(renderer)  # measured once: a shift of s points moves it s * dpi / 72 pixels up
+        probe.remove()
         for shift in shifts:
-            probe = ax.annotate(text, (x, y), xytext=(4, 3 + shift), textcoords="offset points", fontsize=fontsize)
-            box = probe.get_window_extent(renderer)
-            probe.remove()
-            rect = (box.x0, box.y0, box.x1, box.y1)
+            dy = shift * fig.dpi / 72.0
+            rect = (box.x0, box.y0 + dy, box.x1, box.y1 + dy)
             if free(rect):
                 if inside(rect):
                     chosen = (shift, rect)
