@@ -52,9 +52,11 @@ def test_bench_without_models_runs_query_agnostic_selectors(tmp_path: Path, caps
         (["-E", "runtime=tensorrt"], "unknown runtime 'tensorrt'; use one of torch, onnx, onnx-int8"),
         (["-E", "colour=red"], "encoder 'imagenet_label' has no parameter 'colour'"),
         (["--encoder", "none", "-E", "runtime=onnx"], "encoder parameters (-E/--encoder-param) were given but no encoder"),
+        (["-k", "8", "-k", "100000000000"], "frame budget k=100000000000 is too large: k must be at most 2147483647 (k=, CLI -k)"),
+        (["-k", "0"], "frame budget k must be an integer of at least 1, got 0 (k=, CLI -k)"),
     ],
 )
-def test_bench_refuses_a_bad_encoder_parameter_before_building_the_suite(
+def test_bench_refuses_a_bad_encoder_parameter_or_budget_before_building_the_suite(
     extra: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     argv = ["bench", "--n-videos", "1", "--minutes", "0.5", "--store", str(tmp_path / "b.sqlite"), "--cache-dir", str(tmp_path / "c"), *extra]

@@ -168,6 +168,7 @@ def _run_bench(config: BenchConfig, executor: Any, *, log: Callable[[str], None]
     from frameselect._engine.replay import replay
     from frameselect.datasets.haystack import HaystackDataset
     from frameselect.errors import ConfigError
+    from frameselect.parts import check_budget
 
     say = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     notes: list[str] = []
@@ -179,6 +180,8 @@ def _run_bench(config: BenchConfig, executor: Any, *, log: Callable[[str], None]
     encoder = resolve("encoders", config.encoder, **dict(config.encoder_params)) if with_encoder else None  # refused before the suite is built
     if config.query_text is not None:
         check_query_text(config.query_text)
+    for k in config.budgets:  # refused before the suite is rendered and its pools encoded
+        check_budget(k, error=ConfigError, hint="k=, CLI -k")
 
     start = time.perf_counter()
     dataset = HaystackDataset(n_videos=config.n_videos, minutes=config.minutes, seed=config.seed, root=bench_dir)
