@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -11,6 +12,12 @@ import pytest
 
 # helper modules beside the tests (chat_server, annotation_files, part_examples): importable from every test folder
 sys.path.append(str(Path(__file__).parent))
+# A test runner started in the background of a script inherits SIGINT ignored, and every process
+# the tests start would inherit it too, so no Ctrl-C test could reach its child. Take SIGINT as a
+# process started from a terminal does: the children then start with it at its default.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 import crossvideo_examples  # noqa: E402, F401  (registers the cross-video loaders' examples for the loader suite)
 import lmms_eval_task_files  # noqa: E402, F401  (registers the lmms_eval dataset's example for the conformance suite)
 import streaming_examples  # noqa: E402, F401  (registers the streaming benchmarks' loaders' examples for the loader suite)
