@@ -5,10 +5,13 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from frameselect._core.video.counter import DecodeCounter
 
 # helper modules beside the tests (chat_server, annotation_files, part_examples): importable from every test folder
 sys.path.append(str(Path(__file__).parent))
@@ -98,3 +101,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if callspec is not None and getattr(item, "originalname", "") in ("test_encoder_conforms", "test_answerer_conforms"):
             if callspec.id.split("-")[0] in MODEL_PARTS:
                 item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture()
+def decoded(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """Every frame decoded anywhere in the process while the test runs (one entry per frame)."""
+    frames: list[int] = []
+    original = DecodeCounter.add
+
+    def add(self: DecodeCounter, n: int = 1) -> None:
+        frames.append(n)
+        original(self, n)
+
+    monkeypatch.setattr(DecodeCounter, "add", add)
+    yield frames

@@ -2,30 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import frameselect
-from frameselect._core.video.counter import DecodeCounter
 from frameselect.errors import ConfigError, FrameselectError
 from frameselect.store import Store
-
-
-@pytest.fixture()
-def decoded(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
-    """Every frame decoded anywhere in the process while the test runs (one entry per frame)."""
-    frames: list[int] = []
-    original = DecodeCounter.add
-
-    def add(self: DecodeCounter, n: int = 1) -> None:
-        frames.append(n)
-        original(self, n)
-
-    monkeypatch.setattr(DecodeCounter, "add", add)
-    yield frames
 
 
 def _refused(tiny: Any, tmp_path: Path, decoded: list[int], **kw: Any) -> str:

@@ -11,7 +11,6 @@ import pytest
 from numpy.typing import NDArray
 
 import frameselect
-from frameselect._core.video.counter import DecodeCounter
 from frameselect._engine.plan import RunOptions, plan_run
 from frameselect._engine.query_text import QUERY_TEXTS, check_query_text, relevance_text
 from frameselect.cli import main
@@ -44,19 +43,6 @@ def recording() -> Iterator[type[_Recording]]:
     _Recording.asked = []
     yield _Recording
     _Recording.asked = []
-
-
-@pytest.fixture()
-def decoded(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
-    frames: list[int] = []
-    original = DecodeCounter.add
-
-    def add(self: DecodeCounter, n: int = 1) -> None:
-        frames.append(n)
-        original(self, n)
-
-    monkeypatch.setattr(DecodeCounter, "add", add)
-    yield frames
 
 
 # -- the text ------------------------------------------------------------------------
