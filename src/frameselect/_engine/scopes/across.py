@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from frameselect._engine.scopes.scope import Recorded, Scope
 from frameselect.errors import FrameselectError
-from frameselect.types import Answer, CandidatePool, Features, Sample, SampleRecord, VideoFrames
+from frameselect.types import Answer, Sample, SampleRecord, VideoFrames
 
 if TYPE_CHECKING:
     from frameselect._engine.budgets import Budget, Sized
@@ -83,9 +83,9 @@ def select_across(p: Prepared, plan: Plan, ctx: RunContext, selector: Any, token
     for the answerer), and the record's metadata holds the budget, each
     video's share, tokens and frame size; the ``tokens`` metric is their sum.
     """
-    from frameselect._engine.prepare import featurize, sample_seed
-    from frameselect._engine.work import AcrossPrepared, build_pool
-    from frameselect.crossvideo.joint import JointSelector, one_video_sample, select_across_videos
+    from frameselect._engine.prepare import sample_seed, video_pools
+    from frameselect._engine.work import AcrossPrepared
+    from frameselect.crossvideo.joint import JointSelector, select_across_videos
     from frameselect.selectors.base import check_selection
 
     sample = p.sample
@@ -94,12 +94,7 @@ def select_across(p: Prepared, plan: Plan, ctx: RunContext, selector: Any, token
     # the record's policy column names how the budget is shared, from the start: a question that fails before it is selected says so too
     p.policy = "joint" if joint else (policy.name if policy is not None else "equal")
     needs = set(selector.needs).union(*(e.needs for e in plan.evaluators)) | (set(policy.needs) if policy is not None else set())
-    pools: dict[str, CandidatePool] = {}
-    features: dict[str, Features] = {}
-    for ref in sample.video_refs:
-        pools[ref.id] = build_pool(sample, plan.pool, ctx, ref.path)
-        view = one_video_sample(sample, ref.id)
-        features[ref.id] = featurize(pools[ref.id], view, needs, plan.encoder, ctx, query_text=plan.query_text) if needs else Features()
+    pools, features = video_pools(sample, plan, ctx, needs)
     if joint:
         selector.use_encoder(plan.encoder)
     if plan.tokens is not None and tokens is None:
