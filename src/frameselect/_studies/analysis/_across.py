@@ -133,11 +133,10 @@ def across_sections(runs: Sequence[StoredRun], metrics: Sequence[str] | None = N
         specs = [s for s in select_metrics(metric_specs([run for run, _ in members]), metrics, strict=False) if s.name in answer]
         section = AcrossSection(dataset, [_row(run, records) for run, records in members], specs)
         for run, records in members:
-            if not any(s.name in _answer_metrics([run]) for s in specs):
-                continue
-            for n in sorted({len(r.videos) for r in records}):
+            mine = [s for s in specs if s.name in _answer_metrics([run])]
+            for n in sorted({len(r.videos) for r in records}) if mine else []:
                 group = [r for r in records if len(r.videos) == n]
-                section.by_videos.append((run.label, n, len(group), {s.name: s.stat(group) for s in specs if s.name in _answer_metrics([run])}))
+                section.by_videos.append((run.label, n, len(group), {s.name: s.stat(group) for s in mine}))
         sections.append(section)
     return sections
 
