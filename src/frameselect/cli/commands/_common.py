@@ -33,6 +33,15 @@ def add_executor_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ray-address", default=None, help="Ray cluster to join with --executor ray (default: $RAY_ADDRESS, else a local one)")
 
 
+def add_query_text_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--query-text",
+        default=None,
+        help="what text of a question query relevance embeds: question (its text alone) or question+options (the question, then its options "
+        "as the prompt lists them) (default: the encoder's choice: question+options for ocr_text, question for the others)",
+    )
+
+
 def split_names(items: Sequence[str] | None) -> list[str]:
     """Names given as repeated options and/or comma lists (``-s a,b -s c``), in order, empty entries dropped."""
     return [x for item in items or [] for x in item.split(",") if x]

@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Any
 
-from frameselect.cli.commands._common import add_executor_args, parse_params, split_names
+from frameselect.cli.commands._common import add_executor_args, add_query_text_arg, parse_params, split_names
 
 #: :class:`frameselect._studies.bench.runner.BenchConfig`'s defaults and ``default_store()``, spelled out so that
 #: building the parser imports no evaluator (a test keeps them equal)
@@ -229,12 +229,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--minutes", type=float, default=None, help=f"minutes per video (default: {MINUTES:g}; --stream: 3)")
     p.add_argument("--seed", type=int, default=0, help="suite and selection seed (default: %(default)s)")
     p.add_argument("--pool", default="fps=1.0", help="candidate pool policy (default: %(default)s)")
-    p.add_argument(
-        "--query-text",
-        default=None,
-        help="what text of a question query relevance embeds: question (its text alone) or question+options (the question, then its options "
-        "as the prompt lists them) (default: the encoder's choice: question+options for ocr_text, question for the others)",
-    )
+    add_query_text_arg(p)
     p.add_argument("--query-aware", default="topk", help="query-aware selector followed in the rank summary (default: %(default)s)")
     p.add_argument(
         "--stream", action="store_true", help="the streaming section: streaming selectors answer questions at stream times from memories of --memory frames"

@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from frameselect.cli.commands._common import add_executor_args, add_store_arg, parse_params, report_failures
+from frameselect.cli.commands._common import add_executor_args, add_query_text_arg, add_store_arg, parse_params, report_failures
 from frameselect.errors import ConfigError
 
 
@@ -162,12 +162,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="candidate pool policy: fps=R (exact), fps=R,approx[=E] (the cheapest decodable frame near each time), keyframes, uniform=N or all (default: %(default)s)",
     )
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument(
-        "--query-text",
-        default=None,
-        help="what text of a question query relevance embeds: question (its text alone) or question+options (the question, then its options "
-        "as the prompt lists them) (default: the encoder's choice: question+options for ocr_text, question for the others)",
-    )
+    add_query_text_arg(p)
     p.add_argument("--param", "-p", action="append", help="selector hyper-parameter name=value (applies to every --selector; each must take it)")
     p.add_argument("--cache-dir", default=None, help="feature cache folder (default: ~/.cache/frameselect/features or $FRAMESELECT_CACHE)")
     p.add_argument("--limit", type=int, default=None, help="only the first N samples (N >= 0)")
