@@ -233,6 +233,7 @@ def test_sign_flip_tests_give_each_pairs_own_test() -> None:
     # many pairs at once: the same (difference, p) as one sign_flip_test each, on the random path
     # (more clusters than the exact limit) and the exact one, zero totals and clusters of several items included
     from frameselect._core.stats import sign_flip_test, sign_flip_tests
+    from frameselect._core.stats._resampling import _cluster_sums, _sign_flip_p
 
     rng = np.random.default_rng(7)
     cases = []
@@ -244,6 +245,11 @@ def test_sign_flip_tests_give_each_pairs_own_test() -> None:
     together = sign_flip_tests(cases, seed=3, n_random=2000)
     alone = [sign_flip_test(a, b, c, seed=3, n_random=2000) for a, b, c in cases]
     assert together == alone
+    # and each p is scipy's own test of that pair alone (one permutation_test per pair, as before the batching)
+    for (a, b, c), (diff, p) in zip(cases, together, strict=True):
+        sums, counts, _ = _cluster_sums(np.asarray(a) - np.asarray(b), c)
+        assert diff == float(sums.sum() / counts.sum())
+        assert p == _sign_flip_p(sums, sums.shape[0] <= 12, 2000, np.random.default_rng(3))[0]
     assert len({p for _, p in alone}) > 10  # the p-values differ from pair to pair: the comparison is not of constants
     with pytest.raises(ValueError, match="differ in length"):
         sign_flip_tests([([1.0, 0.0], [1.0], None)])

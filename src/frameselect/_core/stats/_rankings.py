@@ -25,7 +25,6 @@ from frameselect._core.stats._resampling import (
     _draws,
     _fmt,
     _percentiles,
-    _sign_flip_p,
     _sign_flip_ps,
     kendall_tau,
     paired_difference,
@@ -231,15 +230,7 @@ def sign_flip_test(
     >>> sign_flip_test([1, 1, 1, 0], [0, 0, 1, 0])
     (0.5, 0.5)
     """
-    x = np.asarray(a, dtype=np.float64)
-    y = np.asarray(b, dtype=np.float64)
-    if x.shape != y.shape:
-        raise ValueError(f"paired values differ in length: {x.shape[0]} and {y.shape[0]}")
-    sums, counts, _ = _cluster_sums(x - y, clusters)
-    if sums.shape[0] == 0:
-        return math.nan, math.nan
-    p, _ = _sign_flip_p(sums, sums.shape[0] <= exact_max, n_random, np.random.default_rng(seed))
-    return float(sums.sum() / counts.sum()), p
+    return sign_flip_tests([(a, b, clusters)], seed=seed, n_random=n_random, exact_max=exact_max)[0]
 
 
 def sign_flip_tests(
@@ -249,7 +240,7 @@ def sign_flip_tests(
     n_random: int = DEFAULT_BOOT,
     exact_max: int = EXACT_MAX_CLUSTERS,
 ) -> list[tuple[float, float]]:
-    """:func:`sign_flip_test` of each ``(a, b, clusters)``: the same results, with the random tests of one cluster count run together.
+    """:func:`sign_flip_test` of each ``(a, b, clusters)``, the random tests of one cluster count run together (each with the patterns of ``seed``, as if alone).
 
     >>> sign_flip_tests([([1, 1, 1, 0], [0, 0, 1, 0], None), ([2, 0], [0, 0], None)])
     [(0.5, 0.5), (1.0, 1.0)]
